@@ -1,0 +1,76 @@
+// slip cat CACHE INDEX [--field F] [-o FILE]
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "command.hpp"
+#include "output.hpp"
+#include "slip/cache.hpp"
+#include "slip/error.hpp"
+
+namespace slip::cli {
+
+Action setup_cat(CLI::App& sub, const GlobalOptions&) {
+  struct Args {
+    std::string cache;
+    uint64_t index = 0;
+    std::string field;
+    std::string output;
+  };
+  auto a = std::make_shared<Args>();
+  sub.add_option("cache", a->cache, "Cache directory")->required();
+  sub.add_option("index", a->index, "Sample id (0-based)")->required();
+  sub.add_option("-F,--field", a->field, "Field to print (default: the first image field, else the first field)");
+  sub.add_option("-o,--output", a->output, "Write to this file instead of stdout");
+  return [a]() -> int {
+    const Cache cache = Cache::open(a->cache);
+    size_t fi = 0;
+    if (!a->field.empty()) {
+      auto found = cache.field_index(a->field);
+      if (!found) throw Error(Errc::usage, "the cache has no field \"" + a->field + "\"").with_path(a->cache);
+      fi = *found;
+    } else {
+      for (size_t i = 0; i < cache.fields().size(); ++i)
+        if (cache.fields()[i].type == FieldType::image) {
+          fi = i;
+          break;
+        }
+    }
+    const CacheField& f = cache.fields().at(fi);
+    std::string text;  // values print as text + newline; payloads as raw bytes
+    std::span<const std::byte> raw;
+    bool binary = false;
+    switch (f.type) {
+      case FieldType::image:
+      case FieldType::bytes:
+      case FieldType::ndarray:
+        raw = cache.array_bytes(fi, a->index);
+        binary = true;
+        break;
+      case FieldType::str: text = std::string(cache.string(fi, a->index)) + "\n"; break;
+      case FieldType::int64: text = std::to_string(cache.int_value(fi, a->index)) + "\n"; break;
+      case FieldType::float64: {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%.17g\n", cache.float_value(fi, a->index));
+        text = buf;
+        break;
+      }
+    }
+    if (!binary) raw = std::as_bytes(std::span(text.data(), text.size()));
+    if (a->output.empty()) {
+      if (binary && stdout_is_terminal())
+        throw Error(Errc::usage, "refusing to write binary data to a terminal; use -o FILE or a pipe");
+      if (std::fwrite(raw.data(), 1, raw.size(), stdout) != raw.size() || std::fflush(stdout) != 0)
+        throw Error(Errc::io, "cannot write to stdout");
+    } else {
+      std::FILE* out = std::fopen(a->output.c_str(), "wb");
+      if (!out) throw_errno("cannot create", a->output, errno);
+      const bool ok = std::fwrite(raw.data(), 1, raw.size(), out) == raw.size();
+      if (std::fclose(out) != 0 || !ok) throw_errno("cannot write", a->output, errno);
+    }
+    return 0;
+  };
+}
+
+}  // namespace slip::cli

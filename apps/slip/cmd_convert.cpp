@@ -1,0 +1,93 @@
+// slip convert SRC [-o DIR] [--name N] [--threads N] [--force] [--non-jpeg ...] [--on-error ...] [--json]
+#include <iostream>
+#include <memory>
+
+#include <spdlog/spdlog.h>
+
+#include "command.hpp"
+#include "output.hpp"
+#include "slip/convert.hpp"
+#include "slip/source.hpp"
+
+namespace slip::cli {
+
+namespace {
+struct ConvertArgs {
+  std::string source;
+  std::string output;
+  std::string name;
+  unsigned threads = 0;
+  bool force = false;
+  NonJpegPolicy non_jpeg = NonJpegPolicy::transcode;
+  OnError on_error = OnError::fail;
+  bool json = false;
+};
+}  // namespace
+
+Action setup_convert(CLI::App& sub, const GlobalOptions& global) {
+  auto a = std::make_shared<ConvertArgs>();
+  sub.add_option("source", a->source, "Dataset to convert: an ImageFolder directory, ...")->required();
+  sub.add_option("-o,--output", a->output, "Directory to write the cache into")
+      ->envname("SLIPSTREAM_CACHE_DIR")
+      ->default_str("$SLIPSTREAM_CACHE_DIR or ~/.slipstream");
+  sub.add_option("--name", a->name, "Name part of <name>-<id8>.slipstream (default: the source's name)");
+  sub.add_option("-j,--threads", a->threads, "Worker threads (default: CPUs available to the process)");
+  sub.add_flag("-f,--force", a->force, "Rebuild even if a complete cache of this source exists");
+  const std::map<std::string, NonJpegPolicy> non_jpeg{
+      {"transcode", NonJpegPolicy::transcode}, {"keep", NonJpegPolicy::keep}, {"fail", NonJpegPolicy::fail}};
+  sub.add_option("--non-jpeg", a->non_jpeg,
+                 "Images that are not RGB-decodable JPEG (PNG, CMYK JPEG, ...): transcode to RGB JPEG q100, "
+                 "keep verbatim, or fail")
+      ->transform(CLI::CheckedTransformer(non_jpeg, CLI::ignore_case))
+      ->default_str("transcode");
+  const std::map<std::string, OnError> on_error{{"fail", OnError::fail}, {"skip", OnError::skip}};
+  sub.add_option("--on-error", a->on_error, "A bad sample: fail the conversion, or skip it (recorded in the ledger)")
+      ->transform(CLI::CheckedTransformer(on_error, CLI::ignore_case))
+      ->default_str("fail");
+  sub.add_flag("--json", a->json, "Print one JSON summary object instead of the path");
+
+  return [a, &global]() -> int {
+    auto source = open_source(a->source);
+    ConvertOptions options;
+    options.output_dir = a->output;
+    options.name = a->name;
+    options.threads = a->threads;
+    options.force = a->force;
+    options.non_jpeg = a->non_jpeg;
+    options.on_error = a->on_error;
+    Progress progress("convert", global.show_progress());
+    options.progress = [&](const ProgressUpdate& p) { progress.update(p.done, p.total); };
+    const ConvertResult r = convert(*source, options);
+    progress.finish();
+    for (const LedgerEntry& e : r.ledger)
+      spdlog::debug("{} sample {} ({}): {}", e.action, e.source_index, e.origin, e.reason);
+    if (r.reused) spdlog::info("a complete cache of this source already exists; nothing to do (--force rebuilds)");
+    else if (!global.quiet)
+      spdlog::info("{} samples written, {} skipped, {} transcoded, {} in {:.2f} s", r.written, r.skipped, r.transcoded,
+                   human_bytes(r.bytes_written), r.seconds);
+    if (a->json) {
+      nlohmann::ordered_json j;
+      j["command"] = "convert";
+      j["path"] = r.cache_path.string();
+      j["content_id"] = r.content_id;
+      j["reused"] = r.reused;
+      j["source_samples"] = r.source_samples;
+      j["written"] = r.written;
+      j["skipped"] = r.skipped;
+      j["transcoded"] = r.transcoded;
+      j["bytes"] = r.bytes_written;
+      j["seconds"] = r.seconds;
+      nlohmann::ordered_json ledger = nlohmann::ordered_json::array();
+      for (const LedgerEntry& e : r.ledger)
+        ledger.push_back({{"source_index", e.source_index}, {"origin", e.origin}, {"field", e.field},
+                          {"action", e.action}, {"reason", e.reason}});
+      j["ledger"] = std::move(ledger);
+      print_json(j);
+    } else {
+      std::cout << r.cache_path.string() << "\n";
+    }
+    return 0;
+  };
+}
+
+}  // namespace slip::cli

@@ -1,0 +1,69 @@
+// slip verify CACHE [--json]
+#include <iostream>
+
+#include "command.hpp"
+#include "output.hpp"
+#include "slip/error.hpp"
+#include "slip/verify.hpp"
+
+namespace slip::cli {
+
+Action setup_verify(CLI::App& sub, const GlobalOptions& global) {
+  struct Args {
+    std::string cache;
+    unsigned threads = 0;
+    size_t max_issues = 100;
+    bool json = false;
+  };
+  auto a = std::make_shared<Args>();
+  sub.add_option("cache", a->cache, "Cache directory")->required();
+  sub.add_option("-j,--threads", a->threads, "Worker threads (default: CPUs available to the process)");
+  sub.add_option("--max-issues", a->max_issues, "Issues to list in detail")->default_val(100);
+  sub.add_flag("--json", a->json, "Print one JSON report object");
+  return [a, &global]() -> int {
+    VerifyOptions options;
+    options.threads = a->threads;
+    options.max_issues = a->max_issues;
+    const VerifyReport r = verify_cache(a->cache, options);
+    if (a->json) {
+      nlohmann::ordered_json j;
+      j["command"] = "verify";
+      j["path"] = r.path.string();
+      j["ok"] = r.ok();
+      j["samples"] = r.samples;
+      j["slip_written"] = r.slip_written;
+      j["checksums_present"] = r.checksums_present;
+      j["payloads_checked"] = r.payloads_checked;
+      j["checksums_checked"] = r.checksums_checked;
+      j["bytes_hashed"] = r.bytes_hashed;
+      j["issue_count"] = r.issue_count;
+      nlohmann::ordered_json issues = nlohmann::ordered_json::array();
+      for (const VerifyIssue& i : r.issues)
+        issues.push_back({{"file", i.file}, {"sample", i.sample ? nlohmann::ordered_json(*i.sample) : nullptr},
+                          {"field", i.field}, {"message", i.message}});
+      j["issues"] = std::move(issues);
+      j["notes"] = r.notes;
+      j["seconds"] = r.seconds;
+      print_json(j);
+    } else {
+      for (const VerifyIssue& i : r.issues) {
+        std::cout << "FAIL " << i.file;
+        if (i.sample) std::cout << ": sample " << *i.sample;
+        if (!i.field.empty()) std::cout << ": field " << i.field;
+        std::cout << ": " << i.message << "\n";
+      }
+      if (r.issue_count > r.issues.size())
+        std::cout << "... and " << (r.issue_count - r.issues.size()) << " more issues\n";
+      if (!global.quiet)
+        for (const std::string& n : r.notes) std::cerr << "slip: note: " << n << "\n";
+      std::cout << (r.ok() ? "OK " : "FAILED ") << r.path.string() << ": " << r.samples << " samples, "
+                << r.payloads_checked << " payloads checked, " << r.checksums_checked << " checksums verified"
+                << (r.checksums_present ? "" : " (checksums absent)");
+      if (!r.ok()) std::cout << ", " << r.issue_count << " issues";
+      std::cout << "\n";
+    }
+    return r.ok() ? 0 : exit_code(Errc::verify_failed);
+  };
+}
+
+}  // namespace slip::cli

@@ -1,0 +1,98 @@
+// slip — the command-line front end of libslipstream.
+#include <signal.h>
+
+#include <iostream>
+#include <map>
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "command.hpp"
+#include "output.hpp"
+#include "slip/error.hpp"
+#include "slip/runtime.hpp"
+
+namespace slip::cli {
+
+// The command table. A new subcommand is one row here and one cmd_<name>.cpp.
+const Command kCommands[] = {
+    {"convert", "Convert a dataset (ImageFolder, ...) into a slipstream cache", setup_convert},
+    {"info", "Describe a cache: fields, sizes, distributions, labels, provenance", setup_info},
+    {"verify", "Check a cache end to end: structure, sizes, bounds, JPEG markers, checksums", setup_verify},
+    {"cat", "Write one sample's field (raw bytes or value) to stdout or a file", setup_cat},
+    {"ls", "List the caches in a directory ($SLIPSTREAM_CACHE_DIR by default)", setup_ls},
+};
+
+bool GlobalOptions::show_progress() const {
+  if (quiet || no_progress) return false;
+  return progress || stderr_is_terminal();
+}
+
+}  // namespace slip::cli
+
+int main(int argc, char** argv) {
+  using namespace slip::cli;
+  // A closed stdout (`slip ls | head -1`) ends the program quietly instead of killing it.
+  ::signal(SIGPIPE, SIG_IGN);
+  slip::install_interrupt_handlers();
+
+  auto logger = spdlog::stderr_color_mt("slip");
+  logger->set_pattern("slip: %^%l%$: %v");
+  spdlog::set_default_logger(logger);
+
+  GlobalOptions global;
+  CLI::App app{"slip — prepare vision datasets as slipstream caches for fast training"};
+  app.name("slip");
+  app.set_version_flag("--version", [] { return "slip " + slip::version() + "\n" + slip::build_info(); });
+  app.add_flag("-v,--verbose", global.verbose, "More log output on stderr (repeatable)");
+  app.add_flag("-q,--quiet", global.quiet, "Only errors on stderr; no progress");
+  app.add_flag("--progress", global.progress, "Show progress even when stderr is not a terminal");
+  app.add_flag("--no-progress", global.no_progress, "Never show progress");
+  app.require_subcommand(1);
+  app.footer(
+      "Exit codes: 0 success, 1 verification failed, 2 usage error, 3 bad input, 4 I/O error,\n"
+      "            5 remote failure after retries, 130 interrupted (SIGINT), 143 terminated (SIGTERM).\n"
+      "Environment: SLIPSTREAM_CACHE_DIR (default output/listing directory, else ~/.slipstream).");
+
+  std::map<CLI::App*, Action> actions;
+  for (const Command& cmd : kCommands) {
+    CLI::App* sub = app.add_subcommand(cmd.name, cmd.summary);
+    actions[sub] = cmd.setup(*sub, global);
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return slip::exit_code(slip::Errc::usage);
+  }
+  if (global.quiet) spdlog::set_level(spdlog::level::err);
+  else if (global.verbose >= 2) spdlog::set_level(spdlog::level::trace);
+  else if (global.verbose == 1) spdlog::set_level(spdlog::level::debug);
+
+  for (CLI::App* sub : app.get_subcommands()) {
+    try {
+      return actions.at(sub)();
+    } catch (const slip::Error& e) {
+      if (e.code() == slip::Errc::interrupted) {
+        spdlog::error("{}", e.describe());
+        return 128 + (slip::interrupted() ? slip::interrupted() : SIGINT);
+      }
+      spdlog::error("{}", e.describe());
+      return slip::exit_code(e.code());
+    } catch (const std::bad_alloc&) {
+      spdlog::error("out of memory");
+      return slip::exit_code(slip::Errc::io);
+    } catch (const std::exception& e) {
+      spdlog::error("internal error: {}", e.what());
+      return slip::exit_code(slip::Errc::io);
+    }
+  }
+  return 0;
+}

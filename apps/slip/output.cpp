@@ -1,0 +1,69 @@
+#include "output.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+
+namespace slip::cli {
+
+bool stdout_is_terminal() { return ::isatty(STDOUT_FILENO) == 1; }
+bool stderr_is_terminal() { return ::isatty(STDERR_FILENO) == 1; }
+
+std::string human_bytes(uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
+  return buf;
+}
+
+void print_json(const nlohmann::ordered_json& object) {
+  nlohmann::ordered_json out;
+  out["schema"] = kJsonSchemaVersion;
+  for (auto& [k, v] : object.items()) out[k] = v;
+  std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  std::cout.flush();
+}
+
+Progress::Progress(std::string label, bool enabled)
+    : label_(std::move(label)), enabled_(enabled), start_(std::chrono::steady_clock::now()) {}
+
+Progress::~Progress() { finish(); }
+
+void Progress::update(uint64_t done, std::optional<uint64_t> total) {
+  if (!enabled_) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (drawn_ && now - last_ < std::chrono::milliseconds(100) && !(total && done >= *total)) return;
+  last_ = now;
+  drawn_ = true;
+  const double secs = std::chrono::duration<double>(now - start_).count();
+  const double rate = secs > 0 ? static_cast<double>(done) / secs : 0;
+  char line[160];
+  if (total && *total > 0) {
+    const double eta = rate > 0 ? static_cast<double>(*total - std::min(done, *total)) / rate : 0;
+    std::snprintf(line, sizeof line, "\r%s %llu/%llu (%3.0f%%) %.0f/s ETA %.0fs   ", label_.c_str(),
+                  static_cast<unsigned long long>(done), static_cast<unsigned long long>(*total),
+                  100.0 * static_cast<double>(done) / static_cast<double>(*total), rate, eta);
+  } else {
+    std::snprintf(line, sizeof line, "\r%s %llu %.0f/s   ", label_.c_str(), static_cast<unsigned long long>(done), rate);
+  }
+  std::fputs(line, stderr);
+  std::fflush(stderr);
+}
+
+void Progress::finish() {
+  if (enabled_ && drawn_) {
+    std::fputs("\n", stderr);
+    std::fflush(stderr);
+  }
+  drawn_ = false;
+  enabled_ = false;
+}
+
+}  // namespace slip::cli

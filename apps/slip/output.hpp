@@ -1,0 +1,36 @@
+// Small helpers shared by the subcommands: terminal checks, sizes, progress, JSON output.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace slip::cli {
+
+inline constexpr int kJsonSchemaVersion = 1;
+
+bool stdout_is_terminal();
+bool stderr_is_terminal();
+std::string human_bytes(uint64_t bytes);
+// Prints one JSON object on stdout (with "schema": kJsonSchemaVersion added first).
+void print_json(const nlohmann::ordered_json& object);
+
+// A one-line progress display on stderr: count, rate, ETA. Redraws at most 10 times a second.
+class Progress {
+ public:
+  Progress(std::string label, bool enabled);
+  ~Progress();
+  void update(uint64_t done, std::optional<uint64_t> total);
+  void finish();
+
+ private:
+  std::string label_;
+  bool enabled_;
+  bool drawn_ = false;
+  std::chrono::steady_clock::time_point start_, last_;
+};
+
+}  // namespace slip::cli

@@ -1,0 +1,98 @@
+// slip/cache.hpp — opening and reading a slipstream cache (Python-written or slip-written).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "slip/schema.hpp"
+
+namespace slip {
+
+// One row of <f>.meta.npy (spec §1.4), packed little-endian.
+struct MetaRecord {
+  uint64_t data_ptr;
+  uint64_t data_size;
+  uint32_t height;
+  uint32_t width;
+};
+static_assert(sizeof(MetaRecord) == 24);
+
+struct CacheField {
+  std::string name;
+  std::string type_name;  // the manifest "type" string, verbatim
+  FieldType type = FieldType::int64;
+  uint64_t max_size = 0;        // image/bytes
+  std::string image_format;     // image/bytes: "jpeg" (default) or "yuv420"
+  std::string dtype;            // numeric/ndarray: the .npy dtype ("<i8", ...)
+  std::vector<uint64_t> shape;  // numeric/ndarray: the .npy shape
+  // The storage files of this field, main file first (spec §1.1).
+  std::vector<std::string> files;
+  bool has_checksums = false;   // slip's <f>.xxh3.npy present
+};
+
+// What slip records about itself in the manifest's "slip" section (absent in Python caches).
+struct CacheProvenance {
+  bool present = false;
+  int format_version = 0;
+  std::string tool_version;
+  std::string source_kind, source_uri, source_fingerprint;
+  std::string content_id;
+  std::string created;
+  uint64_t source_samples = 0, skipped = 0, transcoded = 0;
+};
+
+// A read-only, memory-mapped view of a cache directory. Opening checks the structure that
+// reading depends on (manifest, files present, .npy headers and shapes, table sizes); payload
+// accessors check each record against its file and throw Error(bad_input) naming the sample.
+class Cache {
+ public:
+  static Cache open(const std::filesystem::path& dir);
+  ~Cache();
+  Cache(Cache&&) noexcept;
+  Cache& operator=(Cache&&) noexcept;
+
+  const std::filesystem::path& path() const noexcept;
+  uint64_t size() const noexcept;  // num_samples
+  const std::vector<CacheField>& fields() const noexcept;
+  const CacheField& field(std::string_view name) const;  // throws Error(usage) when absent
+  std::optional<size_t> field_index(std::string_view name) const noexcept;
+  const CacheProvenance& provenance() const noexcept;
+  const std::string& manifest_text() const noexcept;
+  // file_sizes from the manifest (may be empty for old caches).
+  const std::map<std::string, uint64_t>& file_sizes() const noexcept;
+
+  // image/bytes fields
+  MetaRecord record(size_t field, uint64_t sample) const;
+  std::span<const std::byte> payload(size_t field, uint64_t sample) const;
+  // str fields
+  std::string_view string(size_t field, uint64_t sample) const;
+  // numeric fields (int64 / float64 storage; other dtypes throw)
+  int64_t int_value(size_t field, uint64_t sample) const;
+  double float_value(size_t field, uint64_t sample) const;
+  // ndarray fields: the sample's element bytes
+  std::span<const std::byte> array_bytes(size_t field, uint64_t sample) const;
+  // slip's stored XXH3-64 of a payload (image/bytes with checksums only)
+  std::optional<uint64_t> payload_checksum(size_t field, uint64_t sample) const;
+
+  // The mapped bytes of a storage file of this cache (for verify and raw I/O).
+  std::span<const std::byte> file_bytes(const std::string& name) const;
+  // Byte offset of the array data inside a mapped .npy file.
+  uint64_t npy_data_offset(const std::string& name) const;
+  // Drops every mapped file from the page cache.
+  void drop_page_cache() const;
+
+ private:
+  Cache();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace slip

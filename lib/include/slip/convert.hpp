@@ -1,0 +1,66 @@
+// slip/convert.hpp — turning any Source into a cache, atomically and idempotently.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "slip/source.hpp"
+
+namespace slip {
+
+enum class NonJpegPolicy { transcode, keep, fail };
+enum class OnError { fail, skip };
+
+struct ProgressUpdate {
+  uint64_t done = 0;
+  std::optional<uint64_t> total;
+  uint64_t bytes = 0;
+};
+
+struct ConvertOptions {
+  std::filesystem::path output_dir;  // empty: default_cache_root()
+  std::string name;                  // empty: the source's default name
+  unsigned threads = 0;              // 0: available_cpus()
+  bool force = false;                // rebuild even when a complete cache exists
+  NonJpegPolicy non_jpeg = NonJpegPolicy::transcode;
+  OnError on_error = OnError::fail;
+  std::function<void(const ProgressUpdate&)> progress;  // called from the writing thread
+};
+
+// One sample the writer did not store verbatim.
+struct LedgerEntry {
+  uint64_t source_index = 0;
+  std::optional<uint64_t> sample;  // id in the cache; none when skipped
+  std::string origin;              // path / member the sample came from
+  std::string field;
+  std::string action;              // "transcoded", "skipped"
+  std::string reason;
+};
+
+struct ConvertResult {
+  std::filesystem::path cache_path;
+  std::string content_id;  // 64 hex digits
+  bool reused = false;     // an identical complete cache already existed
+  uint64_t source_samples = 0, written = 0, skipped = 0, transcoded = 0;
+  uint64_t bytes_written = 0;
+  double seconds = 0;
+  std::vector<LedgerEntry> ledger;
+};
+
+// $SLIPSTREAM_CACHE_DIR if set, else ~/.slipstream.
+std::filesystem::path default_cache_root();
+// SHA-256 over kind, normalised URI, fingerprint and "slipstream-v1" (docs/FORMAT.md).
+std::string content_id(const SourceIdentity& identity);
+// "<name>-<id8>.slipstream"
+std::string cache_dir_name(const std::string& name, const std::string& content_id);
+
+// Streams `source` into <output_dir>/<name>-<id8>.slipstream. Writes into a hidden temporary
+// directory beside it and renames it into place only when complete and fsynced; any error or
+// interruption removes the temporary directory. Throws slip::Error.
+ConvertResult convert(Source& source, const ConvertOptions& options);
+
+}  // namespace slip

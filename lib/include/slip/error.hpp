@@ -1,0 +1,60 @@
+// slip/error.hpp — the one error type of libslipstream.
+//
+// Every failure the library reports is a slip::Error: a category (which maps to the CLI's
+// exit code), a one-line message and, where known, the file, the sample and the byte offset
+// it concerns. Code deep inside the library throws it with as much context as it has; callers
+// add context on the way out (with_path / with_sample) instead of wrapping it in new text.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <exception>
+#include <string>
+
+namespace slip {
+
+// The category decides the CLI exit code (docs: README "Exit codes").
+enum class Errc : int {
+  verify_failed = 1,  // a cache failed verification
+  usage = 2,          // bad command line or option value
+  bad_input = 3,      // the source or cache bytes are malformed
+  io = 4,             // an operating-system error: open/read/write/rename/disk full/permission
+  retryable = 5,      // a remote failure that persisted after retries (SLURM may requeue)
+  interrupted = 130,  // SIGINT/SIGTERM
+};
+
+int exit_code(Errc code) noexcept;
+const char* errc_name(Errc code) noexcept;
+
+class Error : public std::exception {
+ public:
+  Error(Errc code, std::string message);
+
+  Errc code() const noexcept { return code_; }
+  const std::string& message() const noexcept { return message_; }
+  const std::string& path() const noexcept { return path_; }
+  std::optional<uint64_t> sample() const noexcept { return sample_; }
+  std::optional<uint64_t> offset() const noexcept { return offset_; }
+
+  Error& with_path(std::string path);
+  Error& with_sample(uint64_t sample);
+  Error& with_offset(uint64_t offset);
+
+  // "PATH: sample N: byte O: MESSAGE" — the single line the CLI prints.
+  std::string describe() const;
+  const char* what() const noexcept override { return what_.c_str(); }
+
+ private:
+  void refresh();
+  Errc code_;
+  std::string message_;
+  std::string path_;
+  std::optional<uint64_t> sample_;
+  std::optional<uint64_t> offset_;
+  std::string what_;
+};
+
+// Throws Error(Errc::io) naming `path` and the errno text.
+[[noreturn]] void throw_errno(const std::string& what, const std::string& path, int err);
+
+}  // namespace slip

@@ -1,0 +1,65 @@
+// slip/schema.hpp — field types and sample values shared by sources, writer and reader.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace slip {
+
+// How a field is stored (docs/FORMAT.md). The manifest `type` string is field_type_name().
+enum class FieldType {
+  image,    // "ImageBytes": encoded image payloads (<f>.bin + <f>.meta.npy)
+  bytes,    // "bytes": opaque payloads, same storage with height = width = 0
+  str,      // "str": UTF-8 strings (<f>.bin + <f>.offsets.npy)
+  int64,    // "int": <f>.npy, <i8
+  float64,  // "float": <f>.npy, <f8
+  ndarray,  // "ndarray": <f>.npy of shape (N, *shape) with the source's dtype
+};
+
+std::string_view field_type_name(FieldType type) noexcept;
+// Maps a manifest type string to its storage; unknown strings are numeric storage (as the
+// Python loader does), reported as int64 unless the .npy says otherwise.
+FieldType field_type_from_name(std::string_view name) noexcept;
+bool is_payload_type(FieldType type) noexcept;  // image or bytes: <f>.bin + <f>.meta.npy
+
+struct FieldSpec {
+  std::string name;
+  FieldType type = FieldType::bytes;
+  // ndarray only: numpy dtype string ("<f4", ">i2", ...) and per-sample shape.
+  std::string dtype;
+  std::vector<uint64_t> shape;
+};
+
+struct Schema {
+  std::vector<FieldSpec> fields;
+  // Index of the field named `name`, or nullopt.
+  std::optional<size_t> find(std::string_view name) const;
+};
+
+// One field value of one sample. Which member is meaningful follows the field type:
+// image/bytes/str/ndarray use `bytes`, int64 uses `int_value`, float64 uses `float_value`.
+struct Value {
+  std::vector<std::byte> bytes;
+  int64_t int_value = 0;
+  double float_value = 0.0;
+  // Images only, when the source knows them (e.g. FFCV metadata); 0 = read from the bytes.
+  uint32_t height = 0;
+  uint32_t width = 0;
+  bool missing = false;  // the source had no value for this field (policy decides)
+};
+
+// One sample as a source yields it.
+struct Sample {
+  uint64_t source_index = 0;  // position in the source, 0-based
+  std::vector<Value> values;  // one per schema field, in schema order
+  std::string origin;         // where it came from: a path, "shard.tar:member@offset", ...
+  // A problem the source found while reading this sample (unreadable file, ...). The writer
+  // applies --on-error: fail with it, or skip the sample and record it in the ledger.
+  std::optional<std::string> problem;
+};
+
+}  // namespace slip

@@ -1,0 +1,54 @@
+// slip/source.hpp — the one interface every dataset source implements.
+//
+// A source declares its schema and (where known) its size, names itself for the content id,
+// then yields samples in order. The writer never knows which source it reads.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "slip/schema.hpp"
+
+namespace slip {
+
+// What identifies a source for the content id and the provenance in the manifest.
+struct SourceIdentity {
+  std::string kind;         // "imagefolder", "tar", "ffcv", "litdata", "slipstream"
+  std::string uri;          // normalised: absolute path or URL
+  std::string fingerprint;  // kind-specific, documented in docs/FORMAT.md ("Content id")
+  std::string default_name; // the name part of <name>-<id8>.slipstream
+};
+
+class Source {
+ public:
+  virtual ~Source() = default;
+  Source() = default;
+  Source(const Source&) = delete;
+  Source& operator=(const Source&) = delete;
+
+  virtual const Schema& schema() const = 0;
+  virtual SourceIdentity identity() const = 0;
+  // Number of samples when known up front (progress, preallocation); nullopt otherwise.
+  virtual std::optional<uint64_t> size() const = 0;
+  // Fills `out` with the next sample and returns true, or returns false at the end.
+  // Malformed input that makes the rest of the source unreadable throws slip::Error;
+  // a single unreadable sample is returned with Sample::problem set.
+  virtual bool next(Sample& out) = 0;
+};
+
+struct SourceOptions {
+  // Reserved for source-specific flags ("--layout", "--field", ...): key=value pairs.
+  std::vector<std::pair<std::string, std::string>> settings;
+};
+
+// Opens the source named by `uri`, choosing the kind from what it is (a directory of class
+// folders, a tar, a .beton, ...). Throws Error(bad_input / io) when it cannot.
+std::unique_ptr<Source> open_source(const std::string& uri, const SourceOptions& options = {});
+
+// The ImageFolder source (torchvision semantics), directly.
+std::unique_ptr<Source> open_imagefolder(const std::string& root);
+
+}  // namespace slip

@@ -1,0 +1,43 @@
+// slip/verify.hpp — checking a cache end to end (structure, sizes, bounds, markers, checksums).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace slip {
+
+struct VerifyIssue {
+  std::string file;                // the file concerned, relative to the cache
+  std::optional<uint64_t> sample;  // the sample, when one is concerned
+  std::string field;
+  std::string message;
+};
+
+struct VerifyReport {
+  std::filesystem::path path;
+  uint64_t samples = 0;
+  bool slip_written = false;        // has slip's manifest section
+  bool checksums_present = false;   // per-payload and per-file checksums exist
+  uint64_t payloads_checked = 0;    // payload records bounds/marker-checked
+  uint64_t checksums_checked = 0;   // payload + file checksums recomputed
+  uint64_t bytes_hashed = 0;
+  uint64_t issue_count = 0;         // all issues found (issues holds the first max_issues)
+  std::vector<VerifyIssue> issues;
+  std::vector<std::string> notes;   // informational ("checksums absent", ...)
+  double seconds = 0;
+  bool ok() const noexcept { return issue_count == 0; }
+};
+
+struct VerifyOptions {
+  unsigned threads = 0;     // 0: available_cpus()
+  size_t max_issues = 100;  // detailed issues kept in the report
+};
+
+// Never throws for problems in the cache (they become issues); throws Error(io/usage) only
+// when the directory cannot be read at all.
+VerifyReport verify_cache(const std::filesystem::path& dir, const VerifyOptions& options = {});
+
+}  // namespace slip

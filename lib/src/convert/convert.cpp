@@ -1,0 +1,354 @@
+// convert(): source -> cache. Samples are read in order, prepared in parallel (format
+// sniffing, SOF parsing, transcoding, checksums), then appended in order by one writer.
+#include "slip/convert.hpp"
+
+#include <signal.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <nlohmann/json.hpp>
+
+#include "format/cache_writer.hpp"
+#include "format/layout.hpp"
+#include "slip/error.hpp"
+#include "slip/hash.hpp"
+#include "slip/image.hpp"
+#include "slip/runtime.hpp"
+#include "util/file_io.hpp"
+
+namespace slip {
+
+namespace fs = std::filesystem;
+using ojson = nlohmann::ordered_json;
+
+fs::path default_cache_root() {
+  if (const char* env = std::getenv("SLIPSTREAM_CACHE_DIR"); env && *env) {
+    std::string s = env;
+    if (s.rfind("~/", 0) == 0 || s == "~") {
+      if (const char* home = std::getenv("HOME")) s = std::string(home) + s.substr(1);
+    }
+    return fs::absolute(s);
+  }
+  const char* home = std::getenv("HOME");
+  return fs::path(home && *home ? home : ".") / ".slipstream";
+}
+
+std::string content_id(const SourceIdentity& id) {
+  Sha256 h;
+  h.update(id.kind);
+  h.update("\n");
+  h.update(id.uri);
+  h.update("\n");
+  h.update(id.fingerprint);
+  h.update("\n");
+  h.update(detail::kContentIdSalt);
+  return h.hex_digest();
+}
+
+std::string cache_dir_name(const std::string& name, const std::string& id) {
+  return name + "-" + id.substr(0, 8) + std::string(detail::kCacheSuffix);
+}
+
+namespace {
+
+// Removes a directory tree on scope exit unless released.
+class TempDirGuard {
+ public:
+  explicit TempDirGuard(fs::path dir) : dir_(std::move(dir)) {}
+  ~TempDirGuard() {
+    if (!dir_.empty()) {
+      std::error_code ec;
+      fs::remove_all(dir_, ec);
+    }
+  }
+  void release() { dir_.clear(); }
+
+ private:
+  fs::path dir_;
+};
+
+std::string utc_timestamp() {
+  std::time_t now = std::time(nullptr);
+  // Reproducible builds: SOURCE_DATE_EPOCH pins the recorded creation time.
+  if (const char* sde = std::getenv("SOURCE_DATE_EPOCH"); sde && *sde) now = static_cast<std::time_t>(std::atoll(sde));
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+bool process_alive(pid_t pid) { return pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM); }
+
+// Removes temporary directories left by killed converts of the same cache.
+void remove_stale_temporaries(const fs::path& root, const std::string& final_name) {
+  const std::string prefix = "." + final_name + ".tmp-";
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(root, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) != 0) continue;
+    const pid_t pid = static_cast<pid_t>(std::atol(name.c_str() + prefix.size()));
+    if (!process_alive(pid)) fs::remove_all(entry.path(), ec);
+  }
+}
+
+// A complete cache of this content: manifest and its checksum agree, content id matches,
+// every listed file has its recorded size.
+bool is_complete_cache(const fs::path& dir, const std::string& id) {
+  try {
+    const std::string text = detail::read_text_file(dir / detail::kManifestName);
+    const std::string sum = detail::read_text_file(dir / detail::kManifestSumName);
+    if (sum.substr(0, 16) != hex64(xxh3_64(std::as_bytes(std::span(text.data(), text.size()))))) return false;
+    const auto manifest = nlohmann::json::parse(text);
+    if (manifest.at("slip").at("content_id").get<std::string>() != id) return false;
+    for (auto& [name, size] : manifest.at("file_sizes").items())
+      if (fs::file_size(dir / name) != size.get<uint64_t>()) return false;
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+// What preparing one sample produced.
+struct Prepared {
+  std::vector<uint64_t> sums;
+  std::optional<std::string> problem;
+  std::string problem_field;
+  std::vector<std::string> transcoded_fields;
+  std::string transcode_reason;
+};
+
+bool has_eoi_after(std::span<const std::byte> data, uint64_t from) {
+  for (uint64_t i = from; i + 1 < data.size(); ++i)
+    if (data[i] == std::byte{0xFF} && data[i + 1] == std::byte{0xD9}) return true;
+  return false;
+}
+
+void prepare_image(Value& v, NonJpegPolicy policy, Prepared& out, const std::string& field) {
+  auto problem = [&](std::string why) {
+    out.problem = std::move(why);
+    out.problem_field = field;
+  };
+  if (v.bytes.empty()) return problem("empty image (0 bytes)");
+  const ImageFormat format = sniff_image_format(v.bytes);
+  std::string why_not_jpeg;
+  if (format == ImageFormat::jpeg) {
+    JpegHeader h;
+    if (!parse_jpeg_header(v.bytes, h)) return problem("not a valid JPEG: no frame header (SOF) found");
+    if (h.width == 0 || h.height == 0) return problem("JPEG frame header gives a zero dimension");
+    if (!has_eoi_after(v.bytes, h.sof_offset)) return problem("truncated JPEG: no end-of-image marker after the frame");
+    if (v.height != 0 && (v.height != h.height || v.width != h.width))
+      return problem("source says " + std::to_string(v.width) + "x" + std::to_string(v.height) + " but the JPEG is " +
+                     std::to_string(h.width) + "x" + std::to_string(h.height));
+    if (h.components != 4) {
+      v.width = h.width;
+      v.height = h.height;
+      return;
+    }
+    why_not_jpeg = "CMYK JPEG (TurboJPEG cannot decode it to RGB)";
+  } else if (format == ImageFormat::unknown) {
+    return problem("not an image (unrecognised leading bytes)");
+  } else {
+    why_not_jpeg = std::string(image_format_name(format)) + " image";
+  }
+  switch (policy) {
+    case NonJpegPolicy::fail: return problem(why_not_jpeg + " and --non-jpeg fail");
+    case NonJpegPolicy::keep: {
+      const ImageSize size = probe_image_size(v.bytes);
+      v.width = size.width;
+      v.height = size.height;
+      return;
+    }
+    case NonJpegPolicy::transcode: {
+      try {
+        RgbImage rgb = decode_to_rgb(v.bytes);
+        v.bytes = encode_rgb_jpeg(rgb, 100);
+        v.width = rgb.width;
+        v.height = rgb.height;
+        out.transcoded_fields.push_back(field);
+        out.transcode_reason = why_not_jpeg + " re-encoded as RGB JPEG q100";
+      } catch (const Error& e) {
+        return problem(why_not_jpeg + " that does not decode: " + e.message());
+      }
+      return;
+    }
+  }
+}
+
+void prepare(Sample& s, const Schema& schema, NonJpegPolicy policy, Prepared& out) {
+  out = Prepared{};
+  out.sums.assign(schema.fields.size(), 0);
+  if (s.problem) {
+    out.problem = s.problem;
+    return;
+  }
+  for (size_t f = 0; f < schema.fields.size(); ++f) {
+    Value& v = s.values[f];
+    const FieldSpec& spec = schema.fields[f];
+    if (v.missing) {
+      out.problem = "no value for field \"" + spec.name + "\"";
+      out.problem_field = spec.name;
+      return;
+    }
+    if (spec.type == FieldType::image) {
+      prepare_image(v, policy, out, spec.name);
+      if (out.problem) return;
+    }
+    if (is_payload_type(spec.type)) out.sums[f] = xxh3_64(v.bytes);
+  }
+}
+
+ojson ledger_json(const std::vector<LedgerEntry>& ledger) {
+  ojson arr = ojson::array();
+  for (const LedgerEntry& e : ledger) {
+    ojson j;
+    j["source_index"] = e.source_index;
+    j["sample"] = e.sample ? ojson(*e.sample) : ojson(nullptr);
+    j["origin"] = e.origin;
+    j["field"] = e.field;
+    j["action"] = e.action;
+    j["reason"] = e.reason;
+    arr.push_back(std::move(j));
+  }
+  return arr;
+}
+
+}  // namespace
+
+ConvertResult convert(Source& source, const ConvertOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const SourceIdentity identity = source.identity();
+  const Schema schema = source.schema();
+  ConvertResult result;
+  result.content_id = content_id(identity);
+  const std::string name = options.name.empty() ? identity.default_name : options.name;
+  if (name.empty() || name.find('/') != std::string::npos || name[0] == '.')
+    throw Error(Errc::usage, "invalid cache name \"" + name + "\" (no '/', not starting with '.')");
+  const fs::path root = options.output_dir.empty() ? default_cache_root() : options.output_dir;
+  std::error_code ec;
+  fs::create_directories(root, ec);
+  if (ec) throw Error(Errc::io, "cannot create output directory: " + ec.message()).with_path(root.string());
+  const std::string final_name = cache_dir_name(name, result.content_id);
+  const fs::path final_dir = root / final_name;
+  result.cache_path = final_dir;
+
+  if (!options.force && is_complete_cache(final_dir, result.content_id)) {
+    result.reused = true;
+    return result;
+  }
+  remove_stale_temporaries(root, final_name);
+  const fs::path tmp = root / ("." + final_name + ".tmp-" + std::to_string(::getpid()));
+  fs::remove_all(tmp, ec);
+  if (!fs::create_directory(tmp, ec) || ec)
+    throw Error(Errc::io, "cannot create directory: " + (ec ? ec.message() : std::string("exists"))).with_path(tmp.string());
+  TempDirGuard guard(tmp);
+
+  detail::CacheWriter writer(tmp, schema);
+  const unsigned threads = options.threads ? options.threads : available_cpus();
+  const size_t batch_size = std::max<size_t>(64, threads * 32);
+  std::vector<Sample> batch(batch_size);
+  std::vector<Prepared> prepared(batch_size);
+  ProgressUpdate progress;
+  progress.total = source.size();
+  bool more = true;
+  while (more) {
+    throw_if_interrupted();
+    size_t got = 0;
+    while (got < batch_size && (more = source.next(batch[got]))) ++got;
+    parallel_for(got, threads, [&](size_t i) { prepare(batch[i], schema, options.non_jpeg, prepared[i]); });
+    for (size_t i = 0; i < got; ++i) {
+      Sample& s = batch[i];
+      Prepared& p = prepared[i];
+      ++result.source_samples;
+      if (p.problem) {
+        if (options.on_error == OnError::fail)
+          throw Error(Errc::bad_input, *p.problem).with_path(s.origin).with_sample(s.source_index);
+        result.ledger.push_back({s.source_index, std::nullopt, s.origin, p.problem_field, "skipped", *p.problem});
+        ++result.skipped;
+        continue;
+      }
+      for (const std::string& field : p.transcoded_fields) {
+        result.ledger.push_back({s.source_index, writer.count(), s.origin, field, "transcoded", p.transcode_reason});
+        ++result.transcoded;
+      }
+      writer.append(s.values, p.sums);
+    }
+    progress.done = result.source_samples;
+    progress.bytes = writer.payload_bytes();
+    if (options.progress) options.progress(progress);
+  }
+  throw_if_interrupted();
+  result.written = writer.count();
+  const detail::WrittenFiles files = writer.finish();
+
+  // The manifest, in upstream's key order, then slip's own section.
+  ojson manifest;
+  manifest["version"] = 1;
+  manifest["num_samples"] = result.written;
+  ojson fields = ojson::object();
+  for (const FieldSpec& spec : schema.fields) {
+    ojson f;
+    f["type"] = std::string(field_type_name(spec.type));
+    f["num_samples"] = result.written;
+    if (is_payload_type(spec.type)) {
+      f["max_size"] = static_cast<uint64_t>(static_cast<double>(files.max_payload.at(spec.name)) * 1.2);
+      f["image_format"] = "jpeg";
+    }
+    if (spec.type == FieldType::ndarray) {
+      f["dtype"] = spec.dtype;
+      f["shape"] = spec.shape;
+    }
+    fields[spec.name] = std::move(f);
+  }
+  manifest["fields"] = std::move(fields);
+  ojson sizes = ojson::object();
+  for (const auto& [file, size] : files.storage_sizes) sizes[file] = size;
+  manifest["file_sizes"] = std::move(sizes);
+  ojson slip;
+  slip["format_version"] = detail::kSlipFormatVersion;
+  slip["tool_version"] = version();
+  slip["content_id"] = result.content_id;
+  slip["created"] = utc_timestamp();
+  slip["source"] = {{"kind", identity.kind}, {"uri", identity.uri}, {"fingerprint", identity.fingerprint}};
+  slip["counts"] = {{"source_samples", result.source_samples},
+                    {"written", result.written},
+                    {"skipped", result.skipped},
+                    {"transcoded", result.transcoded}};
+  ojson sums = ojson::object();
+  for (const auto& [file, sum] : files.checksums) sums[file] = hex64(sum);
+  slip["checksums"] = {{"algorithm", "xxh3-64"}, {"files", std::move(sums)}};
+  ojson per_sample = ojson::object();
+  for (const FieldSpec& spec : schema.fields)
+    if (is_payload_type(spec.type)) per_sample[spec.name] = detail::checksum_file(spec.name);
+  slip["payload_checksums"] = std::move(per_sample);
+  slip["ledger"] = ledger_json(result.ledger);
+  manifest["slip"] = std::move(slip);
+  const std::string text = manifest.dump(2, ' ', true, nlohmann::json::error_handler_t::replace);
+  detail::write_text_file(tmp / detail::kManifestName, text);
+  detail::write_text_file(tmp / detail::kManifestSumName,
+                          hex64(xxh3_64(std::as_bytes(std::span(text.data(), text.size())))) + "\n");
+  detail::fsync_directory(tmp);
+  throw_if_interrupted();
+
+  // Publish: an existing (forced or stale) cache is moved aside first, then removed.
+  if (fs::exists(final_dir, ec)) {
+    const fs::path old = root / ("." + final_name + ".old-" + std::to_string(::getpid()));
+    fs::remove_all(old, ec);
+    fs::rename(final_dir, old, ec);
+    if (ec) throw Error(Errc::io, "cannot replace existing cache: " + ec.message()).with_path(final_dir.string());
+    fs::remove_all(old, ec);
+  }
+  fs::rename(tmp, final_dir, ec);
+  if (ec) throw Error(Errc::io, "cannot publish cache: " + ec.message()).with_path(final_dir.string());
+  guard.release();
+  detail::fsync_directory(root);
+  for (const auto& [file, size] : files.storage_sizes) result.bytes_written += size;
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return result;
+}
+
+}  // namespace slip

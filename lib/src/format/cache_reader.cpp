@@ -1,0 +1,314 @@
+// Opening a cache: the manifest, memory maps of every storage file, structural checks.
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <unordered_map>
+
+#include "format/layout.hpp"
+#include "slip/cache.hpp"
+#include "slip/error.hpp"
+#include "slip/npy.hpp"
+#include "util/file_io.hpp"
+
+namespace slip {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct Cache::Impl {
+  fs::path dir;
+  std::string manifest_text;
+  uint64_t num_samples = 0;
+  std::vector<CacheField> fields;
+  CacheProvenance provenance;
+  std::map<std::string, uint64_t> file_sizes;
+  std::unordered_map<std::string, detail::MappedFile> files;
+  std::unordered_map<std::string, uint64_t> data_offsets;  // .npy data start
+
+  const detail::MappedFile& file(const std::string& name) const {
+    auto it = files.find(name);
+    if (it == files.end()) throw Error(Errc::usage, "no such file in the cache: " + name).with_path(dir.string());
+    return it->second;
+  }
+  std::string file_path(const std::string& name) const { return (dir / name).string(); }
+};
+
+namespace {
+
+uint64_t get_u64(const json& j, const char* key, const std::string& where) {
+  auto it = j.find(key);
+  if (it == j.end()) throw Error(Errc::bad_input, std::string("manifest lacks \"") + key + "\" " + where);
+  if (!it->is_number_unsigned() && !(it->is_number_integer() && it->get<int64_t>() >= 0))
+    throw Error(Errc::bad_input, std::string("manifest \"") + key + "\" " + where + " is not a non-negative integer");
+  return it->get<uint64_t>();
+}
+
+}  // namespace
+
+Cache::Cache() : impl_(std::make_unique<Impl>()) {}
+Cache::~Cache() = default;
+Cache::Cache(Cache&&) noexcept = default;
+Cache& Cache::operator=(Cache&&) noexcept = default;
+
+Cache Cache::open(const fs::path& dir) {
+  Cache cache;
+  Impl& m = *cache.impl_;
+  m.dir = dir;
+  const fs::path manifest_path = dir / detail::kManifestName;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw Error(Errc::io, "not a directory").with_path(dir.string());
+  if (!fs::exists(manifest_path, ec))
+    throw Error(Errc::bad_input, "not a slipstream cache (no manifest.json)").with_path(dir.string());
+  m.manifest_text = detail::read_text_file(manifest_path);
+  json manifest;
+  try {
+    manifest = json::parse(m.manifest_text);
+  } catch (const json::parse_error& e) {
+    throw Error(Errc::bad_input, std::string("manifest.json is not valid JSON: ") + e.what())
+        .with_path(manifest_path.string())
+        .with_offset(e.byte);
+  }
+  try {
+    if (!manifest.is_object()) throw Error(Errc::bad_input, "manifest is not a JSON object");
+    m.num_samples = get_u64(manifest, "num_samples", "at top level");
+    auto fields_it = manifest.find("fields");
+    if (fields_it == manifest.end() || !fields_it->is_object())
+      throw Error(Errc::bad_input, "manifest lacks a \"fields\" object");
+    if (auto fsz = manifest.find("file_sizes"); fsz != manifest.end()) {
+      if (!fsz->is_object()) throw Error(Errc::bad_input, "manifest \"file_sizes\" is not an object");
+      for (auto& [name, size] : fsz->items()) {
+        if (!size.is_number_unsigned()) throw Error(Errc::bad_input, "file_sizes[\"" + name + "\"] is not a size");
+        m.file_sizes[name] = size.get<uint64_t>();
+      }
+    }
+    // nlohmann::json sorts keys; field order comes from the text, so parse it ordered.
+    const auto ordered = nlohmann::ordered_json::parse(m.manifest_text);
+    for (auto& [name, spec] : ordered.at("fields").items()) {
+      if (!spec.is_object() || !spec.contains("type") || !spec["type"].is_string())
+        throw Error(Errc::bad_input, "field \"" + name + "\" has no \"type\" string");
+      if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
+        throw Error(Errc::bad_input, "field name \"" + name + "\" is not a valid file stem");
+      CacheField f;
+      f.name = name;
+      f.type_name = spec["type"].get<std::string>();
+      f.type = field_type_from_name(f.type_name);
+      if (is_payload_type(f.type)) {
+        const json plain = json::parse(spec.dump());
+        f.max_size = get_u64(plain, "max_size", "for field \"" + name + "\"");
+        f.image_format = spec.value("image_format", std::string("jpeg"));
+      }
+      f.files = detail::storage_files(name, f.type);
+      m.fields.push_back(std::move(f));
+    }
+    if (auto slip_it = ordered.find("slip"); slip_it != ordered.end() && slip_it->is_object()) {
+      const auto& s = *slip_it;
+      CacheProvenance& p = m.provenance;
+      p.present = true;
+      p.format_version = s.value("format_version", 0);
+      p.tool_version = s.value("tool_version", std::string());
+      p.content_id = s.value("content_id", std::string());
+      p.created = s.value("created", std::string());
+      if (auto src = s.find("source"); src != s.end() && src->is_object()) {
+        p.source_kind = src->value("kind", std::string());
+        p.source_uri = src->value("uri", std::string());
+        p.source_fingerprint = src->value("fingerprint", std::string());
+      }
+      if (auto c = s.find("counts"); c != s.end() && c->is_object()) {
+        p.source_samples = c->value("source_samples", uint64_t{0});
+        p.skipped = c->value("skipped", uint64_t{0});
+        p.transcoded = c->value("transcoded", uint64_t{0});
+      }
+    }
+  } catch (Error& e) {
+    throw e.with_path(manifest_path.string());
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(Errc::bad_input, std::string("manifest.json: ") + e.what()).with_path(manifest_path.string());
+  }
+
+  // Map every storage file and check what reading relies on.
+  const uint64_t n = m.num_samples;
+  for (CacheField& f : m.fields) {
+    for (const std::string& name : f.files) {
+      const fs::path p = dir / name;
+      if (!fs::exists(p, ec)) throw Error(Errc::bad_input, "storage file of field \"" + f.name + "\" is missing").with_path(p.string());
+      m.files.emplace(name, detail::MappedFile(p));
+    }
+    auto check_npy = [&](const std::string& name, std::string_view want_descr, std::vector<uint64_t> want_shape) {
+      const auto& file = m.file(name);
+      NpyHeader h = parse_npy_header(file.bytes(), file.path());
+      if (!want_descr.empty() && h.descr != want_descr)
+        throw Error(Errc::bad_input, "unexpected dtype " + h.descr + " (want " + std::string(want_descr) + ")").with_path(file.path()).with_offset(10);
+      if (h.fortran_order) throw Error(Errc::bad_input, "Fortran-order array").with_path(file.path());
+      if (!want_shape.empty() && h.shape != want_shape) {
+        std::string got;
+        for (auto d : h.shape) got += std::to_string(d) + ",";
+        throw Error(Errc::bad_input, "array shape (" + got + ") does not match num_samples " + std::to_string(n)).with_path(file.path()).with_offset(10);
+      }
+      m.data_offsets[name] = h.data_offset;
+      return h;
+    };
+    auto need_bytes = [&](const std::string& name, uint64_t elements, uint64_t elem_size) {
+      const auto& file = m.file(name);
+      const uint64_t start = m.data_offsets[name];
+      if (elem_size != 0 && elements > (file.size() - std::min(file.size(), start)) / elem_size)
+        throw Error(Errc::bad_input, "file too short for " + std::to_string(elements) + " records of " +
+                                         std::to_string(elem_size) + " bytes (truncated?)")
+            .with_path(file.path())
+            .with_offset(file.size());
+    };
+    switch (f.type) {
+      case FieldType::image:
+      case FieldType::bytes:
+        check_npy(f.files[1], kMetaRecordDescr, {n});
+        need_bytes(f.files[1], n, sizeof(MetaRecord));
+        if (fs::exists(dir / detail::checksum_file(f.name), ec)) {
+          const std::string cs = detail::checksum_file(f.name);
+          m.files.emplace(cs, detail::MappedFile(dir / cs));
+          check_npy(cs, "'<u8'", {n});
+          need_bytes(cs, n, 8);
+          f.has_checksums = true;
+        }
+        break;
+      case FieldType::str:
+        check_npy(f.files[1], "'<u8'", {n, 2});
+        need_bytes(f.files[1], n, 16);
+        break;
+      default: {
+        NpyHeader h = check_npy(f.files[0], "", {});
+        if (h.shape.empty() || h.shape[0] != n)
+          throw Error(Errc::bad_input, "array length does not match num_samples " + std::to_string(n)).with_path(m.file_path(f.files[0])).with_offset(10);
+        f.dtype = h.simple_dtype();
+        f.shape = h.shape;
+        const size_t elem = npy_dtype_size(f.dtype);
+        if (elem == 0) throw Error(Errc::bad_input, "unsupported dtype " + h.descr).with_path(m.file_path(f.files[0])).with_offset(10);
+        need_bytes(f.files[0], h.element_count(), elem);
+        if (f.type == FieldType::int64 && f.dtype == "<f8") f.type = FieldType::float64;
+        if (f.shape.size() > 1) f.type = FieldType::ndarray;
+        break;
+      }
+    }
+  }
+  return cache;
+}
+
+const fs::path& Cache::path() const noexcept { return impl_->dir; }
+uint64_t Cache::size() const noexcept { return impl_->num_samples; }
+const std::vector<CacheField>& Cache::fields() const noexcept { return impl_->fields; }
+const CacheProvenance& Cache::provenance() const noexcept { return impl_->provenance; }
+const std::string& Cache::manifest_text() const noexcept { return impl_->manifest_text; }
+const std::map<std::string, uint64_t>& Cache::file_sizes() const noexcept { return impl_->file_sizes; }
+
+std::optional<size_t> Cache::field_index(std::string_view name) const noexcept {
+  for (size_t i = 0; i < impl_->fields.size(); ++i)
+    if (impl_->fields[i].name == name) return i;
+  return std::nullopt;
+}
+
+const CacheField& Cache::field(std::string_view name) const {
+  if (auto i = field_index(name)) return impl_->fields[*i];
+  throw Error(Errc::usage, "the cache has no field \"" + std::string(name) + "\"").with_path(impl_->dir.string());
+}
+
+namespace {
+void check_sample(uint64_t sample, uint64_t n, const std::string& path) {
+  if (sample >= n)
+    throw Error(Errc::usage, "sample " + std::to_string(sample) + " out of range (cache has " + std::to_string(n) + ")").with_path(path);
+}
+}  // namespace
+
+MetaRecord Cache::record(size_t field, uint64_t sample) const {
+  const CacheField& f = impl_->fields.at(field);
+  check_sample(sample, impl_->num_samples, impl_->dir.string());
+  const auto& meta = impl_->file(f.files[1]);
+  MetaRecord r;
+  std::memcpy(&r, meta.bytes().data() + impl_->data_offsets.at(f.files[1]) + sample * sizeof(MetaRecord), sizeof r);
+  return r;
+}
+
+std::span<const std::byte> Cache::payload(size_t field, uint64_t sample) const {
+  const CacheField& f = impl_->fields.at(field);
+  if (!is_payload_type(f.type)) throw Error(Errc::usage, "field \"" + f.name + "\" holds no payloads");
+  const MetaRecord r = record(field, sample);
+  const auto& bin = impl_->file(f.files[0]);
+  if (r.data_ptr > bin.size() || r.data_size > bin.size() - r.data_ptr)
+    throw Error(Errc::bad_input, "payload [" + std::to_string(r.data_ptr) + ", +" + std::to_string(r.data_size) +
+                                     ") lies outside " + f.files[0] + " (" + std::to_string(bin.size()) + " bytes)")
+        .with_path(impl_->file_path(f.files[1]))
+        .with_sample(sample)
+        .with_offset(impl_->data_offsets.at(f.files[1]) + sample * sizeof(MetaRecord));
+  return bin.bytes().subspan(r.data_ptr, r.data_size);
+}
+
+std::string_view Cache::string(size_t field, uint64_t sample) const {
+  const CacheField& f = impl_->fields.at(field);
+  if (f.type != FieldType::str) throw Error(Errc::usage, "field \"" + f.name + "\" is not a string field");
+  check_sample(sample, impl_->num_samples, impl_->dir.string());
+  const auto& offs = impl_->file(f.files[1]);
+  uint64_t row[2];
+  const uint64_t at = impl_->data_offsets.at(f.files[1]) + sample * 16;
+  std::memcpy(row, offs.bytes().data() + at, 16);
+  const auto& bin = impl_->file(f.files[0]);
+  if (row[0] > bin.size() || row[1] > bin.size() - row[0])
+    throw Error(Errc::bad_input, "string [" + std::to_string(row[0]) + ", +" + std::to_string(row[1]) + ") lies outside " + f.files[0])
+        .with_path(impl_->file_path(f.files[1]))
+        .with_sample(sample)
+        .with_offset(at);
+  return {reinterpret_cast<const char*>(bin.bytes().data()) + row[0], row[1]};
+}
+
+int64_t Cache::int_value(size_t field, uint64_t sample) const {
+  const CacheField& f = impl_->fields.at(field);
+  check_sample(sample, impl_->num_samples, impl_->dir.string());
+  const auto& file = impl_->file(f.files[0]);
+  const uint8_t* p = reinterpret_cast<const uint8_t*>(file.bytes().data()) + impl_->data_offsets.at(f.files[0]);
+  if (f.shape.size() != 1) throw Error(Errc::usage, "field \"" + f.name + "\" is not a scalar field");
+  if (f.dtype == "<i8") { int64_t v; std::memcpy(&v, p + sample * 8, 8); return v; }
+  if (f.dtype == "<u8") { uint64_t v; std::memcpy(&v, p + sample * 8, 8); return static_cast<int64_t>(v); }
+  if (f.dtype == "<i4") { int32_t v; std::memcpy(&v, p + sample * 4, 4); return v; }
+  if (f.dtype == "|b1" || f.dtype == "|u1") return p[sample];
+  if (f.dtype == "|i1") return static_cast<int8_t>(p[sample]);
+  throw Error(Errc::usage, "field \"" + f.name + "\" has dtype " + f.dtype + ", not an integer");
+}
+
+double Cache::float_value(size_t field, uint64_t sample) const {
+  const CacheField& f = impl_->fields.at(field);
+  check_sample(sample, impl_->num_samples, impl_->dir.string());
+  const auto& file = impl_->file(f.files[0]);
+  const std::byte* p = file.bytes().data() + impl_->data_offsets.at(f.files[0]);
+  if (f.dtype == "<f8") { double v; std::memcpy(&v, p + sample * 8, 8); return v; }
+  if (f.dtype == "<f4") { float v; std::memcpy(&v, p + sample * 4, 4); return v; }
+  return static_cast<double>(int_value(field, sample));
+}
+
+std::span<const std::byte> Cache::array_bytes(size_t field, uint64_t sample) const {
+  const CacheField& f = impl_->fields.at(field);
+  check_sample(sample, impl_->num_samples, impl_->dir.string());
+  if (is_payload_type(f.type) || f.type == FieldType::str) return payload(field, sample);
+  uint64_t per_sample = npy_dtype_size(f.dtype);
+  for (size_t d = 1; d < f.shape.size(); ++d) per_sample *= f.shape[d];
+  const auto& file = impl_->file(f.files[0]);
+  return file.bytes().subspan(impl_->data_offsets.at(f.files[0]) + sample * per_sample, per_sample);
+}
+
+std::optional<uint64_t> Cache::payload_checksum(size_t field, uint64_t sample) const {
+  const CacheField& f = impl_->fields.at(field);
+  if (!f.has_checksums) return std::nullopt;
+  check_sample(sample, impl_->num_samples, impl_->dir.string());
+  const std::string cs = detail::checksum_file(f.name);
+  uint64_t v;
+  std::memcpy(&v, impl_->file(cs).bytes().data() + impl_->data_offsets.at(cs) + sample * 8, 8);
+  return v;
+}
+
+std::span<const std::byte> Cache::file_bytes(const std::string& name) const { return impl_->file(name).bytes(); }
+
+uint64_t Cache::npy_data_offset(const std::string& name) const {
+  auto it = impl_->data_offsets.find(name);
+  if (it == impl_->data_offsets.end()) throw Error(Errc::usage, "not a .npy file of the cache: " + name);
+  return it->second;
+}
+
+void Cache::drop_page_cache() const {
+  for (const auto& [name, file] : impl_->files) file.drop_page_cache();
+}
+
+}  // namespace slip

@@ -1,0 +1,167 @@
+#include "format/cache_writer.hpp"
+
+#include <cstring>
+
+#include "format/layout.hpp"
+#include "slip/cache.hpp"
+#include "slip/error.hpp"
+#include "slip/npy.hpp"
+#include "util/file_io.hpp"
+
+namespace slip::detail {
+
+namespace fs = std::filesystem;
+
+struct CacheWriter::Column {
+  FieldSpec spec;
+  std::unique_ptr<FileWriter> data;  // <f>.bin, or <f>.npy.part for ndarray element bytes
+  std::vector<MetaRecord> meta;      // image/bytes
+  std::vector<uint64_t> offsets;     // str: (offset, length) pairs
+  std::vector<uint64_t> sums;        // image/bytes: XXH3-64 per payload
+  std::vector<int64_t> ints;
+  std::vector<double> floats;
+  uint64_t ndarray_sample_bytes = 0;
+  uint64_t max_size = 0;
+};
+
+namespace {
+
+template <typename T>
+std::span<const std::byte> as_bytes_of(const std::vector<T>& v) {
+  return std::as_bytes(std::span(v.data(), v.size()));
+}
+
+// Writes header + data as one .npy and returns (size, checksum).
+std::pair<uint64_t, uint64_t> write_npy(const fs::path& path, std::string_view descr,
+                                        std::vector<uint64_t> shape, std::span<const std::byte> data) {
+  FileWriter w(path);
+  w.write(npy_header(descr, shape));
+  w.write(data);
+  w.close();
+  return {w.bytes_written(), w.checksum()};
+}
+
+}  // namespace
+
+CacheWriter::CacheWriter(fs::path dir, Schema schema) : dir_(std::move(dir)), schema_(std::move(schema)) {
+  for (const FieldSpec& spec : schema_.fields) {
+    auto col = std::make_unique<Column>();
+    col->spec = spec;
+    if (is_payload_type(spec.type) || spec.type == FieldType::str) {
+      col->data = std::make_unique<FileWriter>(dir_ / (spec.name + ".bin"));
+    } else if (spec.type == FieldType::ndarray) {
+      col->data = std::make_unique<FileWriter>(dir_ / (spec.name + ".npy.part"));
+      uint64_t elems = 1;
+      for (uint64_t d : spec.shape) elems *= d;
+      col->ndarray_sample_bytes = elems * npy_dtype_size(spec.dtype);
+      if (npy_dtype_size(spec.dtype) == 0)
+        throw Error(Errc::bad_input, "field \"" + spec.name + "\": unsupported array dtype " + spec.dtype);
+    }
+    columns_.push_back(std::move(col));
+  }
+}
+
+CacheWriter::~CacheWriter() = default;
+
+void CacheWriter::append(std::span<const Value> values, std::span<const uint64_t> payload_sums) {
+  if (values.size() != columns_.size())
+    throw Error(Errc::bad_input, "sample has " + std::to_string(values.size()) + " values for " +
+                                     std::to_string(columns_.size()) + " fields");
+  for (size_t i = 0; i < columns_.size(); ++i) {
+    Column& c = *columns_[i];
+    const Value& v = values[i];
+    switch (c.spec.type) {
+      case FieldType::image:
+      case FieldType::bytes: {
+        const uint64_t ptr = c.data->bytes_written();
+        c.data->write(v.bytes);
+        const bool image = c.spec.type == FieldType::image;
+        c.meta.push_back({ptr, v.bytes.size(), image ? v.height : 0u, image ? v.width : 0u});
+        c.sums.push_back(payload_sums[i]);
+        c.max_size = std::max<uint64_t>(c.max_size, v.bytes.size());
+        payload_bytes_ += v.bytes.size();
+        break;
+      }
+      case FieldType::str:
+        c.offsets.push_back(c.data->bytes_written());
+        c.offsets.push_back(v.bytes.size());
+        c.data->write(v.bytes);
+        break;
+      case FieldType::int64: c.ints.push_back(v.int_value); break;
+      case FieldType::float64: c.floats.push_back(v.float_value); break;
+      case FieldType::ndarray:
+        if (v.bytes.size() != c.ndarray_sample_bytes)
+          throw Error(Errc::bad_input, "field \"" + c.spec.name + "\": array of " + std::to_string(v.bytes.size()) +
+                                           " bytes, expected " + std::to_string(c.ndarray_sample_bytes));
+        c.data->write(v.bytes);
+        break;
+    }
+  }
+  ++count_;
+}
+
+WrittenFiles CacheWriter::finish() {
+  WrittenFiles out;
+  const uint64_t n = count_;
+  for (auto& col : columns_) {
+    Column& c = *col;
+    const std::string& f = c.spec.name;
+    switch (c.spec.type) {
+      case FieldType::image:
+      case FieldType::bytes: {
+        c.data->close();
+        out.storage_sizes.emplace_back(f + ".bin", c.data->bytes_written());
+        out.checksums[f + ".bin"] = c.data->checksum();
+        auto [size, sum] = write_npy(dir_ / (f + ".meta.npy"), kMetaRecordDescr, {n}, as_bytes_of(c.meta));
+        out.storage_sizes.emplace_back(f + ".meta.npy", size);
+        out.checksums[f + ".meta.npy"] = sum;
+        auto [csize, csum] = write_npy(dir_ / checksum_file(f), "'<u8'", {n}, as_bytes_of(c.sums));
+        out.checksums[checksum_file(f)] = csum;
+        (void)csize;
+        out.max_payload[f] = c.max_size;
+        break;
+      }
+      case FieldType::str: {
+        c.data->close();
+        out.storage_sizes.emplace_back(f + ".bin", c.data->bytes_written());
+        out.checksums[f + ".bin"] = c.data->checksum();
+        auto [size, sum] = write_npy(dir_ / (f + ".offsets.npy"), "'<u8'", {n, 2}, as_bytes_of(c.offsets));
+        out.storage_sizes.emplace_back(f + ".offsets.npy", size);
+        out.checksums[f + ".offsets.npy"] = sum;
+        break;
+      }
+      case FieldType::int64: {
+        auto [size, sum] = write_npy(dir_ / (f + ".npy"), "'<i8'", {n}, as_bytes_of(c.ints));
+        out.storage_sizes.emplace_back(f + ".npy", size);
+        out.checksums[f + ".npy"] = sum;
+        break;
+      }
+      case FieldType::float64: {
+        auto [size, sum] = write_npy(dir_ / (f + ".npy"), "'<f8'", {n}, as_bytes_of(c.floats));
+        out.storage_sizes.emplace_back(f + ".npy", size);
+        out.checksums[f + ".npy"] = sum;
+        break;
+      }
+      case FieldType::ndarray: {
+        c.data->close();
+        const fs::path part = dir_ / (f + ".npy.part");
+        std::vector<uint64_t> shape{n};
+        shape.insert(shape.end(), c.spec.shape.begin(), c.spec.shape.end());
+        FileWriter w(dir_ / (f + ".npy"));
+        w.write(npy_header("'" + c.spec.dtype + "'", shape));
+        {
+          MappedFile data(part);
+          w.write(data.bytes());
+        }
+        w.close();
+        fs::remove(part);
+        out.storage_sizes.emplace_back(f + ".npy", w.bytes_written());
+        out.checksums[f + ".npy"] = w.checksum();
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace slip::detail

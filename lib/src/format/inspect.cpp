@@ -1,0 +1,166 @@
+#include "slip/inspect.hpp"
+
+#include <signal.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <nlohmann/json.hpp>
+#include <unordered_map>
+
+#include "format/layout.hpp"
+#include "slip/error.hpp"
+#include "slip/hash.hpp"
+#include "util/file_io.hpp"
+
+namespace slip {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+Distribution distribution(std::vector<uint64_t> values) {
+  Distribution d;
+  if (values.empty()) return d;
+  std::sort(values.begin(), values.end());
+  d.min = values.front();
+  d.max = values.back();
+  d.median = values[values.size() / 2];
+  double sum = 0;
+  for (uint64_t v : values) sum += static_cast<double>(v);
+  d.mean = sum / static_cast<double>(values.size());
+  return d;
+}
+
+uint64_t directory_bytes(const fs::path& dir) {
+  uint64_t total = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.is_regular_file(ec)) total += e.file_size(ec);
+  return total;
+}
+
+}  // namespace
+
+CacheSummary summarize(const Cache& cache, size_t histogram_limit) {
+  CacheSummary s;
+  s.path = cache.path();
+  s.samples = cache.size();
+  s.total_bytes = directory_bytes(cache.path());
+  s.provenance = cache.provenance();
+  const uint64_t n = cache.size();
+  for (size_t fi = 0; fi < cache.fields().size(); ++fi) {
+    const CacheField& f = cache.fields()[fi];
+    FieldSummary fs_;
+    fs_.name = f.name;
+    fs_.type = f.type_name;
+    fs_.dtype = f.dtype;
+    for (const auto& file : f.files) fs_.bytes += cache.file_bytes(file).size();
+    if (is_payload_type(f.type)) {
+      fs_.image_format = f.image_format;
+      fs_.max_size = f.max_size;
+      std::vector<uint64_t> sizes(n), widths, heights;
+      if (f.type == FieldType::image) {
+        widths.resize(n);
+        heights.resize(n);
+      }
+      for (uint64_t i = 0; i < n; ++i) {
+        const MetaRecord r = cache.record(fi, i);
+        sizes[i] = r.data_size;
+        if (f.type == FieldType::image) {
+          widths[i] = r.width;
+          heights[i] = r.height;
+        }
+      }
+      fs_.payload_size = distribution(std::move(sizes));
+      fs_.width = distribution(std::move(widths));
+      fs_.height = distribution(std::move(heights));
+    } else if ((f.type == FieldType::int64) && f.shape.size() == 1 && f.dtype != "<f8") {
+      std::unordered_map<int64_t, uint64_t> counts;
+      for (uint64_t i = 0; i < n; ++i) {
+        ++counts[cache.int_value(fi, i)];
+        if (counts.size() > histogram_limit) break;
+      }
+      if (counts.size() > histogram_limit) fs_.histogram_truncated = true;
+      else fs_.histogram.insert(counts.begin(), counts.end());
+    }
+    s.fields.push_back(std::move(fs_));
+  }
+  try {
+    const auto manifest = nlohmann::json::parse(cache.manifest_text());
+    if (manifest.contains("slip") && manifest["slip"].contains("ledger"))
+      for (const auto& e : manifest["slip"]["ledger"]) ++s.ledger.actions[e.value("action", std::string("?"))];
+  } catch (const std::exception&) {
+  }
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(cache.path(), ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() > 10 && name.compare(name.size() - 10, 10, "_index.npy") == 0) s.indexes.push_back(name);
+  }
+  std::sort(s.indexes.begin(), s.indexes.end());
+  return s;
+}
+
+std::vector<CacheListing> list_caches(const fs::path& dir) {
+  std::vector<CacheListing> out;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw Error(Errc::io, "not a directory").with_path(dir.string());
+  fs::directory_iterator it(dir, ec);
+  if (ec) throw Error(Errc::io, "cannot list directory: " + ec.message()).with_path(dir.string());
+  for (const auto& e : it) {
+    if (!e.is_directory(ec)) continue;
+    const std::string name = e.path().filename().string();
+    CacheListing l;
+    l.path = e.path();
+    l.name = name;
+    const auto tmp_pos = name.find(".tmp-");
+    if (name.size() > 1 && name[0] == '.' && tmp_pos != std::string::npos) {
+      const long pid = std::atol(name.c_str() + tmp_pos + 5);
+      const bool alive = pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
+      l.state = alive ? "incomplete (in progress, pid " + std::to_string(pid) + ")" : "incomplete (abandoned)";
+      l.name = name.substr(1, tmp_pos - 1);
+      l.bytes = directory_bytes(e.path());
+      out.push_back(std::move(l));
+      continue;
+    }
+    if (!fs::exists(e.path() / detail::kManifestName, ec)) continue;
+    l.bytes = directory_bytes(e.path());
+    try {
+      const std::string text = detail::read_text_file(e.path() / detail::kManifestName);
+      const auto m = nlohmann::json::parse(text);
+      l.samples = m.at("num_samples").get<uint64_t>();
+      if (m.contains("slip")) {
+        const auto& src = m["slip"]["source"];
+        l.source = src.value("kind", std::string()) + ":" + src.value("uri", std::string());
+      } else {
+        l.source = "(python slipstream)";
+      }
+      l.complete = true;
+      l.state = "complete";
+      if (fs::exists(e.path() / detail::kManifestSumName, ec)) {
+        const std::string sum = detail::read_text_file(e.path() / detail::kManifestSumName);
+        if (sum != hex64(xxh3_64(std::as_bytes(std::span(text.data(), text.size())))) + "\n") {
+          l.complete = false;
+          l.state = "damaged: manifest checksum mismatch";
+        }
+      }
+      if (l.complete && m.contains("file_sizes")) {
+        for (auto& [file, size] : m["file_sizes"].items()) {
+          std::error_code fec;
+          const auto actual = fs::file_size(e.path() / file, fec);
+          if (fec || actual != size.get<uint64_t>()) {
+            l.complete = false;
+            l.state = "damaged: " + file + (fec ? " missing" : " has the wrong size");
+            break;
+          }
+        }
+      }
+    } catch (const std::exception& ex) {
+      l.state = std::string("damaged: unreadable manifest");
+    }
+    out.push_back(std::move(l));
+  }
+  std::sort(out.begin(), out.end(), [](const CacheListing& a, const CacheListing& b) { return a.name < b.name; });
+  return out;
+}
+
+}  // namespace slip

@@ -1,0 +1,178 @@
+// ImageFolder source with torchvision's semantics (datasets.ImageFolder / make_dataset):
+// classes are the sorted sub-directory names of the root (label = position), files are found
+// recursively inside each class folder (following symlinks), walked in sorted directory order
+// with names sorted inside each directory, kept when the lower-cased name ends in one of
+// torchvision's IMG_EXTENSIONS.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <map>
+
+#include "slip/error.hpp"
+#include "slip/hash.hpp"
+#include "slip/source.hpp"
+#include "sources/source_registry.hpp"
+
+namespace slip {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::string_view kImageExtensions[] = {".jpg", ".jpeg", ".png", ".ppm", ".bmp",
+                                                 ".pgm", ".tif",  ".tiff", ".webp"};
+
+bool has_image_extension(std::string_view name) {
+  std::string lower(name);
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  for (auto ext : kImageExtensions)
+    if (lower.size() >= ext.size() && lower.compare(lower.size() - ext.size(), ext.size(), ext) == 0) return true;
+  return false;
+}
+
+struct Entry {
+  std::string relative;  // class/.../file, relative to the root
+  uint32_t label;
+};
+
+class ImageFolderSource final : public Source {
+ public:
+  explicit ImageFolderSource(const std::string& root_arg) {
+    std::error_code ec;
+    root_ = fs::absolute(fs::path(root_arg), ec).lexically_normal();
+    if (root_.has_filename() == false) root_ = root_.parent_path();
+    if (!fs::exists(root_, ec)) throw Error(Errc::io, "no such directory").with_path(root_arg);
+    if (!fs::is_directory(root_, ec)) throw Error(Errc::bad_input, "not a directory").with_path(root_arg);
+    scan();
+    schema_.fields = {{"image", FieldType::image, {}, {}},
+                      {"label", FieldType::int64, {}, {}},
+                      {"index", FieldType::int64, {}, {}},
+                      {"path", FieldType::str, {}, {}}};
+  }
+
+  const Schema& schema() const override { return schema_; }
+  std::optional<uint64_t> size() const override { return entries_.size(); }
+  SourceIdentity identity() const override {
+    return {"imagefolder", root_.string(), fingerprint_, root_.filename().string()};
+  }
+
+  bool next(Sample& out) override {
+    if (pos_ >= entries_.size()) return false;
+    const Entry& e = entries_[pos_];
+    out.source_index = pos_;
+    out.values.resize(4);
+    for (auto& v : out.values) v = Value{};
+    out.problem.reset();
+    const fs::path file = root_ / e.relative;
+    out.origin = file.string();
+    read_file(file, out.values[0].bytes, out.problem);
+    out.values[1].int_value = e.label;
+    out.values[2].int_value = static_cast<int64_t>(pos_);
+    // The Python reader stores the path relative to the root's parent (spec §1.7).
+    const std::string rel = root_.filename().string() + "/" + e.relative;
+    out.values[3].bytes.assign(reinterpret_cast<const std::byte*>(rel.data()),
+                               reinterpret_cast<const std::byte*>(rel.data()) + rel.size());
+    ++pos_;
+    return true;
+  }
+
+ private:
+  static void read_file(const fs::path& path, std::vector<std::byte>& bytes, std::optional<std::string>& problem) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      problem = std::string("cannot open: ") + std::strerror(errno);
+      return;
+    }
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+      problem = std::string("cannot stat: ") + std::strerror(errno);
+      ::close(fd);
+      return;
+    }
+    bytes.resize(static_cast<size_t>(st.st_size));
+    size_t done = 0;
+    while (done < bytes.size()) {
+      const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        problem = std::string("cannot read: ") + std::strerror(errno);
+        break;
+      }
+      if (n == 0) {
+        problem = "file shrank while reading";
+        break;
+      }
+      done += static_cast<size_t>(n);
+    }
+    ::close(fd);
+  }
+
+  void scan() {
+    std::vector<std::string> classes;
+    std::error_code ec;
+    fs::directory_iterator it(root_, ec);
+    if (ec) throw Error(Errc::io, "cannot list directory: " + ec.message()).with_path(root_.string());
+    for (const auto& entry : it) {
+      if (entry.is_directory(ec)) classes.push_back(entry.path().filename().string());
+    }
+    std::sort(classes.begin(), classes.end());
+    if (classes.empty())
+      throw Error(Errc::bad_input, "no class folders: an ImageFolder root holds one sub-directory per class")
+          .with_path(root_.string());
+    Sha256 fingerprint;
+    for (uint32_t label = 0; label < classes.size(); ++label) {
+      // sorted(os.walk(class_dir, followlinks=True)): directories in sorted path order.
+      std::map<std::string, std::vector<std::string>> files_by_dir;
+      const fs::path class_dir = root_ / classes[label];
+      files_by_dir[class_dir.string()];
+      fs::recursive_directory_iterator walk(class_dir, fs::directory_options::follow_directory_symlink, ec);
+      if (ec) throw Error(Errc::io, "cannot list directory: " + ec.message()).with_path(class_dir.string());
+      for (auto e = fs::begin(walk); e != fs::end(walk); e.increment(ec)) {
+        if (ec) throw Error(Errc::io, "cannot list directory: " + ec.message()).with_path(class_dir.string());
+        if (e->is_directory(ec)) continue;
+        const std::string name = e->path().filename().string();
+        if (has_image_extension(name)) files_by_dir[e->path().parent_path().string()].push_back(name);
+      }
+      if (ec) throw Error(Errc::io, "cannot list directory: " + ec.message()).with_path(class_dir.string());
+      size_t found = 0;
+      for (auto& [dir, names] : files_by_dir) {
+        std::sort(names.begin(), names.end());
+        const std::string rel_dir = fs::path(dir).lexically_relative(root_).string();
+        for (const auto& name : names) {
+          Entry entry{rel_dir + "/" + name, label};
+          struct stat st {};
+          const fs::path full = root_ / entry.relative;
+          if (::stat(full.c_str(), &st) == 0) {
+            fingerprint.update(entry.relative + "\t" + std::to_string(st.st_size) + "\t" +
+                               std::to_string(static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec) + "\n");
+          } else {
+            fingerprint.update(entry.relative + "\tunreadable\n");
+          }
+          entries_.push_back(std::move(entry));
+          ++found;
+        }
+      }
+      if (found == 0)
+        throw Error(Errc::bad_input, "class folder holds no image files (extensions: .jpg .jpeg .png .ppm .bmp .pgm .tif .tiff .webp)")
+            .with_path(class_dir.string());
+    }
+    fingerprint_ = "sha256:" + fingerprint.hex_digest();
+  }
+
+  fs::path root_;
+  Schema schema_;
+  std::vector<Entry> entries_;
+  std::string fingerprint_;
+  size_t pos_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Source> open_imagefolder(const std::string& root) { return std::make_unique<ImageFolderSource>(root); }
+
+}  // namespace slip

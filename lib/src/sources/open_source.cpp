@@ -1,0 +1,38 @@
+// open_source(): the table of source kinds, probed in order (specific formats first, the
+// ImageFolder directory last). A new source adds one row here.
+#include <filesystem>
+#include <vector>
+
+#include "slip/error.hpp"
+#include "sources/source_registry.hpp"
+
+namespace slip {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool is_directory(const std::string& uri) {
+  std::error_code ec;
+  return fs::is_directory(uri, ec);
+}
+
+const std::vector<detail::SourceKind>& source_kinds() {
+  static const std::vector<detail::SourceKind> kinds = {
+      {"imagefolder", [](const std::string& uri, const SourceOptions&) { return is_directory(uri); },
+       [](const std::string& uri, const SourceOptions&) { return open_imagefolder(uri); }},
+  };
+  return kinds;
+}
+
+}  // namespace
+
+std::unique_ptr<Source> open_source(const std::string& uri, const SourceOptions& options) {
+  for (const auto& kind : source_kinds())
+    if (kind.probe(uri, options)) return kind.open(uri, options);
+  std::error_code ec;
+  if (!fs::exists(uri, ec)) throw Error(Errc::io, "no such file or directory").with_path(uri);
+  throw Error(Errc::bad_input, "not a source slip can read (an ImageFolder directory, ...)").with_path(uri);
+}
+
+}  // namespace slip

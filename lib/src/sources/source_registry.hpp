@@ -1,0 +1,19 @@
+// Internal: how open_source() picks a source. Each source kind contributes one entry: a
+// probe ("is this URI mine?") and an opener; the first matching entry wins.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "slip/source.hpp"
+
+namespace slip::detail {
+
+struct SourceKind {
+  const char* name;
+  std::function<bool(const std::string& uri, const SourceOptions&)> probe;
+  std::function<std::unique_ptr<Source>(const std::string& uri, const SourceOptions&)> open;
+};
+
+}  // namespace slip::detail

@@ -1,0 +1,59 @@
+#include "slip/error.hpp"
+
+#include <cstring>
+
+namespace slip {
+
+int exit_code(Errc code) noexcept { return static_cast<int>(code); }
+
+const char* errc_name(Errc code) noexcept {
+  switch (code) {
+    case Errc::verify_failed: return "verify_failed";
+    case Errc::usage: return "usage";
+    case Errc::bad_input: return "bad_input";
+    case Errc::io: return "io";
+    case Errc::retryable: return "retryable";
+    case Errc::interrupted: return "interrupted";
+  }
+  return "unknown";
+}
+
+Error::Error(Errc code, std::string message)
+    : code_(code), message_(std::move(message)) {
+  refresh();
+}
+
+Error& Error::with_path(std::string path) {
+  if (path_.empty()) path_ = std::move(path);
+  refresh();
+  return *this;
+}
+
+Error& Error::with_sample(uint64_t sample) {
+  if (!sample_) sample_ = sample;
+  refresh();
+  return *this;
+}
+
+Error& Error::with_offset(uint64_t offset) {
+  if (!offset_) offset_ = offset;
+  refresh();
+  return *this;
+}
+
+std::string Error::describe() const {
+  std::string out;
+  if (!path_.empty()) out += path_ + ": ";
+  if (sample_) out += "sample " + std::to_string(*sample_) + ": ";
+  if (offset_) out += "byte " + std::to_string(*offset_) + ": ";
+  out += message_;
+  return out;
+}
+
+void Error::refresh() { what_ = describe(); }
+
+void throw_errno(const std::string& what, const std::string& path, int err) {
+  throw Error(Errc::io, what + ": " + std::strerror(err)).with_path(path);
+}
+
+}  // namespace slip

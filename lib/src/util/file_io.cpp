@@ -1,0 +1,140 @@
+#include "util/file_io.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "slip/error.hpp"
+
+namespace slip::detail {
+
+MappedFile::MappedFile(const std::filesystem::path& path) : path_(path.string()) {
+  const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw_errno("cannot open", path_, errno);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    throw_errno("cannot stat", path_, err);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw Error(Errc::io, "not a regular file").with_path(path_);
+  }
+  size_ = static_cast<uint64_t>(st.st_size);
+  if (size_ > 0) {
+    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+      const int err = errno;
+      ::close(fd);
+      throw_errno("cannot map", path_, err);
+    }
+    data_ = static_cast<const std::byte*>(p);
+  }
+  ::close(fd);
+}
+
+MappedFile::~MappedFile() {
+  if (data_) ::munmap(const_cast<std::byte*>(data_), size_);
+}
+
+MappedFile::MappedFile(MappedFile&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)), path_(std::move(other.path_)) {}
+
+MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
+  if (this != &other) {
+    if (data_) ::munmap(const_cast<std::byte*>(data_), size_);
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+    path_ = std::move(other.path_);
+  }
+  return *this;
+}
+
+void MappedFile::drop_page_cache() const noexcept {
+  const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  if (data_) ::madvise(const_cast<std::byte*>(data_), size_, MADV_DONTNEED);
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  ::close(fd);
+}
+
+FileWriter::FileWriter(const std::filesystem::path& path, size_t buffer_size)
+    : path_(path.string()), buffer_(buffer_size) {
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw_errno("cannot create", path_, errno);
+}
+
+FileWriter::~FileWriter() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void FileWriter::write(std::span<const std::byte> data) {
+  hash_.update(data);
+  written_ += data.size();
+  if (data.size() >= buffer_.size()) {
+    flush();
+    size_t done = 0;
+    while (done < data.size()) {
+      const ssize_t n = ::write(fd_, data.data() + done, data.size() - done);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        throw_errno("cannot write", path_, errno);
+      }
+      done += static_cast<size_t>(n);
+    }
+    return;
+  }
+  if (used_ + data.size() > buffer_.size()) flush();
+  std::memcpy(buffer_.data() + used_, data.data(), data.size());
+  used_ += data.size();
+}
+
+void FileWriter::flush() {
+  size_t done = 0;
+  while (done < used_) {
+    const ssize_t n = ::write(fd_, buffer_.data() + done, used_ - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw_errno("cannot write", path_, errno);
+    }
+    done += static_cast<size_t>(n);
+  }
+  used_ = 0;
+}
+
+void FileWriter::close() {
+  if (fd_ < 0) return;
+  flush();
+  if (::fsync(fd_) != 0) throw_errno("cannot fsync", path_, errno);
+  const int fd = std::exchange(fd_, -1);
+  if (::close(fd) != 0) throw_errno("cannot close", path_, errno);
+}
+
+std::string read_text_file(const std::filesystem::path& path) {
+  MappedFile f(path);
+  auto b = f.bytes();
+  return std::string(reinterpret_cast<const char*>(b.data()), b.size());
+}
+
+void write_text_file(const std::filesystem::path& path, std::string_view text) {
+  FileWriter w(path, 1 << 16);
+  w.write(text);
+  w.close();
+}
+
+void fsync_directory(const std::filesystem::path& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) throw_errno("cannot open directory", dir.string(), errno);
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  if (rc != 0 && err != EINVAL) throw_errno("cannot fsync directory", dir.string(), err);
+}
+
+}  // namespace slip::detail

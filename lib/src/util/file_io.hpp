@@ -1,0 +1,71 @@
+// Internal file helpers: read-only memory maps and a checked, buffered writer.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "slip/hash.hpp"
+
+namespace slip::detail {
+
+// A read-only mapping of a whole file (empty files map to an empty span).
+class MappedFile {
+ public:
+  MappedFile() = default;
+  explicit MappedFile(const std::filesystem::path& path);
+  ~MappedFile();
+  MappedFile(MappedFile&& other) noexcept;
+  MappedFile& operator=(MappedFile&& other) noexcept;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  std::span<const std::byte> bytes() const noexcept { return {data_, size_}; }
+  uint64_t size() const noexcept { return size_; }
+  const std::string& path() const noexcept { return path_; }
+  // Drops the file's pages from the page cache (posix_fadvise DONTNEED) for cold benchmarks.
+  void drop_page_cache() const noexcept;
+
+ private:
+  const std::byte* data_ = nullptr;
+  uint64_t size_ = 0;
+  std::string path_;
+};
+
+// Writes a file through a large buffer; every write error (ENOSPC, EIO, ...) throws
+// Error(io) naming the file. Optionally hashes everything written (XXH3-64).
+class FileWriter {
+ public:
+  explicit FileWriter(const std::filesystem::path& path, size_t buffer_size = 4u << 20);
+  ~FileWriter();
+  FileWriter(const FileWriter&) = delete;
+  FileWriter& operator=(const FileWriter&) = delete;
+
+  void write(std::span<const std::byte> data);
+  void write(std::string_view text) { write(std::as_bytes(std::span(text.data(), text.size()))); }
+  uint64_t bytes_written() const noexcept { return written_; }
+  uint64_t checksum() const noexcept { return hash_.digest(); }
+  // Flushes, fsyncs and closes; errors throw. The destructor closes silently.
+  void close();
+
+ private:
+  void flush();
+  int fd_ = -1;
+  std::string path_;
+  std::vector<std::byte> buffer_;
+  size_t used_ = 0;
+  uint64_t written_ = 0;
+  Xxh3 hash_;
+};
+
+// Reads a whole (small) file; throws Error(io) naming it.
+std::string read_text_file(const std::filesystem::path& path);
+// Writes a whole file, fsynced; throws Error(io).
+void write_text_file(const std::filesystem::path& path, std::string_view text);
+// fsync a directory (after creating/renaming entries in it).
+void fsync_directory(const std::filesystem::path& dir);
+
+}  // namespace slip::detail

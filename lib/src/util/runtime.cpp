@@ -1,0 +1,127 @@
+#include "slip/runtime.hpp"
+
+#include <sched.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <exception>
+#include <fstream>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <archive.h>
+#include <curl/curl.h>
+#include <openssl/opensslv.h>
+#include <png.h>
+#include <xxhash.h>
+#include <zstd.h>
+
+#include "slip/error.hpp"
+#include "slip_version_config.hpp"
+
+namespace slip {
+
+namespace {
+std::atomic<int> g_signal{0};
+extern "C" void on_signal(int sig) { g_signal.store(sig, std::memory_order_relaxed); }
+}  // namespace
+
+void install_interrupt_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+int interrupted() noexcept { return g_signal.load(std::memory_order_relaxed); }
+
+void set_interrupted(int signal) noexcept { g_signal.store(signal, std::memory_order_relaxed); }
+
+void throw_if_interrupted() {
+  if (const int sig = interrupted())
+    throw Error(Errc::interrupted, sig == SIGTERM ? "terminated (SIGTERM)" : "interrupted (SIGINT)");
+}
+
+namespace {
+
+// cgroup v2 "cpu.max" ("max 100000" or "200000 100000"), else cgroup v1 quota/period.
+unsigned cgroup_cpu_limit() {
+  std::ifstream v2("/sys/fs/cgroup/cpu.max");
+  std::string quota;
+  long long period = 0;
+  if (v2 >> quota >> period && quota != "max" && period > 0) {
+    const long long q = std::atoll(quota.c_str());
+    if (q > 0) return static_cast<unsigned>(std::max(1LL, (q + period - 1) / period));
+  }
+  std::ifstream q1("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"), p1("/sys/fs/cgroup/cpu/cpu.cfs_period_us");
+  long long q = -1, p = 0;
+  if (q1 >> q && p1 >> p && q > 0 && p > 0) return static_cast<unsigned>(std::max(1LL, (q + p - 1) / p));
+  return 0;
+}
+
+}  // namespace
+
+unsigned available_cpus() {
+  unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) cpus = std::max(1, CPU_COUNT(&set));
+  if (const unsigned limit = cgroup_cpu_limit(); limit > 0) cpus = std::min(cpus, limit);
+  if (const char* slurm = std::getenv("SLURM_CPUS_PER_TASK")) {
+    const long n = std::atol(slurm);
+    if (n > 0) cpus = std::min(cpus, static_cast<unsigned>(n));
+  }
+  return std::max(1u, cpus);
+}
+
+void parallel_for(size_t count, unsigned threads, const std::function<void(size_t)>& body) {
+  if (count == 0) return;
+  threads = std::max(1u, std::min<unsigned>(threads, static_cast<unsigned>(std::min<size_t>(count, 1024))));
+  if (threads == 1) {
+    for (size_t i = 0; i < count; ++i) body(i);
+    return;
+  }
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::exception_ptr error;
+  std::mutex error_mutex;
+  auto worker = [&] {
+    while (!failed.load(std::memory_order_relaxed)) {
+      const size_t i = next.fetch_add(1, std::memory_order_relaxed);
+      if (i >= count) return;
+      try {
+        body(i);
+      } catch (...) {
+        std::lock_guard lock(error_mutex);
+        if (!error) error = std::current_exception();
+        failed = true;
+      }
+    }
+  };
+  std::vector<std::jthread> pool;
+  pool.reserve(threads - 1);
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  pool.clear();  // joins
+  if (error) std::rethrow_exception(error);
+}
+
+std::string version() { return SLIP_VERSION_STRING; }
+
+std::string build_info() {
+  std::string out = "libslipstream " + version();
+  out += "\n  libjpeg-turbo (TurboJPEG API)";
+  out += "\n  " + std::string(archive_version_string());
+  out += "\n  libcurl " + std::string(curl_version_info(CURLVERSION_NOW)->version);
+  out += "\n  " + std::string(OPENSSL_VERSION_TEXT);
+  out += "\n  libpng " + std::string(PNG_LIBPNG_VER_STRING);
+  out += "\n  zstd " + std::string(ZSTD_versionString());
+  out += "\n  xxhash " + std::to_string(XXH_versionNumber());
+  return out;
+}
+
+}  // namespace slip

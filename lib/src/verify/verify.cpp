@@ -1,0 +1,268 @@
+// verify_cache(): every check slip can make without decoding pixels.
+#include "slip/verify.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <nlohmann/json.hpp>
+
+#include "format/layout.hpp"
+#include "slip/cache.hpp"
+#include "slip/error.hpp"
+#include "slip/hash.hpp"
+#include "slip/image.hpp"
+#include "slip/runtime.hpp"
+#include "util/file_io.hpp"
+
+namespace slip {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+class IssueSink {
+ public:
+  IssueSink(VerifyReport& report, size_t max) : report_(report), max_(max) {}
+  void add(std::string file, std::optional<uint64_t> sample, std::string field, std::string message) {
+    std::lock_guard lock(mutex_);
+    ++report_.issue_count;
+    if (report_.issues.size() < max_)
+      report_.issues.push_back({std::move(file), sample, std::move(field), std::move(message)});
+  }
+
+ private:
+  VerifyReport& report_;
+  size_t max_;
+  std::mutex mutex_;
+};
+
+bool find_eoi(std::span<const std::byte> data, uint64_t from) {
+  const auto* p = reinterpret_cast<const unsigned char*>(data.data());
+  uint64_t i = from;
+  while (i + 1 < data.size()) {
+    const void* hit = std::memchr(p + i, 0xFF, data.size() - 1 - i);
+    if (!hit) return false;
+    i = static_cast<uint64_t>(static_cast<const unsigned char*>(hit) - p);
+    if (p[i + 1] == 0xD9) return true;
+    ++i;
+  }
+  return false;
+}
+
+void check_payload_field(const Cache& cache, size_t fi, IssueSink& sink, VerifyReport& report, unsigned threads) {
+  const CacheField& f = cache.fields()[fi];
+  const uint64_t n = cache.size();
+  const uint64_t bin_size = cache.file_bytes(f.files[0]).size();
+  const bool is_image = f.type == FieldType::image;
+  const bool yuv = f.image_format == "yuv420";
+  // Sequential pass: bounds, contiguity, max_size (cheap, order-dependent).
+  uint64_t expect_ptr = 0, largest = 0;
+  bool contiguous = true;
+  for (uint64_t i = 0; i < n; ++i) {
+    const MetaRecord r = cache.record(fi, i);
+    if (r.data_ptr > bin_size || r.data_size > bin_size - r.data_ptr) {
+      sink.add(f.files[1], i, f.name, "payload [" + std::to_string(r.data_ptr) + ", +" + std::to_string(r.data_size) +
+                                          ") lies outside " + f.files[0] + " (" + std::to_string(bin_size) + " bytes)");
+      contiguous = false;
+      continue;
+    }
+    if (contiguous && r.data_ptr != expect_ptr) {
+      sink.add(f.files[1], i, f.name, "payload starts at " + std::to_string(r.data_ptr) + ", expected " + std::to_string(expect_ptr) + " (payloads must be contiguous)");
+      contiguous = false;
+    }
+    expect_ptr = r.data_ptr + r.data_size;
+    largest = std::max(largest, r.data_size);
+  }
+  if (contiguous && expect_ptr != bin_size)
+    sink.add(f.files[0], std::nullopt, f.name, "file has " + std::to_string(bin_size) + " bytes but the records cover " + std::to_string(expect_ptr));
+  if (largest > f.max_size)
+    sink.add("manifest.json", std::nullopt, f.name, "max_size " + std::to_string(f.max_size) + " is below the largest payload (" + std::to_string(largest) + ")");
+
+  // Parallel pass: markers, dimensions, checksums.
+  std::atomic<uint64_t> checked{0}, hashed{0}, bytes{0};
+  const uint64_t chunk = 256;
+  parallel_for((n + chunk - 1) / chunk, threads, [&](size_t c) {
+    for (uint64_t i = c * chunk; i < std::min(n, (c + 1) * chunk); ++i) {
+      const MetaRecord r = cache.record(fi, i);
+      if (r.data_ptr > bin_size || r.data_size > bin_size - r.data_ptr) continue;
+      const auto data = cache.file_bytes(f.files[0]).subspan(r.data_ptr, r.data_size);
+      if (auto want = cache.payload_checksum(fi, i)) {
+        if (xxh3_64(data) != *want)
+          sink.add(f.files[0], i, f.name, "payload checksum mismatch (bytes " + std::to_string(r.data_ptr) + ".." + std::to_string(r.data_ptr + r.data_size) + ")");
+        hashed.fetch_add(1, std::memory_order_relaxed);
+        bytes.fetch_add(r.data_size, std::memory_order_relaxed);
+      }
+      checked.fetch_add(1, std::memory_order_relaxed);
+      if (!is_image) continue;
+      if (yuv) {
+        if (r.height % 2 || r.width % 2 || r.data_size != uint64_t{r.height} * r.width * 3 / 2)
+          sink.add(f.files[1], i, f.name, "YUV420 payload of " + std::to_string(r.data_size) + " bytes does not match " +
+                                              std::to_string(r.width) + "x" + std::to_string(r.height));
+        continue;
+      }
+      const ImageFormat format = sniff_image_format(data);
+      if (format == ImageFormat::jpeg) {
+        JpegHeader h;
+        if (!parse_jpeg_header(data, h)) {
+          sink.add(f.files[0], i, f.name, "JPEG has no readable frame header (SOF)");
+        } else {
+          if (!find_eoi(data, h.sof_offset)) sink.add(f.files[0], i, f.name, "JPEG has no end-of-image marker (FFD9)");
+          if (h.width != r.width || h.height != r.height)
+            sink.add(f.files[1], i, f.name, "recorded size " + std::to_string(r.width) + "x" + std::to_string(r.height) +
+                                                " differs from the JPEG's " + std::to_string(h.width) + "x" + std::to_string(h.height));
+        }
+      } else if (format == ImageFormat::unknown) {
+        sink.add(f.files[0], i, f.name, "payload is not an image (no JPEG SOI marker)");
+      }
+    }
+  });
+  report.payloads_checked += checked;
+  report.checksums_checked += hashed;
+  report.bytes_hashed += bytes;
+}
+
+void check_string_field(const Cache& cache, size_t fi, IssueSink& sink) {
+  const CacheField& f = cache.fields()[fi];
+  const auto table = cache.file_bytes(f.files[1]);
+  const uint64_t base = cache.npy_data_offset(f.files[1]);
+  const uint64_t bin_size = cache.file_bytes(f.files[0]).size();
+  uint64_t expect = 0;
+  for (uint64_t i = 0; i < cache.size(); ++i) {
+    uint64_t row[2];
+    std::memcpy(row, table.data() + base + i * 16, 16);
+    if (row[0] > bin_size || row[1] > bin_size - row[0]) {
+      sink.add(f.files[1], i, f.name, "string lies outside " + f.files[0]);
+      return;
+    }
+    if (row[0] != expect) {
+      sink.add(f.files[1], i, f.name, "string starts at " + std::to_string(row[0]) + ", expected " + std::to_string(expect));
+      return;
+    }
+    expect = row[0] + row[1];
+  }
+  if (expect != bin_size)
+    sink.add(f.files[0], std::nullopt, f.name, "file has " + std::to_string(bin_size) + " bytes but the strings cover " + std::to_string(expect));
+}
+
+}  // namespace
+
+VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  VerifyReport report;
+  report.path = dir;
+  IssueSink sink(report, options.max_issues);
+  const unsigned threads = options.threads ? options.threads : available_cpus();
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw Error(Errc::io, "not a directory").with_path(dir.string());
+
+  auto finish = [&] {
+    report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return report;
+  };
+
+  // The manifest's own checksum (slip-written caches).
+  const fs::path sum_path = dir / detail::kManifestSumName;
+  const bool have_sum = fs::exists(sum_path, ec);
+  if (have_sum && fs::exists(dir / detail::kManifestName, ec)) {
+    try {
+      const std::string text = detail::read_text_file(dir / detail::kManifestName);
+      const std::string sum = detail::read_text_file(sum_path);
+      const std::string actual = hex64(xxh3_64(std::as_bytes(std::span(text.data(), text.size()))));
+      if (sum != actual + "\n") sink.add(std::string(detail::kManifestSumName), std::nullopt, "", "manifest.json checksum mismatch (manifest or its checksum file was modified)");
+      ++report.checksums_checked;
+    } catch (const Error& e) {
+      sink.add(std::string(detail::kManifestName), std::nullopt, "", e.describe());
+    }
+  }
+
+  std::optional<Cache> cache;
+  try {
+    cache.emplace(Cache::open(dir));
+  } catch (const Error& e) {
+    std::string file = e.path().empty() ? std::string(detail::kManifestName) : fs::path(e.path()).filename().string();
+    sink.add(file, e.sample(), "", e.message() + (e.offset() ? " (byte " + std::to_string(*e.offset()) + ")" : ""));
+    return finish();
+  }
+  report.samples = cache->size();
+  report.slip_written = cache->provenance().present;
+  if (report.slip_written && !have_sum)
+    sink.add(std::string(detail::kManifestSumName), std::nullopt, "", "missing (slip-written caches carry the manifest's checksum)");
+
+  // Manifest content beyond what opening needs.
+  try {
+    const auto manifest = nlohmann::json::parse(cache->manifest_text());
+    if (!manifest.contains("version")) report.notes.push_back("manifest has no \"version\" (the Python loader does not need it)");
+    else if (manifest["version"] != 1) sink.add("manifest.json", std::nullopt, "", "unknown format version " + manifest["version"].dump());
+    for (const CacheField& f : cache->fields()) {
+      const auto& spec = manifest["fields"][f.name];
+      if (spec.contains("num_samples") && spec["num_samples"] != cache->size())
+        sink.add("manifest.json", std::nullopt, f.name, "field num_samples " + spec["num_samples"].dump() + " differs from " + std::to_string(cache->size()));
+      if (is_payload_type(f.type) && f.image_format != "jpeg" && f.image_format != "yuv420")
+        sink.add("manifest.json", std::nullopt, f.name, "unknown image_format \"" + f.image_format + "\"");
+    }
+  } catch (const std::exception& e) {
+    sink.add("manifest.json", std::nullopt, "", e.what());
+  }
+
+  // file_sizes: every storage file listed with its actual size.
+  const auto& sizes = cache->file_sizes();
+  if (sizes.empty()) report.notes.push_back("manifest has no file_sizes");
+  for (const CacheField& f : cache->fields()) {
+    for (const std::string& name : f.files) {
+      const uint64_t actual = cache->file_bytes(name).size();
+      auto it = sizes.find(name);
+      if (it == sizes.end()) {
+        if (!sizes.empty()) sink.add("manifest.json", std::nullopt, f.name, "file_sizes lacks " + name);
+      } else if (it->second != actual) {
+        sink.add(name, std::nullopt, f.name, "size " + std::to_string(actual) + " differs from file_sizes " + std::to_string(it->second));
+      }
+      // Exact .npy length: header + data, nothing more or less.
+      if (name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0) {
+        uint64_t per = 0;
+        if (f.type == FieldType::image || f.type == FieldType::bytes) per = 24;
+        else if (f.type == FieldType::str) per = 16;
+        if (per && cache->npy_data_offset(name) + per * cache->size() != actual)
+          sink.add(name, std::nullopt, f.name, "has " + std::to_string(actual) + " bytes, expected " + std::to_string(cache->npy_data_offset(name) + per * cache->size()));
+      }
+    }
+  }
+
+  for (size_t fi = 0; fi < cache->fields().size(); ++fi) {
+    throw_if_interrupted();
+    const CacheField& f = cache->fields()[fi];
+    if (is_payload_type(f.type)) check_payload_field(*cache, fi, sink, report, threads);
+    else if (f.type == FieldType::str) check_string_field(*cache, fi, sink);
+  }
+
+  // Whole-file checksums recorded by slip.
+  try {
+    const auto manifest = nlohmann::json::parse(cache->manifest_text());
+    const auto* files = manifest.contains("slip") && manifest["slip"].contains("checksums")
+                            ? &manifest["slip"]["checksums"]["files"] : nullptr;
+    if (files && files->is_object() && !files->empty()) {
+      report.checksums_present = true;
+      for (auto& [name, want] : files->items()) {
+        throw_if_interrupted();
+        const fs::path p = dir / name;
+        if (!fs::exists(p, ec)) {
+          sink.add(name, std::nullopt, "", "file listed in the checksums is missing");
+          continue;
+        }
+        detail::MappedFile file(p);
+        ++report.checksums_checked;
+        report.bytes_hashed += file.size();
+        if (hex64(xxh3_64(file.bytes())) != want.get<std::string>())
+          sink.add(name, std::nullopt, "", "file checksum mismatch");
+      }
+    } else {
+      report.notes.push_back("checksums absent (not written by slip): structure, sizes, bounds and JPEG markers checked");
+    }
+  } catch (const std::exception& e) {
+    sink.add("manifest.json", std::nullopt, "", std::string("slip checksums: ") + e.what());
+  }
+  return finish();
+}
+
+}  // namespace slip

@@ -1,0 +1,65 @@
+// Shared helpers for the unit tests: paths to reference data, running commands, temp dirs.
+#pragma once
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace slip::test {
+
+inline std::filesystem::path shared_dir() {
+  if (const char* env = std::getenv("SLIP_SHARED_DIR"); env && *env) return env;
+  return SLIP_SHARED_DIR;
+}
+inline std::string python() { return SLIP_PYTHON; }
+inline std::string slip_binary() { return SLIP_BINARY; }
+
+struct CommandResult {
+  int status = -1;
+  std::string out;
+};
+
+// Runs a shell command, capturing stdout; returns the exit status.
+inline CommandResult run(const std::string& command) {
+  CommandResult r;
+  std::FILE* p = ::popen(command.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 65536> buf;
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int st = ::pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return r;
+}
+
+inline std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A fresh directory removed at scope exit.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "slip-test-XXXXXX").string();
+    path_ = ::mkdtemp(tmpl.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+}  // namespace slip::test
