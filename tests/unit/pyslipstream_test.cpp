@@ -1,0 +1,122 @@
+// slip reads the caches the Python slipstream wrote, and writes the same bytes from the same
+// source (../shared/fixtures/pyslipstream, with the upstream loader's *.expected.json).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "slip/cache.hpp"
+#include "slip/convert.hpp"
+#include "slip/hash.hpp"
+#include "slip/verify.hpp"
+#include "test_support.hpp"
+
+namespace slip {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+fs::path fixture(const std::string& name) { return test::shared_dir() / "fixtures/pyslipstream" / name; }
+
+std::string hex(std::span<const std::byte> b) {
+  static const char* k = "0123456789abcdef";
+  std::string s;
+  for (std::byte x : b) {
+    s += k[std::to_integer<int>(x) >> 4];
+    s += k[std::to_integer<int>(x) & 15];
+  }
+  return s;
+}
+
+class PyFixture : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PyFixture, ReadsEverySampleAsTheUpstreamLoader) {
+  const json expected = json::parse(test::read_file(fixture(GetParam() + ".expected.json")));
+  const Cache cache = Cache::open(fixture(GetParam()));
+  ASSERT_EQ(cache.size(), expected["num_samples"].get<uint64_t>());
+  std::vector<std::string> order;
+  for (const auto& f : cache.fields()) order.push_back(f.name);
+  EXPECT_EQ(order, expected["field_order"].get<std::vector<std::string>>());
+  const CacheField& image = cache.field("image");
+  EXPECT_EQ(image.max_size, expected["fields"]["image"]["max_size"].get<uint64_t>());
+  EXPECT_EQ(image.image_format, expected["fields"]["image"]["image_format"].get<std::string>());
+  EXPECT_EQ(cache.field("label").dtype, "<i8");
+  const size_t fi = *cache.field_index("image"), li = *cache.field_index("label"),
+               ii = *cache.field_index("index"), pi = *cache.field_index("path");
+  for (const auto& s : expected["samples"]) {
+    const uint64_t id = s["sample_id"];
+    const auto& img = s["fields"]["image"];
+    const auto payload = cache.payload(fi, id);
+    const MetaRecord r = cache.record(fi, id);
+    EXPECT_EQ(sha256_hex(payload), img["sha256"].get<std::string>()) << id;
+    EXPECT_EQ(payload.size(), img["length"].get<uint64_t>()) << id;
+    EXPECT_EQ(r.height, img["height"].get<uint32_t>()) << id;
+    EXPECT_EQ(r.width, img["width"].get<uint32_t>()) << id;
+    EXPECT_EQ(r.data_ptr, img["offset"].get<uint64_t>()) << id;
+    EXPECT_EQ(hex(payload.first(4)), img["head_hex"].get<std::string>()) << id;
+    EXPECT_EQ(hex(payload.last(4)), img["tail_hex"].get<std::string>()) << id;
+    EXPECT_EQ(cache.int_value(li, id), s["fields"]["label"].get<int64_t>()) << id;
+    EXPECT_EQ(cache.int_value(ii, id), s["fields"]["index"].get<int64_t>()) << id;
+    EXPECT_EQ(cache.string(pi, id), s["fields"]["path"].get<std::string>()) << id;
+  }
+}
+
+TEST_P(PyFixture, VerifiesCleanAndSaysChecksumsAreAbsent) {
+  const VerifyReport r = verify_cache(fixture(GetParam()));
+  for (const auto& i : r.issues) ADD_FAILURE() << i.file << ": " << i.message;
+  EXPECT_TRUE(r.ok());
+  EXPECT_FALSE(r.checksums_present);
+  EXPECT_FALSE(r.slip_written);
+  EXPECT_EQ(r.payloads_checked, 24u);
+  bool noted = false;
+  for (const auto& n : r.notes) noted |= n.find("checksums absent") != std::string::npos;
+  EXPECT_TRUE(noted);
+}
+
+TEST_P(PyFixture, ManifestTextIsWhatOurSerialiserWrites) {
+  // slip writes manifests with nlohmann's dump(2, ' ', ensure_ascii); upstream with Python's
+  // json.dump(indent=2). Same text for the same object:
+  const std::string text = test::read_file(fixture(GetParam()) / "manifest.json");
+  EXPECT_EQ(nlohmann::ordered_json::parse(text).dump(2, ' ', true), text);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, PyFixture, ::testing::Values("slipcache-3131b662", "slipcache-3131b662-yuv420"));
+
+// Rebuild the fixture's source ImageFolder from the JPEG cache (its payloads are the source
+// files verbatim, `path` gives their names), convert it with slip, and compare every
+// storage file byte for byte with what the Python writer produced.
+TEST(PyFixtureRoundTrip, SlipWritesTheSameStorageFilesAsPython) {
+  const fs::path fx = fixture("slipcache-3131b662");
+  const Cache py = Cache::open(fx);
+  test::TempDir tmp;
+  const size_t fi = *py.field_index("image"), pi = *py.field_index("path");
+  for (uint64_t i = 0; i < py.size(); ++i) {
+    const fs::path p = tmp.path() / "src" / std::string(py.string(pi, i));
+    fs::create_directories(p.parent_path());
+    std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(py.payload(fi, i).data()),
+                                             static_cast<std::streamsize>(py.payload(fi, i).size()));
+  }
+  auto source = open_source((tmp.path() / "src/slipfixture_src").string());
+  ConvertOptions options;
+  options.output_dir = tmp.path() / "out";
+  options.threads = 2;
+  const ConvertResult r = convert(*source, options);
+  ASSERT_EQ(r.written, 24u);
+  EXPECT_EQ(r.transcoded, 0u);
+  for (const char* name : {"image.bin", "image.meta.npy", "label.npy", "index.npy", "path.bin", "path.offsets.npy"})
+    EXPECT_TRUE(test::read_file(r.cache_path / name) == test::read_file(fx / name)) << name << " differs";
+  const json mine = json::parse(test::read_file(r.cache_path / "manifest.json"));
+  const json theirs = json::parse(test::read_file(fx / "manifest.json"));
+  for (const char* key : {"version", "num_samples", "fields", "file_sizes"}) EXPECT_EQ(mine[key], theirs[key]) << key;
+  // And the upstream part of the manifest comes first, in upstream's key order.
+  const std::string text = test::read_file(r.cache_path / "manifest.json");
+  const std::string theirs_text = test::read_file(fx / "manifest.json");
+  EXPECT_EQ(text.substr(0, theirs_text.size() - 2), theirs_text.substr(0, theirs_text.size() - 2));
+  const VerifyReport v = verify_cache(r.cache_path);
+  EXPECT_TRUE(v.ok());
+  EXPECT_TRUE(v.checksums_present);
+  EXPECT_EQ(v.checksums_checked, 24u + 1u + 8u);  // payloads + manifest + 8 files
+}
+
+}  // namespace
+}  // namespace slip
