@@ -21,6 +21,7 @@ for bad in "$SLIP_SHARED_DIR"/corpus/bad/*; do
   [ "$(wc -l < "$WORK/err")" -eq 1 ] || { cat "$WORK/err"; fail "$name: error is not one line"; }
   grep -q "b/$name: sample 3: " "$WORK/err" || { cat "$WORK/err"; fail "$name: error does not name path and sample"; }
   [ -z "$(ls -A "$WORK/o")" ] || fail "$name: something left in the output directory"
+  message=$(cat "$WORK/err")
   expect_status 0 "$SLIP" convert "$root" -o "$WORK/o" --on-error skip --json
   $PY - "$WORK/out" "$name" <<'PY' || fail "$name: skip accounting"
 import json, sys
@@ -30,7 +31,7 @@ assert d["source_samples"] == d["written"] + d["skipped"]
 (e,) = [e for e in d["ledger"] if e["action"] == "skipped"]
 assert e["origin"].endswith(sys.argv[2]) and e["reason"], e
 PY
-  echo "ok: $name -> $(cat "$WORK/err" | head -c 200)"
+  echo "ok: $name -> $message"
   rm -rf "$WORK/o"
 done
 

@@ -3,7 +3,7 @@
 # idempotence, --force, corruption detection, cat.
 source "$(dirname "$0")/common.bash"
 
-expect_status 0 "$SLIP" convert "$CORPUS" -o "$WORK/out" --json
+expect_status 0 "$SLIP" convert "$CORPUS" -o "$WORK/caches" --json
 cp "$WORK/out" "$WORK/convert.json"
 cache=$(json_get "$WORK/convert.json" "['path']")
 [ "$(json_get "$WORK/convert.json" "['written']")" = 800 ] || fail "written != 800"
@@ -38,7 +38,7 @@ PY
 
 # Idempotent: the second run finds the complete cache and rewrites nothing.
 before=$(stat -c %Y.%i "$cache/manifest.json")
-expect_status 0 "$SLIP" convert "$CORPUS" -o "$WORK/out-dir-unused" --json
+expect_status 0 "$SLIP" convert "$CORPUS" -o "$WORK/caches2" --json
 expect_status 0 "$SLIP" convert "$CORPUS" -o "$(dirname "$cache")" --json
 [ "$(json_get "$WORK/out" "['reused']")" = True ] || fail "second convert did not reuse the cache"
 [ "$(stat -c %Y.%i "$cache/manifest.json")" = "$before" ] || fail "second convert rewrote the cache"

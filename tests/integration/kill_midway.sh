@@ -4,8 +4,12 @@
 source "$(dirname "$0")/common.bash"
 out=$WORK/o
 mkdir -p "$out"
-for delay in 0.3 0.8; do
-  "$SLIP" convert "$CORPUS" -o "$out" --force -j 1 >/dev/null 2>&1 &
+# A source big enough to be caught halfway: the corpus's class folders linked 6 times.
+BIG=$WORK/big
+mkdir -p "$BIG"
+for k in 1 2 3 4 5 6; do for c in "$CORPUS"/*/; do ln -s "$c" "$BIG/$(basename "$c")_$k"; done; done
+for delay in 0.2 0.6; do
+  "$SLIP" convert "$BIG" -o "$out" --force -j 1 >/dev/null 2>&1 &
   pid=$!
   sleep "$delay"
   kill -9 "$pid" 2>/dev/null || true
@@ -21,17 +25,17 @@ for delay in 0.3 0.8; do
   pass "SIGKILL after ${delay}s: nothing complete, verify rejects the leftovers"
 done
 
-"$SLIP" convert "$CORPUS" -o "$out" -j 1 >/dev/null 2>"$WORK/int-err" &
+"$SLIP" convert "$BIG" -o "$out" -j 1 >/dev/null 2>"$WORK/int-err" &
 pid=$!
 sleep 0.5
 kill -INT "$pid"
 status=0; wait "$pid" || status=$?
 [ "$status" -eq 130 ] || fail "SIGINT exit status $status, want 130"
-[ -z "$(ls -A "$out" | grep -v '^\.imagenet_like-.*\.tmp-' || true)" ] || fail "SIGINT left a cache"
+[ -z "$(ls -A "$out" | grep -v '^\.big-.*\.tmp-' || true)" ] || fail "SIGINT left a cache"
 ls -A "$out" | grep -q "tmp-$pid" && fail "SIGINT left its temporary directory"
 pass "SIGINT: exit 130, temporary directory removed"
 
-expect_status 0 "$SLIP" convert "$CORPUS" -o "$out"
+expect_status 0 "$SLIP" convert "$BIG" -o "$out"
 cache=$(tail -n1 "$WORK/out")
 expect_status 0 "$SLIP" verify "$cache"
 [ -z "$(ls -A "$out" | grep '^\.' || true)" ] || fail "stale temporary directories were not cleaned: $(ls -A "$out")"

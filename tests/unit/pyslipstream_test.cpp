@@ -115,7 +115,7 @@ TEST(PyFixtureRoundTrip, SlipWritesTheSameStorageFilesAsPython) {
   const VerifyReport v = verify_cache(r.cache_path);
   EXPECT_TRUE(v.ok());
   EXPECT_TRUE(v.checksums_present);
-  EXPECT_EQ(v.checksums_checked, 24u + 1u + 8u);  // payloads + manifest + 8 files
+  EXPECT_EQ(v.checksums_checked, 24u + 1u + 7u);  // payloads + manifest + 7 files (6 storage + image.xxh3.npy)
 }
 
 }  // namespace
