@@ -6,6 +6,7 @@
 
 #include "command.hpp"
 #include "output.hpp"
+#include "source_flags.hpp"
 #include "slip/convert.hpp"
 #include "slip/source.hpp"
 
@@ -21,6 +22,7 @@ struct ConvertArgs {
   NonJpegPolicy non_jpeg = NonJpegPolicy::transcode;
   OnError on_error = OnError::fail;
   bool json = false;
+  SourceOptions source_options;
 };
 }  // namespace
 
@@ -45,9 +47,10 @@ Action setup_convert(CLI::App& sub, const GlobalOptions& global) {
       ->transform(CLI::CheckedTransformer(on_error, CLI::ignore_case))
       ->default_str("fail");
   sub.add_flag("--json", a->json, "Print one JSON summary object instead of the path");
+  add_source_flags(sub, a->source_options);
 
   return [a, &global]() -> int {
-    auto source = open_source(a->source);
+    auto source = open_source(a->source, a->source_options);
     ConvertOptions options;
     options.output_dir = a->output;
     options.name = a->name;

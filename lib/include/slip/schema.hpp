@@ -50,6 +50,10 @@ struct Value {
   uint32_t height = 0;
   uint32_t width = 0;
   bool missing = false;  // the source had no value for this field (policy decides)
+  // Images only: when nonzero, `bytes` holds height*width*raw_channels raw 8-bit pixels
+  // (1 = L, 3 = RGB, 4 = RGBA, row-major) rather than an encoded file; the writer encodes them
+  // per --non-jpeg (RGB JPEG q100) and records each in the ledger. FFCV raw and LitData pil.
+  uint8_t raw_channels = 0;
 };
 
 // One sample as a source yields it.

@@ -8,6 +8,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "slip/schema.hpp"
@@ -39,9 +41,14 @@ class Source {
   virtual bool next(Sample& out) = 0;
 };
 
+// Source-specific settings from the command line, as (key, value) pairs in flag order:
+// ("fingerprint", "content"), ("field", "cls=int"), ("rename", "img=image"), ...
+// Each source reads the keys it knows and rejects values it cannot honour.
 struct SourceOptions {
-  // Reserved for source-specific flags ("--layout", "--field", ...): key=value pairs.
   std::vector<std::pair<std::string, std::string>> settings;
+  std::optional<std::string> get(std::string_view key) const;      // last value given
+  std::vector<std::string> get_all(std::string_view key) const;    // every value, in order
+  void set(std::string key, std::string value) { settings.emplace_back(std::move(key), std::move(value)); }
 };
 
 // Opens the source named by `uri`, choosing the kind from what it is (a directory of class

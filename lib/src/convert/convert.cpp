@@ -133,6 +133,28 @@ void prepare_image(Value& v, NonJpegPolicy policy, Prepared& out, const std::str
     out.problem = std::move(why);
     out.problem_field = field;
   };
+  if (v.raw_channels != 0) {
+    // Raw pixels from the source (FFCV raw mode, LitData pil): there is nothing to keep
+    // verbatim that a JPEG loader could read, so keep and transcode both encode.
+    if (policy == NonJpegPolicy::fail) return problem("raw-pixel image and --non-jpeg fail");
+    const uint64_t c = v.raw_channels;
+    if ((c != 1 && c != 3 && c != 4) || v.width == 0 || v.height == 0 ||
+        v.bytes.size() != uint64_t{v.width} * v.height * c)
+      return problem("raw-pixel image of " + std::to_string(v.bytes.size()) + " bytes does not match " +
+                     std::to_string(v.width) + "x" + std::to_string(v.height) + "x" + std::to_string(c));
+    RgbImage rgb;
+    rgb.width = v.width;
+    rgb.height = v.height;
+    rgb.pixels.resize(uint64_t{v.width} * v.height * 3);
+    const auto* src = reinterpret_cast<const uint8_t*>(v.bytes.data());
+    for (uint64_t i = 0, n = uint64_t{v.width} * v.height; i < n; ++i)
+      for (uint64_t k = 0; k < 3; ++k) rgb.pixels[i * 3 + k] = src[i * c + (c == 1 ? 0 : k)];
+    v.bytes = encode_rgb_jpeg(rgb, 100);
+    v.raw_channels = 0;
+    out.transcoded_fields.push_back(field);
+    out.transcode_reason = "raw " + std::to_string(c) + "-channel pixels encoded as RGB JPEG q100";
+    return;
+  }
   if (v.bytes.empty()) return problem("empty image (0 bytes)");
   const ImageFormat format = sniff_image_format(v.bytes);
   std::string why_not_jpeg;

@@ -27,6 +27,20 @@ const std::vector<detail::SourceKind>& source_kinds() {
 
 }  // namespace
 
+std::optional<std::string> SourceOptions::get(std::string_view key) const {
+  std::optional<std::string> out;
+  for (const auto& [k, v] : settings)
+    if (k == key) out = v;
+  return out;
+}
+
+std::vector<std::string> SourceOptions::get_all(std::string_view key) const {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : settings)
+    if (k == key) out.push_back(v);
+  return out;
+}
+
 std::unique_ptr<Source> open_source(const std::string& uri, const SourceOptions& options) {
   for (const auto& kind : source_kinds())
     if (kind.probe(uri, options)) return kind.open(uri, options);

@@ -1,0 +1,28 @@
+#include "source_flags.hpp"
+
+namespace slip::cli {
+
+namespace {
+// A repeatable KEY=VALUE style flag stored as ("key", value) settings in flag order.
+CLI::Option* add_setting(CLI::App& sub, SourceOptions& options, const std::string& flag, const std::string& key,
+                         const std::string& help) {
+  return sub
+      .add_option_function<std::vector<std::string>>(
+          flag, [&options, key](const std::vector<std::string>& values) {
+            for (const auto& v : values) options.set(key, v);
+          },
+          help)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->group("Source options");
+}
+}  // namespace
+
+void add_source_flags(CLI::App& sub, SourceOptions& options) {
+  // Every source: how the content id's fingerprint is taken.
+  add_setting(sub, options, "--fingerprint", "fingerprint",
+              "Source fingerprint for the content id: 'stat' (sizes + mtimes, default) or 'content' (SHA-256 of the data)")
+      ->check(CLI::IsMember({"stat", "content"}));
+}
+
+}  // namespace slip::cli
