@@ -32,5 +32,8 @@ Action setup_info(CLI::App&, const GlobalOptions&);
 Action setup_verify(CLI::App&, const GlobalOptions&);
 Action setup_cat(CLI::App&, const GlobalOptions&);
 Action setup_ls(CLI::App&, const GlobalOptions&);
+Action setup_index(CLI::App&, const GlobalOptions&);
+Action setup_subset(CLI::App&, const GlobalOptions&);
+Action setup_order(CLI::App&, const GlobalOptions&);
 
 }  // namespace slip::cli

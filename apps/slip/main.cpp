@@ -21,6 +21,9 @@ const Command kCommands[] = {
     {"verify", "Check a cache end to end: structure, sizes, bounds, JPEG markers, checksums", setup_verify},
     {"cat", "Write one sample's field (raw bytes or value) to stdout or a file", setup_cat},
     {"ls", "List the caches in a directory ($SLIPSTREAM_CACHE_DIR by default)", setup_ls},
+    {"index", "Build value -> sample-id indexes of int/str fields (pickled for Python, CSR for slip)", setup_index},
+    {"subset", "Select samples by class (or any field value), few-shot too, as a new cache or an id list", setup_subset},
+    {"order", "Print an epoch's shuffled order: O(1)-memory Feistel permutation, per rank", setup_order},
 };
 
 bool GlobalOptions::show_progress() const {
@@ -49,6 +52,7 @@ int main(int argc, char** argv) {
   app.add_flag("--progress", global.progress, "Show progress even when stderr is not a terminal");
   app.add_flag("--no-progress", global.no_progress, "Never show progress");
   app.require_subcommand(1);
+  app.fallthrough();  // global flags may also follow the subcommand: `slip convert -q ...`
   app.footer(
       "Exit codes: 0 success, 1 verification failed, 2 usage error, 3 bad input, 4 I/O error,\n"
       "            5 remote failure after retries, 130 interrupted (SIGINT), 143 terminated (SIGTERM).\n"

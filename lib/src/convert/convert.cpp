@@ -14,6 +14,7 @@
 
 #include "format/cache_writer.hpp"
 #include "format/layout.hpp"
+#include "format/manifest_io.hpp"
 #include "slip/error.hpp"
 #include "slip/hash.hpp"
 #include "slip/image.hpp"
@@ -349,11 +350,7 @@ ConvertResult convert(Source& source, const ConvertOptions& options) {
   slip["payload_checksums"] = std::move(per_sample);
   slip["ledger"] = ledger_json(result.ledger);
   manifest["slip"] = std::move(slip);
-  const std::string text = manifest.dump(2, ' ', true, nlohmann::json::error_handler_t::replace);
-  detail::write_text_file(tmp / detail::kManifestName, text);
-  detail::write_text_file(tmp / detail::kManifestSumName,
-                          hex64(xxh3_64(std::as_bytes(std::span(text.data(), text.size())))) + "\n");
-  detail::fsync_directory(tmp);
+  detail::write_manifest(tmp, manifest);
   throw_if_interrupted();
 
   // Publish: an existing (forced or stale) cache is moved aside first, then removed.

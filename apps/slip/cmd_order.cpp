@@ -1,0 +1,60 @@
+// slip order CACHE --seed S --epoch E [--rank R --world-size W] [--block-size B] [--format npy|text] [-o FILE]
+#include <cstdio>
+#include <iostream>
+
+#include "command.hpp"
+#include "output.hpp"
+#include "slip/cache.hpp"
+#include "slip/error.hpp"
+#include "slip/shuffle.hpp"
+#include "slip/subset.hpp"
+
+namespace slip::cli {
+
+Action setup_order(CLI::App& sub, const GlobalOptions&) {
+  struct Args {
+    std::string cache;
+    ShuffleSpec spec;
+    std::string format = "text";
+    std::string output;
+  };
+  auto a = std::make_shared<Args>();
+  sub.add_option("cache", a->cache, "Cache directory (only its sample count is read)")->required();
+  sub.add_option("--seed", a->spec.seed, "Shuffle seed")->default_val(0);
+  sub.add_option("--epoch", a->spec.epoch, "Epoch number (each epoch is a different order)")->default_val(0);
+  sub.add_option("--rank", a->spec.rank, "This process's rank")->default_val(0);
+  sub.add_option("--world-size", a->spec.world_size, "Number of ranks; each gets ceil(N/W) positions, padded by repetition")
+      ->default_val(1)
+      ->check(CLI::PositiveNumber);
+  sub.add_option("--block-size", a->spec.block_size, "Shuffle blocks of B consecutive samples, then within blocks (1: plain shuffle)")
+      ->default_val(1)
+      ->check(CLI::PositiveNumber);
+  sub.add_option("--format", a->format, "text (one id per line) or npy (int64 array)")
+      ->check(CLI::IsMember({"text", "npy"}))
+      ->default_val("text");
+  sub.add_option("-o,--output", a->output, "Write to this file (required for npy on a terminal)");
+  return [a]() -> int {
+    const Cache cache = Cache::open(a->cache);
+    ShuffleSpec spec = a->spec;
+    spec.num_samples = cache.size();
+    const EpochOrder order(spec);
+    std::vector<uint64_t> ids(order.size());
+    order.fill(0, ids);
+    if (a->format == "npy") {
+      if (a->output.empty()) throw Error(Errc::usage, "--format npy needs -o FILE");
+      write_ids_npy(a->output, ids);
+      std::cout << a->output << "\n";
+      return 0;
+    }
+    std::FILE* out = a->output.empty() ? stdout : std::fopen(a->output.c_str(), "w");
+    if (!out) throw_errno("cannot create", a->output, errno);
+    for (uint64_t id : ids)
+      if (std::fprintf(out, "%llu\n", static_cast<unsigned long long>(id)) < 0) break;
+    const bool ok = std::fflush(out) == 0 && !std::ferror(out);
+    if (out != stdout) std::fclose(out);
+    if (!ok && errno != EPIPE) throw Error(Errc::io, "cannot write the order");
+    return 0;
+  };
+}
+
+}  // namespace slip::cli

@@ -1,0 +1,100 @@
+// slip subset CACHE --field label (--values 0,217 | --values-file F | --names n01440764,...)
+//             [--classes-file F] [--per-class K] [--seed S] [--mode copy|ids] [-o DIR] [--json]
+#include <fstream>
+#include <iostream>
+
+#include "command.hpp"
+#include "output.hpp"
+#include "slip/cache.hpp"
+#include "slip/convert.hpp"
+#include "slip/error.hpp"
+#include "slip/subset.hpp"
+
+namespace slip::cli {
+
+Action setup_subset(CLI::App& sub, const GlobalOptions& global) {
+  struct Args {
+    std::string cache;
+    SubsetSelection sel;
+    std::vector<std::string> values;
+    std::string values_file;
+    std::string classes_file;
+    std::string mode = "copy";
+    std::string output;
+    std::string name;
+    bool json = false;
+  };
+  auto a = std::make_shared<Args>();
+  sub.add_option("cache", a->cache, "Parent cache directory")->required();
+  sub.add_option("-F,--field", a->sel.field, "Field whose values select samples")->default_val("label");
+  auto* values = sub.add_option("--values", a->values, "Values to keep (comma-separated)")->delimiter(',');
+  auto* values_file = sub.add_option("--values-file", a->values_file, "File with one value per line");
+  auto* names = sub.add_option("--names", a->sel.names, "Class names to keep (comma-separated), via the path field")->delimiter(',');
+  sub.add_option("--classes-file", a->classes_file, "Class names, one per line, line i = label i (instead of the path field)");
+  values->excludes(values_file);
+  sub.add_option("--per-class", a->sel.per_class, "Keep K samples per value (few-shot), chosen by --seed")->default_val(0);
+  sub.add_option("--seed", a->sel.seed, "Seed for --per-class")->default_val(0);
+  sub.add_option("--mode", a->mode, "copy: write a new cache; ids: write the selected ids as an int64 .npy")
+      ->check(CLI::IsMember({"copy", "ids"}))
+      ->default_val("copy");
+  sub.add_option("-o,--output", a->output, "Output directory (copy) or .npy file (ids)")
+      ->default_str("$SLIPSTREAM_CACHE_DIR or ~/.slipstream; ids: ./<cache>-<n>.ids.npy");
+  sub.add_option("--name", a->name, "Name part of the subset cache (default: <parent>-subset)");
+  sub.add_flag("--json", a->json, "Print one JSON object");
+  (void)names;
+  return [a, &global]() -> int {
+    if (a->values.empty() && a->values_file.empty() && a->sel.names.empty())
+      throw Error(Errc::usage, "give --values, --values-file or --names");
+    std::vector<std::string> raw = a->values;
+    if (!a->values_file.empty()) {
+      std::ifstream in(a->values_file);
+      if (!in) throw Error(Errc::io, "cannot read values file").with_path(a->values_file);
+      for (std::string line; std::getline(in, line);)
+        if (!line.empty()) raw.push_back(line);
+    }
+    const Cache cache = Cache::open(a->cache);
+    const bool str_field = cache.field(a->sel.field).type == FieldType::str;
+    for (const auto& v : raw) {
+      if (str_field) {
+        a->sel.str_values.push_back(v);
+        continue;
+      }
+      try {
+        size_t used = 0;
+        a->sel.values.push_back(std::stoll(v, &used));
+        if (used != v.size()) throw std::invalid_argument(v);
+      } catch (const std::exception&) {
+        throw Error(Errc::usage, "not an integer value: \"" + v + "\"");
+      }
+    }
+    a->sel.classes_file = a->classes_file;
+    const std::vector<uint64_t> ids = select_samples(cache, a->sel);
+    nlohmann::ordered_json j{{"command", "subset"}, {"parent", a->cache}, {"mode", a->mode}, {"selected", ids.size()}};
+    if (a->mode == "ids") {
+      // Default: ./<parent>-<n>.ids.npy (never inside the cache, which is checksummed).
+      const std::string out = a->output.empty()
+                                  ? cache.path().filename().string() + "-" + std::to_string(ids.size()) + ".ids.npy"
+                                  : a->output;
+      write_ids_npy(out, ids);
+      j["path"] = out;
+    } else {
+      auto source = open_cache_subset(a->cache, ids);
+      ConvertOptions options;
+      options.output_dir = a->output;
+      options.name = a->name;
+      options.non_jpeg = NonJpegPolicy::keep;  // payloads are copied as the parent stores them
+      Progress progress("subset", global.show_progress());
+      options.progress = [&](const ProgressUpdate& p) { progress.update(p.done, p.total); };
+      const ConvertResult r = convert(*source, options);
+      progress.finish();
+      j["path"] = r.cache_path.string();
+      j["content_id"] = r.content_id;
+      j["reused"] = r.reused;
+    }
+    if (a->json) print_json(j);
+    else std::cout << j["path"].get<std::string>() << "\n";
+    return 0;
+  };
+}
+
+}  // namespace slip::cli

@@ -1,0 +1,59 @@
+// slip/index.hpp — field indexes: value -> ascending sample ids, for int, float and str fields.
+//
+// Written in two forms (docs/FORMAT.md "Field indexes"):
+//  1. <field>_index.npy: a pickled 0-d object array holding a dict {value: int64 ids}, exactly
+//     what the Python slipstream loader globs and loads with np.load(allow_pickle=True).item();
+//  2. a pickle-free CSR form slip itself reads (and numpy with allow_pickle=False):
+//     <field>.index.keys.npy (sorted distinct values: <i8, <f8 or <U<n>),
+//     <field>.index.offsets.npy (<i8, K+1), <field>.index.ids.npy (<i8, N).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "slip/cache.hpp"
+
+namespace slip {
+
+struct FieldIndex {
+  std::string field;
+  FieldType key_type = FieldType::int64;  // int64, float64 or str
+  // Distinct values, in the Python loader's order: ascending numbers; strings by first appearance.
+  std::vector<int64_t> int_keys;
+  std::vector<double> float_keys;
+  std::vector<std::string> str_keys;
+  std::vector<uint64_t> offsets;  // K + 1: ids of key k are ids[offsets[k] .. offsets[k+1])
+  std::vector<int64_t> ids;       // ascending within each key
+
+  size_t num_keys() const noexcept { return offsets.empty() ? 0 : offsets.size() - 1; }
+  std::span<const int64_t> ids_of(size_t key) const { return std::span(ids).subspan(offsets[key], offsets[key + 1] - offsets[key]); }
+  // Key position of an int / str value, if present.
+  std::optional<size_t> find(int64_t value) const;
+  std::optional<size_t> find(std::string_view value) const;
+};
+
+// Builds the index of an int, float or str field in O(N log K) time and O(N) memory. Throws
+// Error(usage) for image/bytes/ndarray fields.
+FieldIndex build_field_index(const Cache& cache, std::string_view field);
+
+// Writes both forms into the cache directory and records them (file names and XXH3-64 sums)
+// in the manifest's "slip" section, rewriting manifest.json atomically.
+void write_field_index(const Cache& cache, const FieldIndex& index);
+
+// The pickled form alone (for tests and tools): the bytes of <field>_index.npy.
+std::string pickled_index_npy(const FieldIndex& index);
+
+// Reads the CSR form of `field` if present; nullopt when the cache has no index for it.
+// Throws Error(bad_input) when the files are malformed.
+std::optional<FieldIndex> read_field_index(const Cache& cache, std::string_view field);
+
+// File names of the two forms.
+std::string pickled_index_name(std::string_view field);
+std::vector<std::string> csr_index_names(std::string_view field);
+
+}  // namespace slip

@@ -1,0 +1,59 @@
+// slip/shuffle.hpp — an O(1)-memory shuffled epoch order: a keyed Feistel bijection on [0, N).
+//
+// Two levels, so reads stay local: the order of blocks of B consecutive samples is shuffled,
+// then the samples inside each block. Position p of an epoch maps to a sample id with O(1)
+// work and no table; (seed, epoch, position) is the whole state needed to resume.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+namespace slip {
+
+// A keyed pseudo-random permutation of [0, n) for any n >= 1 (cycle-walking Feistel on the
+// next power of four). Same (n, key) -> same permutation.
+class FeistelPermutation {
+ public:
+  FeistelPermutation(uint64_t n, uint64_t key, int rounds = 6);
+  uint64_t operator()(uint64_t x) const noexcept;  // x < n
+  uint64_t size() const noexcept { return n_; }
+
+ private:
+  uint64_t round_fn(uint64_t value, int round) const noexcept;
+  uint64_t n_;
+  uint64_t key_;
+  int rounds_;
+  int half_bits_;
+  uint64_t half_mask_;
+};
+
+struct ShuffleSpec {
+  uint64_t num_samples = 0;
+  uint64_t seed = 0;
+  uint64_t epoch = 0;
+  uint64_t block_size = 1;  // 1: plain one-level shuffle
+  uint32_t rank = 0;
+  uint32_t world_size = 1;
+};
+
+// The epoch order for one rank. Rank r takes the contiguous slice [r*ceil(N/W),
+// (r+1)*ceil(N/W)) of the epoch's global order (whole blocks, so reads stay local), padded by
+// repetition like PyTorch's DistributedSampler: the first ceil(N/W)*W - N global positions
+// are repeated at the end of the last rank's slice. (Dropping the tail is not offered.)
+class EpochOrder {
+ public:
+  explicit EpochOrder(const ShuffleSpec& spec);
+  uint64_t size() const noexcept { return per_rank_; }       // positions for this rank
+  uint64_t operator()(uint64_t position) const noexcept;     // sample id
+  uint64_t global(uint64_t global_position) const noexcept;  // sample id at a global position
+  void fill(uint64_t start, std::span<uint64_t> out) const noexcept;
+
+ private:
+  ShuffleSpec spec_;
+  uint64_t num_blocks_;
+  uint64_t last_block_size_;
+  uint64_t per_rank_;
+  FeistelPermutation block_perm_;
+};
+
+}  // namespace slip

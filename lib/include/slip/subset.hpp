@@ -1,0 +1,40 @@
+// slip/subset.hpp — selecting samples of a cache by field value (few-shot too), and a Source
+// that reads a selection of a cache so convert() can write it as a new, independent cache.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "slip/cache.hpp"
+#include "slip/source.hpp"
+
+namespace slip {
+
+struct SubsetSelection {
+  std::string field = "label";
+  std::vector<int64_t> values;          // int values of `field`
+  std::vector<std::string> str_values;  // str values of `field`
+  // Class names, mapped to label values through the `path` field's class folder
+  // (<root>/<class>/<file>, as the ImageFolder source writes it) or through `classes_file`.
+  std::vector<std::string> names;
+  std::filesystem::path classes_file;   // one class name per line; line i (0-based) is value i
+  uint64_t per_class = 0;               // 0: every sample of each value; K: K per value
+  uint64_t seed = 0;                    // chooses the K per value, deterministically
+};
+
+// Ascending sample ids matching the selection. Uses the field's CSR index when the cache has
+// one, builds what it needs otherwise. Throws Error(usage) for unknown values or names.
+std::vector<uint64_t> select_samples(const Cache& cache, const SubsetSelection& selection);
+
+// A Source yielding the given samples of the cache at `parent`, in the given (ascending)
+// order, with every field's values as stored. Its identity: kind "subset", the parent's path,
+// a fingerprint over the parent's content id and the ids; name "<parent name>-subset".
+std::unique_ptr<Source> open_cache_subset(const std::filesystem::path& parent, std::vector<uint64_t> ids);
+
+// Writes ids as a 1-D int64 .npy (what loaders take as indices=).
+void write_ids_npy(const std::filesystem::path& path, const std::vector<uint64_t>& ids);
+
+}  // namespace slip

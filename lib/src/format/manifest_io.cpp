@@ -1,0 +1,43 @@
+#include "format/manifest_io.hpp"
+
+#include "format/layout.hpp"
+#include "slip/error.hpp"
+#include "slip/hash.hpp"
+#include "util/file_io.hpp"
+
+namespace slip::detail {
+
+namespace fs = std::filesystem;
+
+std::string manifest_text(const nlohmann::ordered_json& manifest) {
+  return manifest.dump(2, ' ', true, nlohmann::json::error_handler_t::replace);
+}
+
+namespace {
+void replace_file(const fs::path& path, std::string_view text) {
+  const fs::path tmp = path.string() + ".tmp";
+  write_text_file(tmp, text);
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) throw Error(Errc::io, "cannot rename into place: " + ec.message()).with_path(path.string());
+}
+}  // namespace
+
+void write_manifest(const fs::path& dir, const nlohmann::ordered_json& manifest) {
+  const std::string text = manifest_text(manifest);
+  replace_file(dir / kManifestName, text);
+  replace_file(dir / kManifestSumName, hex64(xxh3_64(std::as_bytes(std::span(text.data(), text.size())))) + "\n");
+  fsync_directory(dir);
+}
+
+nlohmann::ordered_json read_manifest(const fs::path& dir) {
+  const fs::path p = dir / kManifestName;
+  const std::string text = read_text_file(p);
+  try {
+    return nlohmann::ordered_json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw Error(Errc::bad_input, std::string("manifest.json is not valid JSON: ") + e.what()).with_path(p.string()).with_offset(e.byte);
+  }
+}
+
+}  // namespace slip::detail

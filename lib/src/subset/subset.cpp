@@ -1,0 +1,203 @@
+#include "slip/subset.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "slip/error.hpp"
+#include "slip/hash.hpp"
+#include "slip/index.hpp"
+#include "slip/npy.hpp"
+#include "slip/shuffle.hpp"
+#include "util/file_io.hpp"
+
+namespace slip {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Class folder of an ImageFolder path "<root>/<class>/<file>".
+std::string class_of_path(std::string_view path) {
+  const auto first = path.find('/');
+  if (first == std::string_view::npos) return {};
+  const auto second = path.find('/', first + 1);
+  if (second == std::string_view::npos) return {};
+  return std::string(path.substr(first + 1, second - first - 1));
+}
+
+std::vector<int64_t> names_to_values(const Cache& cache, const SubsetSelection& sel) {
+  std::map<std::string, int64_t> by_name;
+  if (!sel.classes_file.empty()) {
+    std::ifstream in(sel.classes_file);
+    if (!in) throw Error(Errc::io, "cannot read classes file").with_path(sel.classes_file.string());
+    std::string line;
+    int64_t value = 0;
+    while (std::getline(in, line)) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (!line.empty()) by_name.emplace(line, value);
+      ++value;
+    }
+  } else {
+    const auto pi = cache.field_index("path");
+    const auto li = cache.field_index(sel.field);
+    if (!pi || !li)
+      throw Error(Errc::usage, "--names needs a `path` field (ImageFolder sources) or --classes-file").with_path(cache.path().string());
+    for (uint64_t i = 0; i < cache.size(); ++i) {
+      const std::string name = class_of_path(cache.string(*pi, i));
+      const int64_t value = cache.int_value(*li, i);
+      auto [it, inserted] = by_name.emplace(name, value);
+      if (!inserted && it->second != value)
+        throw Error(Errc::bad_input, "class folder \"" + name + "\" has two label values (" + std::to_string(it->second) + ", " +
+                                         std::to_string(value) + ")")
+            .with_path(cache.path().string())
+            .with_sample(i);
+    }
+  }
+  std::vector<int64_t> values;
+  for (const auto& name : sel.names) {
+    auto it = by_name.find(name);
+    if (it == by_name.end()) throw Error(Errc::usage, "unknown class name \"" + name + "\"").with_path(cache.path().string());
+    values.push_back(it->second);
+  }
+  return values;
+}
+
+}  // namespace
+
+std::vector<uint64_t> select_samples(const Cache& cache, const SubsetSelection& sel) {
+  std::optional<FieldIndex> idx = read_field_index(cache, sel.field);
+  if (!idx) idx = build_field_index(cache, sel.field);
+  std::vector<int64_t> values = sel.values;
+  if (!sel.names.empty()) {
+    const auto named = names_to_values(cache, sel);
+    values.insert(values.end(), named.begin(), named.end());
+  }
+  std::vector<size_t> keys;
+  for (int64_t v : values) {
+    auto k = idx->find(v);
+    if (!k) throw Error(Errc::usage, "field \"" + sel.field + "\" has no sample with value " + std::to_string(v)).with_path(cache.path().string());
+    keys.push_back(*k);
+  }
+  for (const auto& s : sel.str_values) {
+    auto k = idx->find(std::string_view(s));
+    if (!k) throw Error(Errc::usage, "field \"" + sel.field + "\" has no sample with value \"" + s + "\"").with_path(cache.path().string());
+    keys.push_back(*k);
+  }
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  std::vector<uint64_t> ids;
+  for (size_t k : keys) {
+    const auto group = idx->ids_of(k);
+    if (sel.per_class == 0 || sel.per_class >= group.size()) {
+      for (int64_t id : group) ids.push_back(static_cast<uint64_t>(id));
+      continue;
+    }
+    // K of this value's samples, chosen by a keyed permutation of its id list.
+    ShuffleSpec spec;
+    spec.num_samples = group.size();
+    spec.seed = sel.seed;
+    spec.epoch = k;  // a different draw per value
+    const EpochOrder order(spec);
+    for (uint64_t j = 0; j < sel.per_class; ++j) ids.push_back(static_cast<uint64_t>(group[order.global(j)]));
+  }
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+namespace {
+
+class CacheSubsetSource final : public Source {
+ public:
+  CacheSubsetSource(const fs::path& parent, std::vector<uint64_t> ids)
+      : cache_(Cache::open(parent)), ids_(std::move(ids)) {
+    for (uint64_t id : ids_)
+      if (id >= cache_.size()) throw Error(Errc::usage, "sample id " + std::to_string(id) + " out of range").with_path(parent.string());
+    for (const CacheField& f : cache_.fields()) {
+      FieldSpec spec{f.name, f.type, f.dtype, {}};
+      if (f.type == FieldType::ndarray) spec.shape.assign(f.shape.begin() + 1, f.shape.end());
+      if (f.type == FieldType::image && f.image_format != "jpeg")
+        throw Error(Errc::usage, "subsets of " + f.image_format + " caches are not supported yet").with_path(parent.string());
+      schema_.fields.push_back(std::move(spec));
+    }
+    Sha256 h;
+    for (uint64_t id : ids_) h.update(std::to_string(id) + "\n");
+    const std::string parent_id = cache_.provenance().content_id.empty()
+                                      ? "manifest-sha256:" + sha256_hex(cache_.manifest_text())
+                                      : cache_.provenance().content_id;
+    fingerprint_ = "parent:" + parent_id + ";ids-sha256:" + h.hex_digest();
+    std::string name = fs::absolute(parent).lexically_normal().filename().string();
+    if (name.empty()) name = fs::absolute(parent).lexically_normal().parent_path().filename().string();
+    if (const auto dot = name.rfind(".slipstream"); dot != std::string::npos) name = name.substr(0, dot);
+    if (const auto dash = name.rfind('-'); dash != std::string::npos && name.size() - dash == 9) name = name.substr(0, dash);
+    name_ = name + "-subset";
+    uri_ = fs::absolute(parent).lexically_normal().string();
+  }
+
+  const Schema& schema() const override { return schema_; }
+  SourceIdentity identity() const override { return {"subset", uri_, fingerprint_, name_}; }
+  std::optional<uint64_t> size() const override { return ids_.size(); }
+
+  bool next(Sample& out) override {
+    if (pos_ >= ids_.size()) return false;
+    const uint64_t id = ids_[pos_];
+    out.source_index = id;
+    out.origin = uri_ + "#" + std::to_string(id);
+    out.problem.reset();
+    out.values.resize(schema_.fields.size());
+    for (size_t f = 0; f < schema_.fields.size(); ++f) {
+      Value& v = out.values[f];
+      v = Value{};
+      switch (schema_.fields[f].type) {
+        case FieldType::image:
+        case FieldType::bytes: {
+          const auto p = cache_.payload(f, id);
+          v.bytes.assign(p.begin(), p.end());
+          if (schema_.fields[f].type == FieldType::image) {
+            const MetaRecord r = cache_.record(f, id);
+            v.height = r.height;
+            v.width = r.width;
+          }
+          break;
+        }
+        case FieldType::str: {
+          const auto s = cache_.string(f, id);
+          v.bytes.assign(reinterpret_cast<const std::byte*>(s.data()), reinterpret_cast<const std::byte*>(s.data()) + s.size());
+          break;
+        }
+        case FieldType::int64: v.int_value = cache_.int_value(f, id); break;
+        case FieldType::float64: v.float_value = cache_.float_value(f, id); break;
+        case FieldType::ndarray: {
+          const auto a = cache_.array_bytes(f, id);
+          v.bytes.assign(a.begin(), a.end());
+          break;
+        }
+      }
+    }
+    ++pos_;
+    return true;
+  }
+
+ private:
+  Cache cache_;
+  std::vector<uint64_t> ids_;
+  Schema schema_;
+  std::string fingerprint_, name_, uri_;
+  size_t pos_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Source> open_cache_subset(const fs::path& parent, std::vector<uint64_t> ids) {
+  return std::make_unique<CacheSubsetSource>(parent, std::move(ids));
+}
+
+void write_ids_npy(const fs::path& path, const std::vector<uint64_t>& ids) {
+  detail::FileWriter w(path);
+  w.write(npy_header("'<i8'", std::vector<uint64_t>{ids.size()}));
+  w.write(std::as_bytes(std::span(ids.data(), ids.size())));
+  w.close();
+}
+
+}  // namespace slip
