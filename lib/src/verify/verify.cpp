@@ -13,6 +13,7 @@
 #include "slip/error.hpp"
 #include "slip/hash.hpp"
 #include "slip/image.hpp"
+#include "slip/index.hpp"
 #include "slip/runtime.hpp"
 #include "util/file_io.hpp"
 
@@ -234,6 +235,41 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
     const CacheField& f = cache->fields()[fi];
     if (is_payload_type(f.type)) check_payload_field(*cache, fi, sink, report, threads);
     else if (f.type == FieldType::str) check_string_field(*cache, fi, sink);
+  }
+
+  // Field indexes recorded by slip: well-formed, every id carries its key's value, every sample once.
+  try {
+    const auto manifest = nlohmann::json::parse(cache->manifest_text());
+    if (manifest.contains("slip") && manifest["slip"].contains("indexes")) {
+      for (auto& [field, spec] : manifest["slip"]["indexes"].items()) {
+        const std::string keys_file = spec.value("keys", field + ".index.keys.npy");
+        try {
+          const auto idx = read_field_index(*cache, field);
+          if (!idx) {
+            sink.add(keys_file, std::nullopt, field, "index listed in the manifest is missing");
+            continue;
+          }
+          const auto fi = *cache->field_index(field);
+          std::vector<bool> seen(cache->size(), false);
+          for (size_t k = 0; k < idx->num_keys(); ++k)
+            for (int64_t id : idx->ids_of(k)) {
+              const auto i = static_cast<uint64_t>(id);
+              bool match;
+              if (idx->key_type == FieldType::str) match = cache->string(fi, i) == idx->str_keys[k];
+              else if (idx->key_type == FieldType::float64) match = cache->float_value(fi, i) == idx->float_keys[k];
+              else match = cache->int_value(fi, i) == idx->int_keys[k];
+              if (!match || seen[i]) {
+                sink.add(keys_file, i, field, match ? "sample listed twice in the index" : "index lists the sample under a value it does not have");
+              }
+              seen[i] = true;
+            }
+        } catch (const Error& e) {
+          sink.add(fs::path(e.path()).filename().string(), e.sample(), field, e.message());
+        }
+      }
+    }
+  } catch (const std::exception& e) {
+    sink.add("manifest.json", std::nullopt, "", std::string("slip indexes: ") + e.what());
   }
 
   // Whole-file checksums recorded by slip.
