@@ -12,7 +12,8 @@ namespace slip {
 enum class ImageFormat { unknown, jpeg, png, gif, bmp, webp, tiff, ppm };
 const char* image_format_name(ImageFormat format) noexcept;
 
-// What the bytes are, judged by magic bytes only (never by file name).
+// What the bytes are, judged by magic bytes only (never by file name). JPEG is FF D8 alone, the
+// Python writer's own test (spec §1.5); ppm is P1..P6 followed by whitespace.
 ImageFormat sniff_image_format(std::span<const std::byte> data) noexcept;
 
 struct JpegHeader {
@@ -22,24 +23,28 @@ struct JpegHeader {
   int sof_marker = 0;     // 0xC0.. 0xCF
   bool progressive = false;
   uint64_t sof_offset = 0;  // byte offset of the SOF marker's FF
-  bool adobe_transform_seen = false;
+  bool adobe_transform_seen = false;  // a complete Adobe APP14 segment precedes the SOF
 };
 
 // Walks the marker segments after SOI as the Python slipstream writer does (spec §1.5): stray
 // non-FF bytes and FF fill bytes skipped, standalone markers stepped over, APPn/other segments
 // skipped whole by their length (so an EXIF thumbnail's SOF/EOI is never seen), stopping at
 // the first SOF (C0..CF except C4, C8, CC). Returns false when there is no SOI, no SOF before
-// the data ends, or a segment runs past the end. Never reads out of bounds.
+// the data ends, or a segment runs past the end; like upstream, the SOF counts only when the
+// byte at marker+9 (the component count) exists. A zero width or height is returned as read
+// (callers reject it). On false, `out` is reset. Never reads out of bounds.
 bool parse_jpeg_header(std::span<const std::byte> data, JpegHeader& out) noexcept;
 
-// Dimensions for the meta table: JPEG SOF, else PNG IHDR, else 0x0. Never throws.
+// Dimensions for the meta table: JPEG SOF, else PNG IHDR (signature + width/height at bytes
+// 16/20), else 0x0. Never throws.
 struct ImageSize {
   uint32_t width = 0;
   uint32_t height = 0;
 };
 ImageSize probe_image_size(std::span<const std::byte> data) noexcept;
 
-// True when TurboJPEG can decode these bytes straight to RGB (a JPEG that is not CMYK/YCCK).
+// True when TurboJPEG can decode these bytes straight to RGB (a JPEG that is not CMYK/YCCK):
+// TurboJPEG's own header read must succeed, so zero sizes or unusual sampling give false.
 bool jpeg_decodes_to_rgb(std::span<const std::byte> data) noexcept;
 
 struct RgbImage {
@@ -49,13 +54,18 @@ struct RgbImage {
 };
 
 // Decodes any supported image (JPEG incl. CMYK/YCCK, PNG of every colour type and bit depth,
-// and what stb_image reads) to 8-bit RGB, converting like Pillow's convert("RGB"): alpha
-// dropped (not composited), gray replicated, CMYK inverted as Adobe writes it.
+// and GIF/BMP/binary PNM through stb_image) to 8-bit RGB, converting like Pillow 9.4's
+// convert("RGB"): alpha dropped (not composited), gray replicated, 16-bit gray clipped to 255
+// (Pillow's mode "I"), other 16-bit PNGs reduced to their high byte, CMYK inverted as Adobe
+// writes it. WebP, TIFF and PNM with maxval != 255 are refused. JPEG warnings (truncation)
+// are errors, as in Pillow. Images over 2^28 pixels are refused before any pixel is allocated.
 // Throws slip::Error(bad_input) with a reason when the bytes do not decode.
 RgbImage decode_to_rgb(std::span<const std::byte> data);
 
-// Encodes RGB pixels as a baseline JPEG with TurboJPEG (4:4:4 chroma at quality 100, so
-// re-encoding loses as little as a JPEG can). Throws slip::Error on failure.
+// Encodes RGB pixels as a baseline JPEG with TurboJPEG (4:4:4 chroma, accurate DCT; at the
+// default quality 100 re-encoding loses as little as a JPEG can). Throws slip::Error on
+// failure: bad_input for empty/oversized images or a buffer of the wrong size, usage for a
+// quality outside 1..100.
 std::vector<std::byte> encode_rgb_jpeg(const RgbImage& image, int quality = 100);
 
 // Fully decodes a JPEG with TurboJPEG to RGB (accurate DCT); throws Error(bad_input) with
