@@ -1,4 +1,5 @@
 // slip convert SRC [-o DIR] [--name N] [--threads N] [--force] [--non-jpeg ...] [--on-error ...] [--json]
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -19,8 +20,9 @@ struct ConvertArgs {
   std::string name;
   unsigned threads = 0;
   bool force = false;
-  NonJpegPolicy non_jpeg = NonJpegPolicy::transcode;
-  OnError on_error = OnError::fail;
+  std::string non_jpeg = "transcode";
+  std::string on_error = "fail";
+  bool dry_run = false;
   bool json = false;
   SourceOptions source_options;
 };
@@ -35,17 +37,15 @@ Action setup_convert(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("--name", a->name, "Name part of <name>-<id8>.slipstream (default: the source's name)");
   sub.add_option("-j,--threads", a->threads, "Worker threads (default: CPUs available to the process)");
   sub.add_flag("-f,--force", a->force, "Rebuild even if a complete cache of this source exists");
-  const std::map<std::string, NonJpegPolicy> non_jpeg{
-      {"transcode", NonJpegPolicy::transcode}, {"keep", NonJpegPolicy::keep}, {"fail", NonJpegPolicy::fail}};
   sub.add_option("--non-jpeg", a->non_jpeg,
                  "Images that are not RGB-decodable JPEG (PNG, CMYK JPEG, ...): transcode to RGB JPEG q100, "
                  "keep verbatim, or fail")
-      ->transform(CLI::CheckedTransformer(non_jpeg, CLI::ignore_case))
-      ->default_str("transcode");
-  const std::map<std::string, OnError> on_error{{"fail", OnError::fail}, {"skip", OnError::skip}};
+      ->check(CLI::IsMember({"transcode", "keep", "fail"}))
+      ->capture_default_str();
   sub.add_option("--on-error", a->on_error, "A bad sample: fail the conversion, or skip it (recorded in the ledger)")
-      ->transform(CLI::CheckedTransformer(on_error, CLI::ignore_case))
-      ->default_str("fail");
+      ->check(CLI::IsMember({"fail", "skip"}))
+      ->capture_default_str();
+  sub.add_flag("-n,--dry-run", a->dry_run, "Say what would be written and where; write nothing");
   sub.add_flag("--json", a->json, "Print one JSON summary object instead of the path");
   add_source_flags(sub, a->source_options);
 
@@ -56,8 +56,31 @@ Action setup_convert(CLI::App& sub, const GlobalOptions& global) {
     options.name = a->name;
     options.threads = a->threads;
     options.force = a->force;
-    options.non_jpeg = a->non_jpeg;
-    options.on_error = a->on_error;
+    options.non_jpeg = a->non_jpeg == "keep" ? NonJpegPolicy::keep
+                       : a->non_jpeg == "fail" ? NonJpegPolicy::fail
+                                               : NonJpegPolicy::transcode;
+    options.on_error = a->on_error == "skip" ? OnError::skip : OnError::fail;
+    if (a->dry_run) {
+      const SourceIdentity id = source->identity();
+      const std::string cid = content_id(id);
+      const auto root = options.output_dir.empty() ? default_cache_root() : options.output_dir;
+      const auto path = root / cache_dir_name(options.name.empty() ? id.default_name : options.name, cid);
+      const bool exists = std::filesystem::exists(path / "manifest.json");
+      if (a->json) {
+        nlohmann::ordered_json fields = nlohmann::ordered_json::array();
+        for (const auto& f : source->schema().fields) fields.push_back({{"name", f.name}, {"type", std::string(field_type_name(f.type))}});
+        nlohmann::ordered_json j{{"command", "convert"}, {"dry_run", true}, {"path", path.string()}, {"content_id", cid},
+                                 {"exists", exists}, {"source", {{"kind", id.kind}, {"uri", id.uri}}}, {"fields", fields}};
+        j["samples"] = source->size() ? nlohmann::ordered_json(*source->size()) : nlohmann::ordered_json(nullptr);
+        print_json(j);
+      } else {
+        std::cerr << "slip: dry run: would " << (exists && !a->force ? "reuse" : "write") << " " << path.string() << " ("
+                  << (source->size() ? std::to_string(*source->size()) : std::string("?")) << " samples from " << id.kind
+                  << " " << id.uri << ")\n";
+        std::cout << path.string() << "\n";
+      }
+      return 0;
+    }
     Progress progress("convert", global.show_progress());
     options.progress = [&](const ProgressUpdate& p) { progress.update(p.done, p.total); };
     const ConvertResult r = convert(*source, options);

@@ -1,0 +1,67 @@
+#include "cli_model.hpp"
+
+#include <regex>
+
+namespace slip::cli {
+
+namespace {
+// Options whose values are paths get file completion.
+bool looks_like_path(const std::string& name, const std::string& help) {
+  for (const char* key : {"output", "cache", "source", "dir", "file", "parts", "from"})
+    if (name.find(key) != std::string::npos) return true;
+  return help.find("directory") != std::string::npos || help.find("file") != std::string::npos;
+}
+}  // namespace
+
+std::vector<OptionInfo> describe_options(const CLI::App& app, bool positionals) {
+  std::vector<OptionInfo> out;
+  for (const CLI::Option* opt : app.get_options()) {
+    if (opt->get_positional() != positionals) continue;
+    if (!positionals && opt->get_lnames().empty() && opt->get_snames().empty()) continue;
+    OptionInfo o;
+    o.long_names = opt->get_lnames();
+    o.short_names = opt->get_snames();
+    if (positionals) o.positional = opt->get_name();
+    o.help = opt->get_description();
+    o.takes_value = opt->get_type_size() > 0;
+    o.required = opt->get_required();
+    o.envname = opt->get_envname();
+    o.default_value = opt->get_default_str();
+    if (o.takes_value) {
+      std::string type = opt->get_type_name();
+      static const std::regex braces(R"(\{([^}]*)\})");
+      std::smatch m;
+      if (std::regex_search(type, m, braces)) {
+        std::string list = m[1];
+        size_t start = 0;
+        while (start <= list.size()) {
+          const size_t comma = list.find(',', start);
+          o.choices.push_back(list.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+          if (comma == std::string::npos) break;
+          start = comma + 1;
+        }
+        type = type.substr(0, type.find(':'));
+      }
+      o.type = type;
+      const std::string name = positionals ? o.positional : (o.long_names.empty() ? "" : o.long_names[0]);
+      o.is_path = o.choices.empty() && (type == "TEXT" || type.empty()) && looks_like_path(name, o.help);
+    }
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+std::vector<CommandInfo> describe_commands(const CLI::App& root) {
+  std::vector<CommandInfo> out;
+  for (const CLI::App* sub : root.get_subcommands([](const CLI::App*) { return true; })) {
+    CommandInfo c;
+    c.name = sub->get_name();
+    c.help = sub->get_description();
+    c.options = describe_options(*sub, false);
+    c.positionals = describe_options(*sub, true);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+}  // namespace slip::cli

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Regenerates man/ and completions/ from the CLI definition (the one source of truth).
+# Usage: scripts/regen-cli-docs.sh [path/to/slip]   (tests/integration/cli_docs.sh checks they match)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SLIP=${1:-build/apps/slip/slip}
+rm -rf man && "$SLIP" man -o man
+mkdir -p completions
+"$SLIP" completions bash > completions/slip.bash
+"$SLIP" completions zsh > completions/_slip
+"$SLIP" completions fish > completions/slip.fish

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Help, completions and man pages come from the one CLI definition: the committed man/ and
+# completions/ must equal what the binary generates (scripts/regen-cli-docs.sh updates them),
+# every subcommand and flag must appear in each, the scripts must load and complete in bash,
+# zsh and fish, and the pages must be clean under mandoc -Tlint.
+source "$(dirname "$0")/common.bash"
+
+"$SLIP" man -o "$WORK/man"
+diff -r "$SRC/man" "$WORK/man" >/dev/null || fail "man/ is stale: run scripts/regen-cli-docs.sh"
+for shell in bash zsh fish; do
+  "$SLIP" completions $shell > "$WORK/comp.$shell"
+done
+cmp -s "$WORK/comp.bash" "$SRC/completions/slip.bash" || fail "completions/slip.bash is stale: run scripts/regen-cli-docs.sh"
+cmp -s "$WORK/comp.zsh" "$SRC/completions/_slip" || fail "completions/_slip is stale"
+cmp -s "$WORK/comp.fish" "$SRC/completions/slip.fish" || fail "completions/slip.fish is stale"
+pass "committed man pages and completions match the CLI definition"
+
+# Every subcommand and every long flag of `--help` appears in each artefact.
+commands=$("$SLIP" --help | awk '/^Subcommands:/{on=1; next} on && /^  [a-z]/{print $1}')
+[ -n "$commands" ] || fail "no subcommands parsed from --help"
+for c in $commands; do
+  [ -f "$WORK/man/slip-$c.1" ] || fail "no man page for $c"
+  flags=$("$SLIP" "$c" --help | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u)
+  for f in $flags; do
+    esc=${f//-/\\\\-}
+    grep -q -- "$esc" "$WORK/man/slip-$c.1" || fail "man page of $c lacks $f"
+    grep -q -- "$f" "$WORK/comp.bash" || fail "bash completion lacks $c $f"
+    grep -q -- "$f" "$WORK/comp.zsh" || fail "zsh completion lacks $c $f"
+    grep -q -- "-l ${f#--}\b" "$WORK/comp.fish" || fail "fish completion lacks $c $f"
+  done
+done
+pass "every subcommand and flag is in the man pages and the bash/zsh/fish completions"
+
+if command -v mandoc >/dev/null; then
+  out=$(mandoc -Tlint "$WORK"/man/*.1 2>&1 || true)
+  [ -z "$out" ] || { echo "$out"; fail "mandoc -Tlint is not clean"; }
+  pass "mandoc -Tlint clean"
+else
+  echo "skip: mandoc not installed"
+fi
+if command -v man >/dev/null; then
+  man -l "$WORK/man/slip-convert.1" 2>/dev/null | grep -q "SYNOPSIS" || fail "man -l does not render slip-convert(1)"
+fi
+
+# bash: `slip con<TAB>` and enum values.
+got=$(bash -c "source '$WORK/comp.bash'; COMP_WORDS=(slip con); COMP_CWORD=1; _slip; echo \${COMPREPLY[*]}")
+[ "$got" = convert ] || fail "bash: slip con<TAB> gave '$got'"
+got=$(bash -c "source '$WORK/comp.bash'; COMP_WORDS=(slip convert --non-jpeg ''); COMP_CWORD=3; _slip; echo \${COMPREPLY[*]}")
+[ "$got" = "transcode keep fail" ] || fail "bash: --non-jpeg <TAB> gave '$got'"
+if "$SLIP" --help | grep -qE "^  bench "; then
+  got=$(bash -c "source '$WORK/comp.bash'; COMP_WORDS=(slip bench x --pipeline ''); COMP_CWORD=4; _slip; echo \${COMPREPLY[*]}")
+  echo "$got" | grep -qw rrc || fail "bash: bench --pipeline <TAB> gave '$got'"
+fi
+pass "bash completes"
+
+if command -v fish >/dev/null; then
+  got=$(fish -c "source '$WORK/comp.fish'; complete -C 'slip con'" | cut -f1 | tr '\n' ' ')
+  [ "$got" = "convert " ] || fail "fish: slip con<TAB> gave '$got'"
+  got=$(fish -c "source '$WORK/comp.fish'; complete -C 'slip convert --non-jpeg '" | cut -f1 | sort | tr '\n' ' ')
+  [ "$got" = "fail keep transcode " ] || fail "fish: --non-jpeg gave '$got'"
+  if "$SLIP" --help | grep -qE "^  bench "; then
+    fish -c "source '$WORK/comp.fish'; complete -C 'slip bench --pipeline '" | cut -f1 | grep -qx rrc || fail "fish: bench --pipeline"
+  fi
+  pass "fish completes"
+else
+  echo "skip: fish not installed"
+fi
+
+if command -v zsh >/dev/null; then
+  # compinit finds _slip through fpath and registers it for `slip`; the _describe call of the
+  # command state is intercepted to read the candidates zsh would offer for `slip <TAB>`.
+  mkdir -p "$WORK/zfunc" && cp "$WORK/comp.zsh" "$WORK/zfunc/_slip"
+  got=$(ZDOTDIR=$WORK zsh -f -c '
+    fpath=('"$WORK"'/zfunc $fpath); autoload -U compinit; compinit -u -D
+    [[ $_comps[slip] == _slip ]] || { print "not registered"; exit 1 }
+    autoload -U _slip
+    _arguments() { state=cmds; return 0 }
+    _describe() { print -l -- ${(P)2}; }
+    words=(slip ""); CURRENT=2; _slip' 2>&1 | cut -d: -f1 | tr '\n' ' ')
+  echo "$got" | grep -qw convert || fail "zsh: completion did not offer convert (got: $got)"
+  pass "zsh registers _slip for slip and offers the subcommands"
+else
+  echo "skip: zsh not installed"
+fi
