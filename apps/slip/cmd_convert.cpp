@@ -23,6 +23,7 @@ struct ConvertArgs {
   std::string non_jpeg = "transcode";
   std::string on_error = "fail";
   bool dry_run = false;
+  std::string shard;
   bool json = false;
   SourceOptions source_options;
 };
@@ -47,6 +48,8 @@ Action setup_convert(CLI::App& sub, const GlobalOptions& global) {
       ->capture_default_str();
   sub.add_flag("-n,--dry-run", a->dry_run, "Say what would be written and where; write nothing");
   sub.add_flag("--json", a->json, "Print one JSON summary object instead of the path");
+  sub.add_option("--shard", a->shard,
+                 "Convert only slice I of N (I/N, or 'auto' inside a SLURM job array) into a part cache; join with slip merge");
   add_source_flags(sub, a->source_options);
 
   return [a, &global]() -> int {
@@ -60,6 +63,7 @@ Action setup_convert(CLI::App& sub, const GlobalOptions& global) {
                        : a->non_jpeg == "fail" ? NonJpegPolicy::fail
                                                : NonJpegPolicy::transcode;
     options.on_error = a->on_error == "skip" ? OnError::skip : OnError::fail;
+    if (!a->shard.empty()) options.shard = parse_shard(a->shard);
     if (a->dry_run) {
       const SourceIdentity id = source->identity();
       const std::string cid = content_id(id);

@@ -35,6 +35,7 @@ Action setup_ls(CLI::App&, const GlobalOptions&);
 Action setup_index(CLI::App&, const GlobalOptions&);
 Action setup_subset(CLI::App&, const GlobalOptions&);
 Action setup_order(CLI::App&, const GlobalOptions&);
+Action setup_merge(CLI::App&, const GlobalOptions&);
 Action setup_completions(CLI::App&, const GlobalOptions&);
 Action setup_man(CLI::App&, const GlobalOptions&);
 

@@ -24,6 +24,7 @@ const Command kCommands[] = {
     {"index", "Build value -> sample-id indexes of int/str fields (pickled for Python, CSR for slip)", setup_index},
     {"subset", "Select samples by class (or any field value), few-shot too, as a new cache or an id list", setup_subset},
     {"order", "Print an epoch's shuffled order: O(1)-memory Feistel permutation, per rank", setup_order},
+    {"merge", "Join the part caches of a job-array conversion (convert --shard I/N) into one cache", setup_merge},
     {"completions", "Print a bash, zsh or fish completion script", setup_completions},
     {"man", "Print or write the man pages", setup_man},
 };

@@ -21,6 +21,16 @@ struct ProgressUpdate {
   uint64_t bytes = 0;
 };
 
+// One slice of a conversion split across a job array: the index-th of `count` contiguous
+// slices by sample index, [floor(i*S/count), floor((i+1)*S/count)).
+struct ShardSpec {
+  uint64_t index = 0;
+  uint64_t count = 1;
+};
+// Parses "I/N" or "auto" (SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN of SLURM_ARRAY_TASK_COUNT).
+// Throws Error(usage).
+ShardSpec parse_shard(const std::string& text);
+
 struct ConvertOptions {
   std::filesystem::path output_dir;  // empty: default_cache_root()
   std::string name;                  // empty: the source's default name
@@ -29,6 +39,9 @@ struct ConvertOptions {
   NonJpegPolicy non_jpeg = NonJpegPolicy::transcode;
   OnError on_error = OnError::fail;
   std::function<void(const ProgressUpdate&)> progress;  // called from the writing thread
+  // Convert only this slice, as a part cache in <output_dir>/<name>-<id8>.parts/ (merge_parts
+  // joins them into the cache a single process would write).
+  std::optional<ShardSpec> shard;
 };
 
 // One sample the writer did not store verbatim.

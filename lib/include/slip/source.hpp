@@ -39,6 +39,14 @@ class Source {
   // Malformed input that makes the rest of the source unreadable throws slip::Error;
   // a single unreadable sample is returned with Sample::problem set.
   virtual bool next(Sample& out) = 0;
+  // Skips the next n samples and returns how many were skipped (fewer at the end). Sources
+  // with random access override it to skip without reading.
+  virtual uint64_t skip(uint64_t n) {
+    Sample scratch;
+    uint64_t done = 0;
+    while (done < n && next(scratch)) ++done;
+    return done;
+  }
 };
 
 // Source-specific settings from the command line, as (key, value) pairs in flag order:

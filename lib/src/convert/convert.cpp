@@ -15,6 +15,9 @@
 #include "format/cache_writer.hpp"
 #include "format/layout.hpp"
 #include "format/manifest_io.hpp"
+#include "format/staging.hpp"
+#include "convert/manifest_build.hpp"
+#include <limits>
 #include "slip/error.hpp"
 #include "slip/hash.hpp"
 #include "slip/image.hpp"
@@ -55,64 +58,6 @@ std::string cache_dir_name(const std::string& name, const std::string& id) {
 }
 
 namespace {
-
-// Removes a directory tree on scope exit unless released.
-class TempDirGuard {
- public:
-  explicit TempDirGuard(fs::path dir) : dir_(std::move(dir)) {}
-  ~TempDirGuard() {
-    if (!dir_.empty()) {
-      std::error_code ec;
-      fs::remove_all(dir_, ec);
-    }
-  }
-  void release() { dir_.clear(); }
-
- private:
-  fs::path dir_;
-};
-
-std::string utc_timestamp() {
-  std::time_t now = std::time(nullptr);
-  // Reproducible builds: SOURCE_DATE_EPOCH pins the recorded creation time.
-  if (const char* sde = std::getenv("SOURCE_DATE_EPOCH"); sde && *sde) now = static_cast<std::time_t>(std::atoll(sde));
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-bool process_alive(pid_t pid) { return pid > 0 && (::kill(pid, 0) == 0 || errno == EPERM); }
-
-// Removes temporary directories left by killed converts of the same cache.
-void remove_stale_temporaries(const fs::path& root, const std::string& final_name) {
-  const std::string prefix = "." + final_name + ".tmp-";
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(root, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind(prefix, 0) != 0) continue;
-    const pid_t pid = static_cast<pid_t>(std::atol(name.c_str() + prefix.size()));
-    if (!process_alive(pid)) fs::remove_all(entry.path(), ec);
-  }
-}
-
-// A complete cache of this content: manifest and its checksum agree, content id matches,
-// every listed file has its recorded size.
-bool is_complete_cache(const fs::path& dir, const std::string& id) {
-  try {
-    const std::string text = detail::read_text_file(dir / detail::kManifestName);
-    const std::string sum = detail::read_text_file(dir / detail::kManifestSumName);
-    if (sum.substr(0, 16) != hex64(xxh3_64(std::as_bytes(std::span(text.data(), text.size()))))) return false;
-    const auto manifest = nlohmann::json::parse(text);
-    if (manifest.at("slip").at("content_id").get<std::string>() != id) return false;
-    for (auto& [name, size] : manifest.at("file_sizes").items())
-      if (fs::file_size(dir / name) != size.get<uint64_t>()) return false;
-    return true;
-  } catch (...) {
-    return false;
-  }
-}
 
 // What preparing one sample produced.
 struct Prepared {
@@ -225,21 +170,6 @@ void prepare(Sample& s, const Schema& schema, NonJpegPolicy policy, Prepared& ou
   }
 }
 
-ojson ledger_json(const std::vector<LedgerEntry>& ledger) {
-  ojson arr = ojson::array();
-  for (const LedgerEntry& e : ledger) {
-    ojson j;
-    j["source_index"] = e.source_index;
-    j["sample"] = e.sample ? ojson(*e.sample) : ojson(nullptr);
-    j["origin"] = e.origin;
-    j["field"] = e.field;
-    j["action"] = e.action;
-    j["reason"] = e.reason;
-    arr.push_back(std::move(j));
-  }
-  return arr;
-}
-
 }  // namespace
 
 ConvertResult convert(Source& source, const ConvertOptions& options) {
@@ -251,24 +181,33 @@ ConvertResult convert(Source& source, const ConvertOptions& options) {
   const std::string name = options.name.empty() ? identity.default_name : options.name;
   if (name.empty() || name.find('/') != std::string::npos || name[0] == '.')
     throw Error(Errc::usage, "invalid cache name \"" + name + "\" (no '/', not starting with '.')");
-  const fs::path root = options.output_dir.empty() ? default_cache_root() : options.output_dir;
-  std::error_code ec;
-  fs::create_directories(root, ec);
-  if (ec) throw Error(Errc::io, "cannot create output directory: " + ec.message()).with_path(root.string());
-  const std::string final_name = cache_dir_name(name, result.content_id);
+  fs::path root = options.output_dir.empty() ? default_cache_root() : options.output_dir;
+  std::string final_name = cache_dir_name(name, result.content_id);
+  // A shard of a job-array conversion: samples [start, end) of the source, written as a part
+  // cache under <root>/<name>-<id8>.parts/, named by the whole's content id and the slice.
+  std::optional<detail::PartInfo> part;
+  if (options.shard) {
+    part = detail::plan_part(source, *options.shard, result.content_id);
+    part->whole_name = final_name;
+    root = root / (final_name.substr(0, final_name.size() - detail::kCacheSuffix.size()) + ".parts");
+    final_name = part->dir_name();
+    result.content_id = part->content_id;
+  }
   const fs::path final_dir = root / final_name;
   result.cache_path = final_dir;
 
-  if (!options.force && is_complete_cache(final_dir, result.content_id)) {
+  if (!options.force && detail::is_complete_cache(final_dir, result.content_id)) {
     result.reused = true;
     return result;
   }
-  remove_stale_temporaries(root, final_name);
-  const fs::path tmp = root / ("." + final_name + ".tmp-" + std::to_string(::getpid()));
-  fs::remove_all(tmp, ec);
-  if (!fs::create_directory(tmp, ec) || ec)
-    throw Error(Errc::io, "cannot create directory: " + (ec ? ec.message() : std::string("exists"))).with_path(tmp.string());
-  TempDirGuard guard(tmp);
+  detail::StagingDir staging(root, final_name);
+  const fs::path tmp = staging.path();
+  uint64_t remaining = std::numeric_limits<uint64_t>::max();
+  if (part) {
+    if (source.skip(part->start) != part->start)
+      throw Error(Errc::bad_input, "the source ended before sample " + std::to_string(part->start)).with_path(identity.uri);
+    remaining = part->end - part->start;
+  }
 
   detail::CacheWriter writer(tmp, schema);
   const unsigned threads = options.threads ? options.threads : available_cpus();
@@ -276,12 +215,16 @@ ConvertResult convert(Source& source, const ConvertOptions& options) {
   std::vector<Sample> batch(batch_size);
   std::vector<Prepared> prepared(batch_size);
   ProgressUpdate progress;
-  progress.total = source.size();
+  progress.total = part ? std::optional<uint64_t>(part->end - part->start) : source.size();
   bool more = true;
   while (more) {
     throw_if_interrupted();
     size_t got = 0;
-    while (got < batch_size && (more = source.next(batch[got]))) ++got;
+    while (got < batch_size && remaining > 0 && (more = source.next(batch[got]))) {
+      ++got;
+      --remaining;
+    }
+    if (remaining == 0) more = false;
     parallel_for(got, threads, [&](size_t i) { prepare(batch[i], schema, options.non_jpeg, prepared[i]); });
     for (size_t i = 0; i < got; ++i) {
       Sample& s = batch[i];
@@ -308,63 +251,11 @@ ConvertResult convert(Source& source, const ConvertOptions& options) {
   result.written = writer.count();
   const detail::WrittenFiles files = writer.finish();
 
-  // The manifest, in upstream's key order, then slip's own section.
-  ojson manifest;
-  manifest["version"] = 1;
-  manifest["num_samples"] = result.written;
-  ojson fields = ojson::object();
-  for (const FieldSpec& spec : schema.fields) {
-    ojson f;
-    f["type"] = std::string(field_type_name(spec.type));
-    f["num_samples"] = result.written;
-    if (is_payload_type(spec.type)) {
-      f["max_size"] = static_cast<uint64_t>(static_cast<double>(files.max_payload.at(spec.name)) * 1.2);
-      f["image_format"] = "jpeg";
-    }
-    if (spec.type == FieldType::ndarray) {
-      f["dtype"] = spec.dtype;
-      f["shape"] = spec.shape;
-    }
-    fields[spec.name] = std::move(f);
-  }
-  manifest["fields"] = std::move(fields);
-  ojson sizes = ojson::object();
-  for (const auto& [file, size] : files.storage_sizes) sizes[file] = size;
-  manifest["file_sizes"] = std::move(sizes);
-  ojson slip;
-  slip["format_version"] = detail::kSlipFormatVersion;
-  slip["tool_version"] = version();
-  slip["content_id"] = result.content_id;
-  slip["created"] = utc_timestamp();
-  slip["source"] = {{"kind", identity.kind}, {"uri", identity.uri}, {"fingerprint", identity.fingerprint}};
-  slip["counts"] = {{"source_samples", result.source_samples},
-                    {"written", result.written},
-                    {"skipped", result.skipped},
-                    {"transcoded", result.transcoded}};
-  ojson sums = ojson::object();
-  for (const auto& [file, sum] : files.checksums) sums[file] = hex64(sum);
-  slip["checksums"] = {{"algorithm", "xxh3-64"}, {"files", std::move(sums)}};
-  ojson per_sample = ojson::object();
-  for (const FieldSpec& spec : schema.fields)
-    if (is_payload_type(spec.type)) per_sample[spec.name] = detail::checksum_file(spec.name);
-  slip["payload_checksums"] = std::move(per_sample);
-  slip["ledger"] = ledger_json(result.ledger);
-  manifest["slip"] = std::move(slip);
+  const ojson manifest = detail::build_manifest(schema, identity, result, files, part);
   detail::write_manifest(tmp, manifest);
   throw_if_interrupted();
 
-  // Publish: an existing (forced or stale) cache is moved aside first, then removed.
-  if (fs::exists(final_dir, ec)) {
-    const fs::path old = root / ("." + final_name + ".old-" + std::to_string(::getpid()));
-    fs::remove_all(old, ec);
-    fs::rename(final_dir, old, ec);
-    if (ec) throw Error(Errc::io, "cannot replace existing cache: " + ec.message()).with_path(final_dir.string());
-    fs::remove_all(old, ec);
-  }
-  fs::rename(tmp, final_dir, ec);
-  if (ec) throw Error(Errc::io, "cannot publish cache: " + ec.message()).with_path(final_dir.string());
-  guard.release();
-  detail::fsync_directory(root);
+  staging.publish();
   for (const auto& [file, size] : files.storage_sizes) result.bytes_written += size;
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return result;

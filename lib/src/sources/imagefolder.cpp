@@ -61,6 +61,12 @@ class ImageFolderSource final : public Source {
     return {"imagefolder", root_.string(), fingerprint_, root_.filename().string()};
   }
 
+  uint64_t skip(uint64_t n) override {
+    const uint64_t done = std::min<uint64_t>(n, entries_.size() - pos_);
+    pos_ += done;
+    return done;
+  }
+
   bool next(Sample& out) override {
     if (pos_ >= entries_.size()) return false;
     const Entry& e = entries_[pos_];

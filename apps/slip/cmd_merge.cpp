@@ -1,0 +1,60 @@
+// slip merge PARTS... | --from WORKDIR [-o DIR] [--link] [--force] [--json]
+// slip merge --status WORKDIR
+#include <iostream>
+
+#include "command.hpp"
+#include "output.hpp"
+#include "slip/error.hpp"
+#include "slip/merge.hpp"
+
+namespace slip::cli {
+
+Action setup_merge(CLI::App& sub, const GlobalOptions& global) {
+  struct Args {
+    std::vector<std::string> parts;
+    std::string from, status, output;
+    bool link = false, force = false, json = false;
+  };
+  auto a = std::make_shared<Args>();
+  sub.add_option("parts", a->parts, "Part cache directories (from convert --shard I/N)");
+  sub.add_option("--from", a->from, "Work directory holding the parts (<name>-<id8>.parts)");
+  sub.add_option("--status", a->status, "List done / missing / incomplete parts of a work directory; exit 1 unless all are done");
+  sub.add_option("-o,--output", a->output, "Directory to write the merged cache into (default: beside the work directory)");
+  sub.add_flag("--link", a->link, "Hard-link instead of copying where possible (one part on the same filesystem)");
+  sub.add_flag("-f,--force", a->force, "Rebuild even if the merged cache exists");
+  sub.add_flag("--json", a->json, "Print one JSON object");
+  return [a, &global]() -> int {
+    if (!a->status.empty()) {
+      const auto states = part_status(a->status);
+      bool all = !states.empty();
+      nlohmann::ordered_json list = nlohmann::ordered_json::array();
+      for (const auto& s : states) {
+        all = all && s.state == "done";
+        list.push_back({{"index", s.index}, {"state", s.state}, {"path", s.path.string()}});
+        if (!a->json) std::cout << s.index << "\t" << s.state << "\n";
+      }
+      if (a->json) print_json({{"command", "merge"}, {"status", a->status}, {"all_done", all}, {"parts", list}});
+      return all ? 0 : exit_code(Errc::verify_failed);
+    }
+    std::vector<std::filesystem::path> inputs;
+    if (!a->from.empty()) inputs.emplace_back(a->from);
+    for (const auto& p : a->parts) inputs.emplace_back(p);
+    if (inputs.empty()) throw Error(Errc::usage, "give part directories, --from WORKDIR or --status WORKDIR");
+    MergeOptions options;
+    options.output_dir = a->output;
+    options.link = a->link;
+    options.force = a->force;
+    Progress progress("merge", global.show_progress());
+    options.progress = [&](uint64_t done, uint64_t total) { progress.update(done, total); };
+    const MergeResult r = merge_parts(inputs, options);
+    progress.finish();
+    if (a->json)
+      print_json({{"command", "merge"}, {"path", r.cache_path.string()}, {"content_id", r.content_id}, {"reused", r.reused},
+                  {"parts", r.parts}, {"samples", r.samples}, {"bytes", r.bytes}, {"seconds", r.seconds}});
+    else
+      std::cout << r.cache_path.string() << "\n";
+    return 0;
+  };
+}
+
+}  // namespace slip::cli

@@ -1,0 +1,43 @@
+// slip/merge.hpp — joining the part caches of a job-array conversion (`convert --shard I/N`).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace slip {
+
+struct MergeOptions {
+  std::filesystem::path output_dir;  // empty: the directory holding the work directory
+  bool force = false;                // rebuild even if the merged cache exists
+  bool link = false;                 // hard-link the files of a single part instead of copying
+  std::function<void(uint64_t done, uint64_t total)> progress;
+};
+
+struct MergeResult {
+  std::filesystem::path cache_path;
+  std::string content_id;
+  bool reused = false;
+  uint64_t parts = 0, samples = 0, bytes = 0;
+  double seconds = 0;
+};
+
+// `inputs` is either one work directory (<name>-<id8>.parts/) or the part directories. Checks
+// that the parts are complete and uncorrupted (manifest checksum, file sizes, every file's
+// checksum), belong to the same source and cover it exactly once, then writes the cache a
+// single-process convert writes, byte for byte (with the same SOURCE_DATE_EPOCH), atomically.
+// Throws Error(bad_input) naming the offending part.
+MergeResult merge_parts(const std::vector<std::filesystem::path>& inputs, const MergeOptions& options = {});
+
+struct PartState {
+  uint64_t index = 0;
+  std::string state;  // "done", "missing", "incomplete" (in progress / abandoned), "damaged: ..."
+  std::filesystem::path path;
+};
+
+// The parts of a work directory, by index, for `slip merge --status` (count read from any part).
+std::vector<PartState> part_status(const std::filesystem::path& workdir);
+
+}  // namespace slip

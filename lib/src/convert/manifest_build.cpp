@@ -1,0 +1,128 @@
+#include "convert/manifest_build.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "format/layout.hpp"
+#include "format/staging.hpp"
+#include "slip/error.hpp"
+#include "slip/hash.hpp"
+#include "slip/runtime.hpp"
+
+namespace slip {
+
+ShardSpec parse_shard(const std::string& text) {
+  ShardSpec s;
+  if (text == "auto") {
+    const char* id = std::getenv("SLURM_ARRAY_TASK_ID");
+    const char* count = std::getenv("SLURM_ARRAY_TASK_COUNT");
+    const char* min = std::getenv("SLURM_ARRAY_TASK_MIN");
+    if (!id || !count)
+      throw Error(Errc::usage, "--shard auto needs SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT (run inside a job array)");
+    const long long i = std::atoll(id) - (min ? std::atoll(min) : 0), n = std::atoll(count);
+    if (n <= 0 || i < 0 || i >= n)
+      throw Error(Errc::usage, "SLURM array task " + std::string(id) + " does not fit an array of " + count +
+                                   " tasks starting at " + (min ? min : "0") + " (use --array=0-" + std::to_string(n - 1) + ")");
+    s.index = static_cast<uint64_t>(i);
+    s.count = static_cast<uint64_t>(n);
+    return s;
+  }
+  unsigned long long i = 0, n = 0;
+  char extra = 0;
+  if (std::sscanf(text.c_str(), "%llu/%llu%c", &i, &n, &extra) != 2 || n == 0 || i >= n)
+    throw Error(Errc::usage, "--shard wants I/N with 0 <= I < N (or auto), got \"" + text + "\"");
+  s.index = i;
+  s.count = n;
+  return s;
+}
+
+namespace detail {
+
+using ojson = nlohmann::ordered_json;
+
+std::string PartInfo::dir_name() const {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "part-%05llu-of-%05llu", static_cast<unsigned long long>(index),
+                static_cast<unsigned long long>(count));
+  return buf + std::string(kCacheSuffix);
+}
+
+PartInfo plan_part(const Source& source, const ShardSpec& shard, const std::string& whole_content_id) {
+  const auto total = source.size();
+  if (!total) throw Error(Errc::usage, "--shard needs a source that knows its sample count");
+  PartInfo p;
+  p.index = shard.index;
+  p.count = shard.count;
+  p.total = *total;
+  // Contiguous slices by sample index; 128-bit products so huge sources cannot overflow.
+  p.start = static_cast<uint64_t>(static_cast<unsigned __int128>(*total) * shard.index / shard.count);
+  p.end = static_cast<uint64_t>(static_cast<unsigned __int128>(*total) * (shard.index + 1) / shard.count);
+  p.whole_content_id = whole_content_id;
+  p.content_id = sha256_hex(whole_content_id + ":part:" + std::to_string(shard.index) + "/" + std::to_string(shard.count));
+  return p;
+}
+
+ojson build_manifest(const Schema& schema, const SourceIdentity& identity, const ConvertResult& result,
+                     const WrittenFiles& files, const std::optional<PartInfo>& part) {
+  ojson manifest;
+  manifest["version"] = 1;
+  manifest["num_samples"] = result.written;
+  ojson fields = ojson::object();
+  for (const FieldSpec& spec : schema.fields) {
+    ojson f;
+    f["type"] = std::string(field_type_name(spec.type));
+    f["num_samples"] = result.written;
+    if (is_payload_type(spec.type)) {
+      // Upstream: int(1.2 * largest payload), truncating.
+      f["max_size"] = static_cast<uint64_t>(static_cast<double>(files.max_payload.at(spec.name)) * 1.2);
+      f["image_format"] = "jpeg";
+    }
+    if (spec.type == FieldType::ndarray) {
+      f["dtype"] = spec.dtype;
+      f["shape"] = spec.shape;
+    }
+    fields[spec.name] = std::move(f);
+  }
+  manifest["fields"] = std::move(fields);
+  ojson sizes = ojson::object();
+  for (const auto& [file, size] : files.storage_sizes) sizes[file] = size;
+  manifest["file_sizes"] = std::move(sizes);
+  ojson slip;
+  slip["format_version"] = kSlipFormatVersion;
+  slip["tool_version"] = version();
+  slip["content_id"] = result.content_id;
+  slip["created"] = utc_timestamp();
+  slip["source"] = {{"kind", identity.kind}, {"uri", identity.uri}, {"fingerprint", identity.fingerprint}};
+  slip["counts"] = {{"source_samples", result.source_samples},
+                    {"written", result.written},
+                    {"skipped", result.skipped},
+                    {"transcoded", result.transcoded}};
+  if (part)
+    slip["part"] = {{"index", part->index}, {"count", part->count},   {"start", part->start},
+                    {"end", part->end},     {"total", part->total},   {"whole_content_id", part->whole_content_id},
+                    {"whole_name", part->whole_name}};
+  ojson sums = ojson::object();
+  for (const auto& [file, sum] : files.checksums) sums[file] = hex64(sum);
+  slip["checksums"] = {{"algorithm", "xxh3-64"}, {"files", std::move(sums)}};
+  ojson per_sample = ojson::object();
+  for (const FieldSpec& spec : schema.fields)
+    if (is_payload_type(spec.type)) per_sample[spec.name] = checksum_file(spec.name);
+  slip["payload_checksums"] = std::move(per_sample);
+  ojson ledger = ojson::array();
+  for (const LedgerEntry& e : result.ledger) {
+    ojson j;
+    j["source_index"] = e.source_index;
+    j["sample"] = e.sample ? ojson(*e.sample) : ojson(nullptr);
+    j["origin"] = e.origin;
+    j["field"] = e.field;
+    j["action"] = e.action;
+    j["reason"] = e.reason;
+    ledger.push_back(std::move(j));
+  }
+  slip["ledger"] = std::move(ledger);
+  manifest["slip"] = std::move(slip);
+  return manifest;
+}
+
+}  // namespace detail
+}  // namespace slip

@@ -1,0 +1,31 @@
+// Internal: the manifest of a converted (or merged) cache, and the slice a part cache covers.
+// convert() and merge_parts() both build manifests here, so a merged cache's manifest is
+// byte-identical to a single-process conversion's.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "format/cache_writer.hpp"
+#include "slip/convert.hpp"
+
+namespace slip::detail {
+
+struct PartInfo {
+  uint64_t index = 0, count = 1;
+  uint64_t start = 0, end = 0;   // source samples [start, end)
+  uint64_t total = 0;            // source samples in the whole
+  std::string whole_content_id;  // content id of the single-process cache
+  std::string whole_name;        // its directory name, "<name>-<id8>.slipstream"
+  std::string content_id;        // this part's: SHA-256 of the whole's id and the slice
+  std::string dir_name() const;  // "part-00003-of-00007.slipstream"
+};
+
+PartInfo plan_part(const Source& source, const ShardSpec& shard, const std::string& whole_content_id);
+
+// `result` supplies the counts and the ledger; `files` the sizes, checksums and max payloads.
+nlohmann::ordered_json build_manifest(const Schema& schema, const SourceIdentity& identity, const ConvertResult& result,
+                                      const WrittenFiles& files, const std::optional<PartInfo>& part);
+
+}  // namespace slip::detail

@@ -1,0 +1,332 @@
+// merge_parts(): concatenation of part caches into the single-process cache.
+#include "slip/merge.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "convert/manifest_build.hpp"
+#include "format/layout.hpp"
+#include "format/manifest_io.hpp"
+#include "format/staging.hpp"
+#include "slip/cache.hpp"
+#include "slip/error.hpp"
+#include "slip/hash.hpp"
+#include "slip/npy.hpp"
+#include "slip/runtime.hpp"
+#include "util/file_io.hpp"
+
+namespace slip {
+
+namespace fs = std::filesystem;
+using ojson = nlohmann::ordered_json;
+
+namespace {
+
+struct Part {
+  fs::path dir;
+  ojson manifest;
+  detail::PartInfo info;
+};
+
+Part load_part(const fs::path& dir) {
+  Part p;
+  p.dir = dir;
+  auto bad = [&](const std::string& why) { return Error(Errc::bad_input, why).with_path(dir.string()); };
+  std::error_code ec;
+  if (!fs::exists(dir / detail::kManifestName, ec)) throw bad("not a complete part (no manifest.json)");
+  p.manifest = detail::read_manifest(dir);
+  try {
+    const auto& part = p.manifest.at("slip").at("part");
+    p.info.index = part.at("index");
+    p.info.count = part.at("count");
+    p.info.start = part.at("start");
+    p.info.end = part.at("end");
+    p.info.total = part.at("total");
+    p.info.whole_content_id = part.at("whole_content_id");
+    p.info.whole_name = part.at("whole_name");
+    p.info.content_id = p.manifest.at("slip").at("content_id");
+  } catch (const nlohmann::json::exception&) {
+    throw bad("not a part cache (its manifest has no slip.part section; convert with --shard I/N)");
+  }
+  if (!detail::is_complete_cache(dir, p.info.content_id))
+    throw bad("part is damaged: manifest checksum or file sizes do not match");
+  if (p.info.start > p.info.end || p.info.end > p.info.total || p.info.index >= p.info.count) throw bad("part has an impossible slice");
+  return p;
+}
+
+std::vector<fs::path> expand_inputs(const std::vector<fs::path>& inputs) {
+  std::error_code ec;
+  if (inputs.size() == 1 && !fs::exists(inputs[0] / detail::kManifestName, ec)) {
+    if (!fs::is_directory(inputs[0], ec)) throw Error(Errc::io, "no such directory").with_path(inputs[0].string());
+    std::vector<fs::path> parts;
+    for (const auto& e : fs::directory_iterator(inputs[0], ec)) {
+      const std::string name = e.path().filename().string();
+      if (name.rfind("part-", 0) == 0 && e.is_directory(ec)) parts.push_back(e.path());
+    }
+    std::sort(parts.begin(), parts.end());
+    if (parts.empty()) throw Error(Errc::bad_input, "no part caches in the work directory").with_path(inputs[0].string());
+    return parts;
+  }
+  return inputs;
+}
+
+// Copies a part's file into the merged one while hashing the input, and checks that hash
+// against the part's recorded checksum (a corrupted part is refused, not merged).
+void check_part_file(const Part& part, const std::string& name, std::span<const std::byte> bytes) {
+  const auto& files = part.manifest["slip"]["checksums"]["files"];
+  if (!files.contains(name)) throw Error(Errc::bad_input, "part lists no checksum for " + name).with_path(part.dir.string());
+  if (hex64(xxh3_64(bytes)) != files[name].get<std::string>())
+    throw Error(Errc::bad_input, "part file checksum mismatch (corrupted part)").with_path((part.dir / name).string());
+}
+
+}  // namespace
+
+MergeResult merge_parts(const std::vector<fs::path>& inputs, const MergeOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<Part> parts;
+  for (const fs::path& dir : expand_inputs(inputs)) parts.push_back(load_part(dir));
+  // Same source, same split, same schema.
+  const Part& first = parts.front();
+  for (const Part& p : parts) {
+    auto foreign = [&](const std::string& what) {
+      return Error(Errc::bad_input, "part belongs to another conversion (" + what + " differs from " + first.dir.string() + ")")
+          .with_path(p.dir.string());
+    };
+    if (p.info.whole_content_id != first.info.whole_content_id) throw foreign("content id");
+    if (p.info.count != first.info.count || p.info.total != first.info.total) throw foreign("split");
+    if (p.manifest["fields"].size() != first.manifest["fields"].size()) throw foreign("fields");
+    for (auto& [name, spec] : first.manifest["fields"].items())
+      if (!p.manifest["fields"].contains(name) || p.manifest["fields"][name]["type"] != spec["type"]) throw foreign("field " + name);
+  }
+  std::sort(parts.begin(), parts.end(), [](const Part& a, const Part& b) { return a.info.index < b.info.index; });
+  // Exactly once: indices 0..N-1, slices back to back from 0 to the total.
+  std::set<uint64_t> have;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (!have.insert(parts[i].info.index).second)
+      throw Error(Errc::bad_input, "part " + std::to_string(parts[i].info.index) + " given twice (overlap)").with_path(parts[i].dir.string());
+  }
+  std::string missing;
+  for (uint64_t i = 0; i < first.info.count; ++i)
+    if (!have.count(i)) missing += (missing.empty() ? "" : ",") + std::to_string(i);
+  if (!missing.empty())
+    throw Error(Errc::bad_input, "missing parts " + missing + " of " + std::to_string(first.info.count)).with_path(first.dir.parent_path().string());
+  uint64_t expect = 0;
+  for (const Part& p : parts) {
+    if (p.info.start != expect)
+      throw Error(Errc::bad_input, "part covers samples from " + std::to_string(p.info.start) + ", expected " + std::to_string(expect))
+          .with_path(p.dir.string());
+    expect = p.info.end;
+  }
+  if (expect != first.info.total) throw Error(Errc::bad_input, "parts cover " + std::to_string(expect) + " of " + std::to_string(first.info.total) + " samples");
+
+  MergeResult result;
+  result.parts = parts.size();
+  const fs::path root = options.output_dir.empty() ? first.dir.parent_path().parent_path() : options.output_dir;
+  result.content_id = first.info.whole_content_id;
+  result.cache_path = root / first.info.whole_name;
+  if (!options.force && detail::is_complete_cache(result.cache_path, result.content_id)) {
+    result.reused = true;
+    return result;
+  }
+  detail::StagingDir staging(root, first.info.whole_name);
+  const fs::path out = staging.path();
+
+  // Schema from the first part's cache.
+  std::vector<Cache> caches;
+  for (const Part& p : parts) caches.push_back(Cache::open(p.dir));
+  const Cache& c0 = caches.front();
+  Schema schema;
+  for (const CacheField& f : c0.fields()) {
+    FieldSpec spec{f.name, f.type, f.dtype, {}};
+    if (f.type == FieldType::ndarray) spec.shape.assign(f.shape.begin() + 1, f.shape.end());
+    schema.fields.push_back(std::move(spec));
+  }
+  ConvertResult totals;
+  totals.content_id = result.content_id;
+  detail::WrittenFiles files;
+  uint64_t n = 0;
+  for (const Cache& c : caches) n += c.size();
+  const uint64_t total_bytes = [&] {
+    uint64_t b = 0;
+    for (const Cache& c : caches)
+      for (const CacheField& f : c.fields()) b += c.file_bytes(f.files[0]).size();
+    return b;
+  }();
+  uint64_t copied = 0;
+
+  const bool hard_link = options.link && parts.size() == 1;
+  for (size_t fi = 0; fi < schema.fields.size(); ++fi) {
+    const FieldSpec& spec = schema.fields[fi];
+    const CacheField& f0 = c0.fields()[fi];
+    throw_if_interrupted();
+    if (hard_link) {
+      for (const std::string& name : f0.files) {
+        std::error_code ec;
+        check_part_file(parts[0], name, caches[0].file_bytes(name));
+        fs::create_hard_link(parts[0].dir / name, out / name, ec);
+        if (ec) fs::copy_file(parts[0].dir / name, out / name, ec);
+        if (ec) throw Error(Errc::io, "cannot link or copy: " + ec.message()).with_path((out / name).string());
+        files.storage_sizes.emplace_back(name, caches[0].file_bytes(name).size());
+        files.checksums[name] = xxh3_64(caches[0].file_bytes(name));
+      }
+      if (is_payload_type(spec.type)) {
+        const std::string cs = detail::checksum_file(spec.name);
+        check_part_file(parts[0], cs, caches[0].file_bytes(cs));
+        std::error_code ec;
+        fs::create_hard_link(parts[0].dir / cs, out / cs, ec);
+        if (ec) fs::copy_file(parts[0].dir / cs, out / cs, ec);
+        files.checksums[cs] = xxh3_64(caches[0].file_bytes(cs));
+        uint64_t largest = 0;
+        for (uint64_t i = 0; i < caches[0].size(); ++i) largest = std::max(largest, caches[0].record(fi, i).data_size);
+        files.max_payload[spec.name] = largest;
+      }
+      continue;
+    }
+    switch (spec.type) {
+      case FieldType::image:
+      case FieldType::bytes:
+      case FieldType::str: {
+        const bool payload = spec.type != FieldType::str;
+        const std::string bin = f0.files[0], table = f0.files[1];
+        detail::FileWriter bin_out(out / bin);
+        std::vector<std::byte> table_data;  // rebased records / offsets
+        std::vector<uint64_t> sums;
+        uint64_t largest = 0;
+        for (size_t p = 0; p < caches.size(); ++p) {
+          const Cache& c = caches[p];
+          const auto bytes = c.file_bytes(bin);
+          check_part_file(parts[p], bin, bytes);
+          check_part_file(parts[p], table, c.file_bytes(table));
+          const uint64_t base = bin_out.bytes_written();
+          bin_out.write(bytes);
+          copied += bytes.size();
+          if (options.progress) options.progress(copied, total_bytes);
+          const auto raw = c.file_bytes(table).subspan(c.npy_data_offset(table));
+          const size_t row = payload ? sizeof(MetaRecord) : 16;
+          for (uint64_t i = 0; i < c.size(); ++i) {
+            uint64_t ptr;
+            std::memcpy(&ptr, raw.data() + i * row, 8);
+            ptr += base;
+            const size_t at = table_data.size();
+            table_data.insert(table_data.end(), raw.begin() + static_cast<ptrdiff_t>(i * row), raw.begin() + static_cast<ptrdiff_t>((i + 1) * row));
+            std::memcpy(table_data.data() + at, &ptr, 8);
+            if (payload) largest = std::max(largest, c.record(fi, i).data_size);
+          }
+          if (payload) {
+            const std::string cs = detail::checksum_file(spec.name);
+            check_part_file(parts[p], cs, c.file_bytes(cs));
+            for (uint64_t i = 0; i < c.size(); ++i) sums.push_back(*c.payload_checksum(fi, i));
+          }
+        }
+        bin_out.close();
+        files.storage_sizes.emplace_back(bin, bin_out.bytes_written());
+        files.checksums[bin] = bin_out.checksum();
+        auto write_npy = [&](const std::string& name, std::string_view descr, std::vector<uint64_t> shape, std::span<const std::byte> data) {
+          detail::FileWriter w(out / name);
+          w.write(npy_header(descr, shape));
+          w.write(data);
+          w.close();
+          files.checksums[name] = w.checksum();
+          return w.bytes_written();
+        };
+        files.storage_sizes.emplace_back(
+            table, write_npy(table, payload ? kMetaRecordDescr : "'<u8'", payload ? std::vector<uint64_t>{n} : std::vector<uint64_t>{n, 2}, table_data));
+        if (payload) {
+          write_npy(detail::checksum_file(spec.name), "'<u8'", {n}, std::as_bytes(std::span(sums)));
+          files.max_payload[spec.name] = largest;
+        }
+        break;
+      }
+      default: {
+        const std::string name = f0.files[0];
+        detail::FileWriter w(out / name);
+        std::vector<uint64_t> shape = f0.shape;
+        shape[0] = n;
+        w.write(npy_header("'" + f0.dtype + "'", shape));
+        for (size_t p = 0; p < caches.size(); ++p) {
+          check_part_file(parts[p], name, caches[p].file_bytes(name));
+          w.write(caches[p].file_bytes(name).subspan(caches[p].npy_data_offset(name)));
+        }
+        w.close();
+        files.storage_sizes.emplace_back(name, w.bytes_written());
+        files.checksums[name] = w.checksum();
+        break;
+      }
+    }
+  }
+  // Counts and the ledger, with cache sample ids rebased.
+  uint64_t sample_base = 0;
+  for (const Part& p : parts) {
+    const auto& slip = p.manifest["slip"];
+    totals.source_samples += slip["counts"]["source_samples"].get<uint64_t>();
+    totals.skipped += slip["counts"]["skipped"].get<uint64_t>();
+    totals.transcoded += slip["counts"]["transcoded"].get<uint64_t>();
+    for (const auto& e : slip["ledger"]) {
+      LedgerEntry entry;
+      entry.source_index = e["source_index"];
+      if (!e["sample"].is_null()) entry.sample = e["sample"].get<uint64_t>() + sample_base;
+      entry.origin = e["origin"];
+      entry.field = e["field"];
+      entry.action = e["action"];
+      entry.reason = e["reason"];
+      totals.ledger.push_back(std::move(entry));
+    }
+    sample_base += p.manifest["num_samples"].get<uint64_t>();
+  }
+  totals.written = n;
+  SourceIdentity identity;
+  const auto& src = first.manifest["slip"]["source"];
+  identity.kind = src["kind"];
+  identity.uri = src["uri"];
+  identity.fingerprint = src["fingerprint"];
+  detail::write_manifest(out, detail::build_manifest(schema, identity, totals, files, std::nullopt));
+  throw_if_interrupted();
+  staging.publish();
+  result.samples = n;
+  for (const auto& [name, size] : files.storage_sizes) result.bytes += size;
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return result;
+}
+
+std::vector<PartState> part_status(const fs::path& workdir) {
+  std::error_code ec;
+  if (!fs::is_directory(workdir, ec)) throw Error(Errc::io, "no such directory").with_path(workdir.string());
+  std::map<uint64_t, PartState> states;
+  uint64_t count = 0;
+  for (const auto& e : fs::directory_iterator(workdir, ec)) {
+    std::string name = e.path().filename().string();
+    const bool temp = name[0] == '.';
+    if (temp) name = name.substr(1);
+    unsigned long long index = 0, n = 0;
+    if (std::sscanf(name.c_str(), "part-%llu-of-%llu", &index, &n) != 2) continue;
+    count = std::max<uint64_t>(count, n);
+    PartState s{index, "", e.path()};
+    if (temp) {
+      const auto pos = name.find(".tmp-");
+      const long pid = pos == std::string::npos ? 0 : std::atol(name.c_str() + pos + 5);
+      s.state = detail::process_alive(pid) ? "incomplete (in progress, pid " + std::to_string(pid) + ")" : "incomplete (abandoned)";
+      if (states.count(index)) continue;  // a finished part wins over a stale temporary
+    } else {
+      try {
+        load_part(e.path());
+        s.state = "done";
+      } catch (const Error& err) {
+        s.state = "damaged: " + err.message();
+      }
+    }
+    states[index] = s;
+  }
+  std::vector<PartState> out;
+  for (uint64_t i = 0; i < count; ++i) {
+    auto it = states.find(i);
+    out.push_back(it != states.end() ? it->second : PartState{i, "missing", workdir});
+  }
+  return out;
+}
+
+}  // namespace slip

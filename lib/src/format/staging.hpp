@@ -1,0 +1,39 @@
+// Internal: atomic publication of a cache directory. A StagingDir is a hidden temporary
+// directory beside the final one (".<name>.tmp-<pid>"); it is removed on destruction unless
+// published, and publish() fsyncs and renames it into place (replacing an old cache).
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+namespace slip::detail {
+
+class StagingDir {
+ public:
+  // Creates root (if needed) and the temporary directory for root/final_name, after removing
+  // temporaries of the same name left by processes that no longer run.
+  StagingDir(const std::filesystem::path& root, const std::string& final_name);
+  ~StagingDir();
+  StagingDir(const StagingDir&) = delete;
+  StagingDir& operator=(const StagingDir&) = delete;
+
+  const std::filesystem::path& path() const noexcept { return tmp_; }
+  const std::filesystem::path& final_path() const noexcept { return final_; }
+  void publish();
+
+ private:
+  std::filesystem::path root_, final_, tmp_;
+  bool published_ = false;
+};
+
+// A complete cache with this content id: manifest and its checksum agree, the content id
+// matches, every file in file_sizes has its recorded size. Never throws.
+bool is_complete_cache(const std::filesystem::path& dir, const std::string& content_id);
+
+// "2026-11-22T14:00:00Z", or SOURCE_DATE_EPOCH when set (reproducible builds).
+std::string utc_timestamp();
+
+// Process `pid` still runs (so its temporary directory is in progress, not abandoned).
+bool process_alive(long pid);
+
+}  // namespace slip::detail
