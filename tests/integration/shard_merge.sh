@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# convert --shard I/N + merge gives the single-process cache byte for byte (all files), for
+# N = 1, 2, 3, 7 and N > samples; merge refuses missing, overlapping, foreign and corrupted
+# parts; --status; a task killed halfway and rerun merges to the same bytes.
+source "$(dirname "$0")/common.bash"
+export SOURCE_DATE_EPOCH=1700000000   # the manifests record a creation time
+SMALL=$SRC/examples/sample
+
+single=$("$SLIP" convert "$CORPUS" -o "$WORK/single" -q)
+for n in 1 2 3 7; do
+  out=$WORK/n$n
+  for ((i = 0; i < n; i++)); do "$SLIP" convert "$CORPUS" -o "$out" --shard "$i/$n" -q >/dev/null; done
+  expect_status 0 "$SLIP" merge --status "$out"/*.parts
+  merged=$("$SLIP" merge --from "$out"/*.parts -q)
+  [ "$(basename "$merged")" = "$(basename "$single")" ] || fail "N=$n: merged name $(basename "$merged")"
+  diff -r "$single" "$merged" >/dev/null || fail "N=$n: merged cache differs from the single-process build"
+  echo "ok: N=$n merged cache byte-identical to the single-process build"
+done
+
+# N larger than the number of samples: some parts are empty.
+small_single=$("$SLIP" convert "$SMALL" -o "$WORK/ssingle" -q)
+for ((i = 0; i < 50; i++)); do "$SLIP" convert "$SMALL" -o "$WORK/n50" --shard "$i/50" -q >/dev/null; done
+merged=$("$SLIP" merge "$WORK"/n50/*.parts/part-* -q)
+diff -r "$small_single" "$merged" >/dev/null || fail "N=50 > 40 samples: merged cache differs"
+pass "N=50 over 40 samples (empty parts) merges byte-identical"
+
+# SLURM array variables: --shard auto.
+SLURM_ARRAY_TASK_ID=5 SLURM_ARRAY_TASK_MIN=4 SLURM_ARRAY_TASK_COUNT=2 "$SLIP" convert "$SMALL" -o "$WORK/auto" --shard auto -q >/dev/null
+ls "$WORK"/auto/*.parts | grep -qx "part-00001-of-00002.slipstream" || fail "--shard auto did not pick part 1 of 2"
+expect_status 2 env -u SLURM_ARRAY_TASK_ID "$SLIP" convert "$SMALL" -o "$WORK/auto" --shard auto
+expect_status 2 "$SLIP" convert "$SMALL" -o "$WORK/auto" --shard 3/3
+pass "--shard auto from SLURM_ARRAY_TASK_*; bad slices are usage errors"
+
+# Refusals: missing, overlapping, foreign, corrupted.
+w=$WORK/n3/imagenet_like-*.parts
+w=$(echo $w)
+expect_status 3 "$SLIP" merge "$w/part-00000-of-00003.slipstream" "$w/part-00002-of-00003.slipstream" -o "$WORK/m1"
+grep -q "missing parts 1 of 3" "$WORK/err" || { cat "$WORK/err"; fail "missing part message"; }
+expect_status 3 "$SLIP" merge "$w"/part-* "$w/part-00001-of-00003.slipstream" -o "$WORK/m2"
+grep -q "given twice" "$WORK/err" || { cat "$WORK/err"; fail "overlap message"; }
+foreign=$(echo "$WORK"/n50/*.parts/part-00001-of-00050.slipstream)
+expect_status 3 "$SLIP" merge "$w/part-00000-of-00003.slipstream" "$foreign" -o "$WORK/m3"
+grep -q "another conversion" "$WORK/err" || { cat "$WORK/err"; fail "foreign message"; }
+cp -r "$w" "$WORK/corrupt.parts"
+$PY -c "f=open('$WORK/corrupt.parts/part-00001-of-00003.slipstream/image.bin','r+b'); f.seek(5000); b=f.read(1); f.seek(5000); f.write(bytes([b[0]^1]))"
+expect_status 3 "$SLIP" merge --from "$WORK/corrupt.parts" -o "$WORK/m4"
+grep -q "part-00001-of-00003.slipstream/image.bin: part file checksum mismatch" "$WORK/err" || { cat "$WORK/err"; fail "corrupted message"; }
+[ -z "$(ls -A "$WORK/m1" "$WORK/m2" "$WORK/m3" "$WORK/m4" 2>/dev/null | grep slipstream)" ] || fail "a refused merge left a cache"
+pass "merge refuses missing, overlapping, foreign and corrupted parts"
+
+# --status: missing and abandoned parts, exit 1; a killed task rerun merges identically.
+out=$WORK/kill
+"$SLIP" convert "$CORPUS" -o "$out" --shard 0/2 -q >/dev/null
+expect_status 1 "$SLIP" merge --status "$out"/*.parts
+grep -q "^1	missing" "$WORK/out" || fail "--status does not report part 1 missing"
+"$SLIP" convert "$CORPUS" -o "$out" --shard 1/2 -j 1 >/dev/null 2>&1 &
+pid=$!
+sleep 0.15
+kill -9 $pid 2>/dev/null || true
+wait $pid 2>/dev/null || true
+"$SLIP" merge --status "$out"/*.parts > "$WORK/status" || true
+grep -qE "^1	(incomplete \(abandoned\)|missing|done)" "$WORK/status" || { cat "$WORK/status"; fail "--status after kill"; }
+echo "after SIGKILL: $(grep '^1' "$WORK/status")"
+"$SLIP" convert "$CORPUS" -o "$out" --shard 1/2 -q >/dev/null
+again=$("$SLIP" convert "$CORPUS" -o "$out" --shard 1/2 --json)
+echo "$again" | grep -q '"reused":true' || fail "rerunning a complete part is not a no-op"
+expect_status 0 "$SLIP" merge --status "$out"/*.parts
+merged=$("$SLIP" merge --from "$out"/*.parts -q)
+diff -r "$single" "$merged" >/dev/null || fail "killed + rerun task: merged cache differs"
+pass "--status, kill + rerun: identical merged cache"
+
+# --link with one part hard-links the storage files.
+merged=$("$SLIP" merge --from "$WORK"/n1/*.parts -o "$WORK/linked" --link -q)
+[ "$(stat -c %h "$merged/image.bin")" -ge 2 ] || fail "--link did not hard-link"
+diff -r "$single" "$merged" >/dev/null || fail "--link merge differs"
+pass "--link"
