@@ -5,10 +5,10 @@ _slip() {
   prev=${COMP_WORDS[COMP_CWORD-1]}
   cmd=
   for ((i = 1; i < COMP_CWORD; i++)); do
-    case ${COMP_WORDS[i]} in convert|info|verify|cat|ls|index|subset|order|completions|man) cmd=${COMP_WORDS[i]}; break ;; esac
+    case ${COMP_WORDS[i]} in convert|info|verify|cat|ls|index|subset|order|merge|completions|man) cmd=${COMP_WORDS[i]}; break ;; esac
   done
   if [ -z "$cmd" ]; then
-    COMPREPLY=($(compgen -W "convert info verify cat ls index subset order completions man --help -h --version --verbose -v --quiet -q --progress --no-progress" -- "$cur"))
+    COMPREPLY=($(compgen -W "convert info verify cat ls index subset order merge completions man --help -h --version --verbose -v --quiet -q --progress --no-progress" -- "$cur"))
     return
   fi
   case $cmd in
@@ -23,9 +23,10 @@ _slip() {
       --on-error) COMPREPLY=($(compgen -W "fail skip" -- "$cur")); return ;;
       --dry-run|-n) return ;;
       --json) return ;;
+      --shard) return ;;
       --fingerprint) COMPREPLY=($(compgen -W "stat content" -- "$cur")); return ;;
     esac
-    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version --verbose -v --quiet -q --progress --no-progress --help -h --output -o --name --threads -j --force -f --non-jpeg --on-error --dry-run -n --json --fingerprint" -- "$cur")); return; fi
+    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version --verbose -v --quiet -q --progress --no-progress --help -h --output -o --name --threads -j --force -f --non-jpeg --on-error --dry-run -n --json --shard --fingerprint" -- "$cur")); return; fi
     COMPREPLY=($(compgen -f -- "$cur")) ;;
   info)
     case $prev in
@@ -95,6 +96,18 @@ _slip() {
       --output|-o) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     esac
     if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version --verbose -v --quiet -q --progress --no-progress --help -h --seed --epoch --rank --world-size --block-size --format --output -o" -- "$cur")); return; fi
+    COMPREPLY=($(compgen -f -- "$cur")) ;;
+  merge)
+    case $prev in
+      --help|-h) return ;;
+      --from) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+      --status) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+      --output|-o) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+      --link) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+      --force|-f) return ;;
+      --json) return ;;
+    esac
+    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version --verbose -v --quiet -q --progress --no-progress --help -h --from --status --output -o --link --force -f --json" -- "$cur")); return; fi
     COMPREPLY=($(compgen -f -- "$cur")) ;;
   completions)
     case $prev in
