@@ -67,8 +67,7 @@ Action setup_convert(CLI::App& sub, const GlobalOptions& global) {
     if (a->dry_run) {
       const SourceIdentity id = source->identity();
       const std::string cid = content_id(id);
-      const auto root = options.output_dir.empty() ? default_cache_root() : options.output_dir;
-      const auto path = root / cache_dir_name(options.name.empty() ? id.default_name : options.name, cid);
+      const auto path = planned_cache_path(*source, options);
       const bool exists = std::filesystem::exists(path / "manifest.json");
       if (a->json) {
         nlohmann::ordered_json fields = nlohmann::ordered_json::array();

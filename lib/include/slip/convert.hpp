@@ -71,6 +71,10 @@ std::string content_id(const SourceIdentity& identity);
 // "<name>-<id8>.slipstream"
 std::string cache_dir_name(const std::string& name, const std::string& content_id);
 
+// Where convert() would write this source with these options (a part cache under
+// <name>-<id8>.parts/ when options.shard is set); nothing is read or written.
+std::filesystem::path planned_cache_path(const Source& source, const ConvertOptions& options);
+
 // Streams `source` into <output_dir>/<name>-<id8>.slipstream. Writes into a hidden temporary
 // directory beside it and renames it into place only when complete and fsynced; any error or
 // interruption removes the temporary directory. Throws slip::Error.

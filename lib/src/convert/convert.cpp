@@ -172,6 +172,17 @@ void prepare(Sample& s, const Schema& schema, NonJpegPolicy policy, Prepared& ou
 
 }  // namespace
 
+fs::path planned_cache_path(const Source& source, const ConvertOptions& options) {
+  const SourceIdentity identity = source.identity();
+  const std::string id = content_id(identity);
+  const std::string name = options.name.empty() ? identity.default_name : options.name;
+  const fs::path root = options.output_dir.empty() ? default_cache_root() : options.output_dir;
+  const std::string whole = cache_dir_name(name, id);
+  if (!options.shard) return root / whole;
+  const detail::PartInfo part = detail::plan_part(source, *options.shard, id);
+  return root / (whole.substr(0, whole.size() - detail::kCacheSuffix.size()) + ".parts") / part.dir_name();
+}
+
 ConvertResult convert(Source& source, const ConvertOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   const SourceIdentity identity = source.identity();
