@@ -3,7 +3,7 @@
 # code; --on-error skip records each bad sample in the ledger and source = written + skipped.
 source "$(dirname "$0")/common.bash"
 
-good=$(find "$CORPUS/n01440764" -type f | LC_ALL=C sort | head -n 3)
+good=$(find "$CORPUS/n01440764" -type f | LC_ALL=C sort | sed -n 1,3p)
 mkroot() {  # mkroot NAME [bad file...]: an ImageFolder with 3 good images + the given files
   local r=$WORK/$1; shift
   mkdir -p "$r/a" "$r/b"
@@ -63,8 +63,8 @@ pass "usage errors"
 
 # Permission errors (only meaningful when not root, so drop privileges when we are root).
 if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
-  root=$(mkroot r-perm) && chmod 000 "$root/b/$(basename "$(echo "$good" | head -n1)")"
-  chmod -R a+rX "$WORK" 2>/dev/null || true; chmod 000 "$root/b/$(basename "$(echo "$good" | head -n1)")"
+  root=$(mkroot r-perm) && chmod 000 "$root/b/$(basename "$(echo "$good" | sed -n 1p)")"
+  chmod -R a+rX "$WORK" 2>/dev/null || true; chmod 000 "$root/b/$(basename "$(echo "$good" | sed -n 1p)")"
   mkdir -p "$WORK/o-perm" && chmod 777 "$WORK/o-perm"
   expect_status 3 setpriv --reuid=65534 --regid=65534 --clear-groups "$SLIP" convert "$root" -o "$WORK/o-perm"
   grep -q "Permission denied" "$WORK/err" || { cat "$WORK/err"; fail "permission error message"; }

@@ -53,7 +53,7 @@ expect_status 0 "$SLIP" verify "$cache"
 pass "--force rebuilds"
 
 # cat: the raw bytes of sample 0 equal its source file; values print as text.
-first=$(find "$CORPUS" -mindepth 2 -type f | LC_ALL=C sort | head -n1)
+first=$(find "$CORPUS" -mindepth 2 -type f | LC_ALL=C sort | sed -n 1p)
 expect_status 0 "$SLIP" cat "$cache" 0 -o "$WORK/s0.jpg"
 cmp -s "$WORK/s0.jpg" "$first" || fail "cat 0 differs from $first"
 expect_status 0 "$SLIP" cat "$cache" 799 --field label

@@ -6,21 +6,21 @@ source "$(dirname "$0")/common.bash"
 : "${SLIP_BUILD_DIR:?SLIP_BUILD_DIR must point at the build tree}"
 prefix=$WORK/prefix
 cmake --install "$SLIP_BUILD_DIR" --prefix "$prefix" >/dev/null
-libdir=$(cd "$prefix" && ls -d lib* | head -n1)
+libdir=$(cd "$prefix" && ls -d lib* | sed -n 1p)
 for f in bin/slip include/slip/cache.hpp include/slip/source.hpp share/man/man1/slip.1 share/man/man1/slip-convert.1 \
          share/bash-completion/completions/slip share/zsh/vendor-completions/_slip share/fish/vendor_completions.d/slip.fish; do
   [ -e "$prefix/$f" ] || fail "not installed: $f"
 done
-lib=$(find "$prefix" -name 'libslipstream.so.*.*' | head -n1)
+lib=$(find "$prefix" -name 'libslipstream.so.*.*' | sed -n 1p)
 [ -n "$lib" ] || fail "libslipstream.so.X.Y not installed"
 soname=$(objdump -p "$lib" | awk '/SONAME/{print $2}')
 [ "$soname" = libslipstream.so.0 ] || fail "SONAME is $soname, want libslipstream.so.0 (ABI version 0)"
-pc=$(find "$prefix" -name slipstream.pc | head -n1)
+pc=$(find "$prefix" -name slipstream.pc | sed -n 1p)
 [ -n "$pc" ] || fail "slipstream.pc not installed"
 pass "installed tree complete, SONAME $soname"
 
 cache=$("$prefix/bin/slip" convert "$SRC/examples/sample" -o "$WORK/caches" -q)
-want=$(sha256sum "$(find "$SRC/examples/sample" -mindepth 2 -type f | LC_ALL=C sort | head -n1)" | cut -d' ' -f1)
+want=$(sha256sum "$(find "$SRC/examples/sample" -mindepth 2 -type f | LC_ALL=C sort | sed -n 1p)" | cut -d' ' -f1)
 
 export PKG_CONFIG_PATH=$(dirname "$pc")
 g++ -o "$WORK/consumer-pc" "$SRC/tests/consumer/consumer.cpp" $(pkg-config --cflags --libs slipstream) -Wl,-rpath,"$prefix/$libdir"

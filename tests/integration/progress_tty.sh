@@ -28,6 +28,6 @@ for i in 1 2 3 4 5 6 7 8; do "$SLIP" convert "$root" -o "$WORK/many" --name "c$i
 status=0
 "$SLIP" ls "$WORK/many" 2>"$WORK/sigpipe.err" | head -n1 >/dev/null || status=$?
 [ ! -s "$WORK/sigpipe.err" ] || { cat "$WORK/sigpipe.err"; fail "slip ls | head -1 printed an error"; }
-"$SLIP" order "$(cat "$WORK/pipe.out")" --seed 1 2>"$WORK/sigpipe2.err" | head -n1 >/dev/null
+"$SLIP" order "$(cat "$WORK/pipe.out")" --seed 1 2>"$WORK/sigpipe2.err" | head -n1 >/dev/null || true
 [ ! -s "$WORK/sigpipe2.err" ] || { cat "$WORK/sigpipe2.err"; fail "slip order | head -1 printed an error"; }
 pass "closed stdout: quiet exit"

@@ -64,7 +64,7 @@ export PATH=$(dirname "$SLIP"):$PATH
 out=$WORK/caches
 cd "$WORK/jobs"
 merge_job=$("$SRC/docs/slurm/submit.sh" "$CORPUS" "$out" 4 --wait)
-state=$(sacct -n -j "$merge_job" -o State 2>/dev/null | head -n1 | tr -d ' ' || true)
+state=$(sacct -n -j "$merge_job" -o State 2>/dev/null | sed -n 1p | tr -d ' ' || true)
 merged=$(tail -n1 "$WORK"/jobs/slip-merge-*.log)
 [ -d "$merged" ] || { cat "$WORK"/jobs/*.log; fail "merge job left no cache (state: $state)"; }
 ls "$WORK"/jobs/slip-convert-*_{0,1,2,3}.log >/dev/null || fail "not all 4 array tasks ran"

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (cmake --preset fuzz, clang, ASan+UBSan) and runs each for
+# SECONDS (default 60) on seeds from ../shared. Crashes are saved under
+# tests/data/regress/<target>/ — add each as a regression (ctest replays that directory).
+# Prints, per target: run time, executions, exec/s, coverage (edges) and crashes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-60}
+cmake --preset fuzz >/dev/null
+cmake --build build-fuzz -j "$(nproc)" >/dev/null
+export SLIP=${SLIP:-$PWD/build-fuzz/apps/slip/slip} SLIP_SOURCE_DIR=$PWD
+export SLIP_SHARED_DIR=${SLIP_SHARED_DIR:-$PWD/../shared} SLIP_PYTHON=${SLIP_PYTHON:-/usr/bin/python3}
+export ASAN_OPTIONS=detect_leaks=0
+work=build-fuzz/corpus
+bash tests/fuzz/seeds.sh "$work"
+declare -A dict=([fuzz_npy_header]=npy [fuzz_jpeg_header]=jpeg [fuzz_image_decode]=jpeg [fuzz_cache_verify]=manifest)
+status=0
+printf '%-20s %8s %12s %10s %8s %8s\n' target seconds executions exec/s cov crashes
+for t in fuzz_npy_header fuzz_jpeg_header fuzz_image_decode fuzz_cache_verify; do
+  mkdir -p "tests/data/regress/$t" "$work/$t.live"
+  log=build-fuzz/$t.log
+  before=$(ls "tests/data/regress/$t" | wc -l)
+  build-fuzz/tests/fuzz/$t "$work/$t.live" "$work/$t" -dict="tests/fuzz/dict/${dict[$t]}.dict" \
+    -max_total_time="$seconds" -rss_limit_mb=4096 -timeout=20 -print_final_stats=1 \
+    -artifact_prefix="tests/data/regress/$t/" >"$log" 2>&1 || status=1
+  execs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -oE '[0-9]+$' || echo 0)
+  rate=$(grep -oE 'stat::average_exec_per_sec: *[0-9]+' "$log" | grep -oE '[0-9]+$' || echo 0)
+  cov=$(grep -oE 'cov: [0-9]+' "$log" | tail -n1 | grep -oE '[0-9]+' || echo 0)
+  crashes=$(( $(ls "tests/data/regress/$t" | wc -l) - before ))
+  printf '%-20s %8s %12s %10s %8s %8s\n' "$t" "$seconds" "$execs" "$rate" "$cov" "$crashes"
+done
+exit $status

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# ctest: every fuzz target (built as a plain replay driver) over its seeds and regressions.
+set -euo pipefail
+bin=$1
+seeds=$(mktemp -d)
+trap 'rm -rf "$seeds"' EXIT
+bash "$SLIP_SOURCE_DIR/tests/fuzz/seeds.sh" "$seeds"
+for t in fuzz_npy_header fuzz_jpeg_header fuzz_image_decode fuzz_cache_verify; do
+  echo -n "$t: "
+  "$bin/replay_$t" "$seeds/$t" "$SLIP_SOURCE_DIR/tests/data/regress/$t"
+done
