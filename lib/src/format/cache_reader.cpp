@@ -66,6 +66,8 @@ Cache Cache::open(const fs::path& dir) {
     throw Error(Errc::bad_input, std::string("manifest.json is not valid JSON: ") + e.what())
         .with_path(manifest_path.string())
         .with_offset(e.byte);
+  } catch (const json::exception& e) {  // e.g. a number too large for 64 bits
+    throw Error(Errc::bad_input, std::string("manifest.json: ") + e.what()).with_path(manifest_path.string());
   }
   try {
     if (!manifest.is_object()) throw Error(Errc::bad_input, "manifest is not a JSON object");
@@ -257,6 +259,8 @@ std::string_view Cache::string(size_t field, uint64_t sample) const {
 
 int64_t Cache::int_value(size_t field, uint64_t sample) const {
   const CacheField& f = impl_->fields.at(field);
+  if (is_payload_type(f.type) || f.type == FieldType::str)
+    throw Error(Errc::usage, "field \"" + f.name + "\" is not a numeric field");
   check_sample(sample, impl_->num_samples, impl_->dir.string());
   const auto& file = impl_->file(f.files[0]);
   const uint8_t* p = reinterpret_cast<const uint8_t*>(file.bytes().data()) + impl_->data_offsets.at(f.files[0]);
@@ -271,6 +275,8 @@ int64_t Cache::int_value(size_t field, uint64_t sample) const {
 
 double Cache::float_value(size_t field, uint64_t sample) const {
   const CacheField& f = impl_->fields.at(field);
+  if (is_payload_type(f.type) || f.type == FieldType::str)
+    throw Error(Errc::usage, "field \"" + f.name + "\" is not a numeric field");
   check_sample(sample, impl_->num_samples, impl_->dir.string());
   const auto& file = impl_->file(f.files[0]);
   const std::byte* p = file.bytes().data() + impl_->data_offsets.at(f.files[0]);

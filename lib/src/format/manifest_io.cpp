@@ -37,6 +37,8 @@ nlohmann::ordered_json read_manifest(const fs::path& dir) {
     return nlohmann::ordered_json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     throw Error(Errc::bad_input, std::string("manifest.json is not valid JSON: ") + e.what()).with_path(p.string()).with_offset(e.byte);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(Errc::bad_input, std::string("manifest.json: ") + e.what()).with_path(p.string());
   }
 }
 

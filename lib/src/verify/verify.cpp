@@ -275,8 +275,15 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
   // Whole-file checksums recorded by slip.
   try {
     const auto manifest = nlohmann::json::parse(cache->manifest_text());
-    const auto* files = manifest.contains("slip") && manifest["slip"].contains("checksums")
-                            ? &manifest["slip"]["checksums"]["files"] : nullptr;
+    // Untrusted JSON: walk with find(), never const operator[] on a key that may be absent.
+    const nlohmann::json* files = &manifest;
+    for (const char* key : {"slip", "checksums", "files"}) {
+      if (!files->is_object() || !files->contains(key)) {
+        files = nullptr;
+        break;
+      }
+      files = &(*files->find(key));
+    }
     if (files && files->is_object() && !files->empty()) {
       report.checksums_present = true;
       for (auto& [name, want] : files->items()) {
@@ -289,7 +296,7 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
         detail::MappedFile file(p);
         ++report.checksums_checked;
         report.bytes_hashed += file.size();
-        if (hex64(xxh3_64(file.bytes())) != want.get<std::string>())
+        if (!want.is_string() || hex64(xxh3_64(file.bytes())) != want.get<std::string>())
           sink.add(name, std::nullopt, "", "file checksum mismatch");
       }
     } else {

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The sanitizer jobs of CI: the whole suite under ASan+UBSan, the threaded code under TSan,
+# and each libFuzzer target for a short time. Usage: scripts/ci-sanitizers.sh [fuzz seconds]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+fuzz_seconds=${1:-20}
+jobs=$(nproc)
+
+echo "== ASan + UBSan: whole test suite"
+cmake --preset asan >/dev/null
+cmake --build build-asan -j "$jobs" >/dev/null
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+  ctest --test-dir build-asan --output-on-failure -j "$jobs" -E 'slurm_array'
+
+echo "== TSan: thread pool, parallel convert and verify"
+cmake --preset tsan >/dev/null
+cmake --build build-tsan -j "$jobs" --target slip_unit_tests >/dev/null
+TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/slip_unit_tests \
+  --gtest_filter='ParallelFor*:Runtime*:PyFixture*:CorpusSubset*:Feistel.RankSlices*'
+
+echo "== libFuzzer: ${fuzz_seconds}s per target"
+scripts/fuzz.sh "$fuzz_seconds"
