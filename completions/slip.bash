@@ -25,8 +25,10 @@ _slip() {
       --json) return ;;
       --shard) return ;;
       --fingerprint) COMPREPLY=($(compgen -W "stat content" -- "$cur")); return ;;
+      --rename) return ;;
+      --raw-field) return ;;
     esac
-    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version --verbose -v --quiet -q --progress --no-progress --help -h --output -o --name --threads -j --force -f --non-jpeg --on-error --dry-run -n --json --shard --fingerprint" -- "$cur")); return; fi
+    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version --verbose -v --quiet -q --progress --no-progress --help -h --output -o --name --threads -j --force -f --non-jpeg --on-error --dry-run -n --json --shard --fingerprint --rename --raw-field" -- "$cur")); return; fi
     COMPREPLY=($(compgen -f -- "$cur")) ;;
   info)
     case $prev in

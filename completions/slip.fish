@@ -28,6 +28,8 @@ complete -c slip -n "__fish_seen_subcommand_from convert" -l dry-run -s n -x -d 
 complete -c slip -n "__fish_seen_subcommand_from convert" -l json -x -d 'Print one JSON summary object instead of the path'
 complete -c slip -n "__fish_seen_subcommand_from convert" -l shard -x -d 'Convert only slice I of N (I/N, or '\''auto'\'' inside a SLURM job array) into a part cache; join with slip merge'
 complete -c slip -n "__fish_seen_subcommand_from convert" -l fingerprint -x -a 'stat content' -d 'Source fingerprint for the content id: '\''stat'\'' (sizes + mtimes, default) or '\''content'\'' (SHA-256 of the data)'
+complete -c slip -n "__fish_seen_subcommand_from convert" -l rename -x -d 'Rename a source field: OLD=NEW (repeatable)'
+complete -c slip -n "__fish_seen_subcommand_from convert" -l raw-field -x -d 'FFCV: keep a custom-class field'\''s raw metadata bytes as a bytes field instead of failing'
 complete -c slip -n "__fish_seen_subcommand_from convert" -F
 complete -c slip -n "__fish_seen_subcommand_from info" -l help -s h -x -d 'Print this help message and exit'
 complete -c slip -n "__fish_seen_subcommand_from info" -l json -x -d 'Print one JSON object'

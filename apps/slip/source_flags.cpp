@@ -23,6 +23,10 @@ void add_source_flags(CLI::App& sub, SourceOptions& options) {
   add_setting(sub, options, "--fingerprint", "fingerprint",
               "Source fingerprint for the content id: 'stat' (sizes + mtimes, default) or 'content' (SHA-256 of the data)")
       ->check(CLI::IsMember({"stat", "content"}));
+  // FFCV (and other sources with named fields).
+  add_setting(sub, options, "--rename", "rename", "Rename a source field: OLD=NEW (repeatable)");
+  add_setting(sub, options, "--raw-field", "raw-field",
+              "FFCV: keep a custom-class field's raw metadata bytes as a bytes field instead of failing");
 }
 
 }  // namespace slip::cli

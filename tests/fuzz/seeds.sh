@@ -4,7 +4,8 @@
 set -euo pipefail
 out=$1
 shared=$SLIP_SHARED_DIR src=$SLIP_SOURCE_DIR py=${SLIP_PYTHON:-/usr/bin/python3}
-mkdir -p "$out"/{fuzz_npy_header,fuzz_jpeg_header,fuzz_image_decode,fuzz_cache_verify}
+mkdir -p "$out"/{fuzz_npy_header,fuzz_jpeg_header,fuzz_image_decode,fuzz_cache_verify,fuzz_ffcv}
+for f in "$shared"/fixtures/ffcv/*.beton; do if [ "$(stat -c %s "$f")" -lt 60000 ]; then cp "$f" "$out/fuzz_ffcv/"; fi; done
 find "$shared/fixtures/pyslipstream" -name '*.npy' | head -40 | while read -r f; do cp "$f" "$out/fuzz_npy_header/$(echo "$f" | md5sum | cut -c1-12).npy"; done
 for f in "$shared"/corpus/bad/* $(find "$src/examples/sample" -type f | LC_ALL=C sort | head -20); do
   cp "$f" "$out/fuzz_jpeg_header/$(basename "$f")"

@@ -17,8 +17,17 @@ bool is_directory(const std::string& uri) {
   return fs::is_directory(uri, ec);
 }
 
+}  // namespace
+
+bool looks_like_ffcv(const std::string& path);
+std::unique_ptr<Source> open_ffcv(const std::string& path, const SourceOptions& options);
+
+namespace {
+
 const std::vector<detail::SourceKind>& source_kinds() {
   static const std::vector<detail::SourceKind> kinds = {
+      {"ffcv", [](const std::string& uri, const SourceOptions&) { return looks_like_ffcv(uri); },
+       [](const std::string& uri, const SourceOptions& o) { return open_ffcv(uri, o); }},
       {"imagefolder", [](const std::string& uri, const SourceOptions&) { return is_directory(uri); },
        [](const std::string& uri, const SourceOptions&) { return open_imagefolder(uri); }},
   };
@@ -46,7 +55,7 @@ std::unique_ptr<Source> open_source(const std::string& uri, const SourceOptions&
     if (kind.probe(uri, options)) return kind.open(uri, options);
   std::error_code ec;
   if (!fs::exists(uri, ec)) throw Error(Errc::io, "no such file or directory").with_path(uri);
-  throw Error(Errc::bad_input, "not a source slip can read (an ImageFolder directory, ...)").with_path(uri);
+  throw Error(Errc::bad_input, "not a source slip can read (an ImageFolder directory, an FFCV .beton, ...)").with_path(uri);
 }
 
 }  // namespace slip
