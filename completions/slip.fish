@@ -28,6 +28,10 @@ complete -c slip -n "__fish_seen_subcommand_from convert" -l dry-run -s n -x -d 
 complete -c slip -n "__fish_seen_subcommand_from convert" -l json -x -d 'Print one JSON summary object instead of the path'
 complete -c slip -n "__fish_seen_subcommand_from convert" -l shard -x -d 'Convert only slice I of N (I/N, or '\''auto'\'' inside a SLURM job array) into a part cache; join with slip merge'
 complete -c slip -n "__fish_seen_subcommand_from convert" -l fingerprint -x -a 'stat content' -d 'Source fingerprint for the content id: '\''stat'\'' (sizes + mtimes, default) or '\''content'\'' (SHA-256 of the data)'
+complete -c slip -n "__fish_seen_subcommand_from convert" -l field -x -d 'Tar: type of a member extension, EXT=image|int|float|str|bytes (repeatable)'
+complete -c slip -n "__fish_seen_subcommand_from convert" -l image-field -x -d 'Tar: member extension that feeds the image field (default: the first image member)'
+complete -c slip -n "__fish_seen_subcommand_from convert" -l label-field -x -d 'Tar: member extension that feeds the label field (default: cls, label, cls2, index, id)'
+complete -c slip -n "__fish_seen_subcommand_from convert" -l missing -x -a 'error skip empty' -d 'Tar: a sample missing a field: error, skip (ledger) or empty'
 complete -c slip -n "__fish_seen_subcommand_from convert" -l rename -x -d 'Rename a source field: OLD=NEW (repeatable)'
 complete -c slip -n "__fish_seen_subcommand_from convert" -l raw-field -x -d 'FFCV: keep a custom-class field'\''s raw metadata bytes as a bytes field instead of failing'
 complete -c slip -n "__fish_seen_subcommand_from convert" -F

@@ -15,7 +15,7 @@ namespace slip::cli {
 
 namespace {
 struct ConvertArgs {
-  std::string source;
+  std::vector<std::string> sources;
   std::string output;
   std::string name;
   unsigned threads = 0;
@@ -31,7 +31,10 @@ struct ConvertArgs {
 
 Action setup_convert(CLI::App& sub, const GlobalOptions& global) {
   auto a = std::make_shared<ConvertArgs>();
-  sub.add_option("source", a->source, "Dataset to convert: an ImageFolder directory, ...")->required();
+  sub.add_option("source", a->sources,
+                 "Dataset to convert: an ImageFolder directory, an FFCV .beton, tar shards (several, "
+                 "shard-{000..009}.tar, globs, @list.txt, - for stdin)")
+      ->required();
   sub.add_option("-o,--output", a->output, "Directory to write the cache into")
       ->envname("SLIPSTREAM_CACHE_DIR")
       ->default_str("$SLIPSTREAM_CACHE_DIR or ~/.slipstream");
@@ -53,7 +56,7 @@ Action setup_convert(CLI::App& sub, const GlobalOptions& global) {
   add_source_flags(sub, a->source_options);
 
   return [a, &global]() -> int {
-    auto source = open_source(a->source, a->source_options);
+    auto source = open_sources(a->sources, a->source_options);
     ConvertOptions options;
     options.output_dir = a->output;
     options.name = a->name;

@@ -23,6 +23,12 @@ void add_source_flags(CLI::App& sub, SourceOptions& options) {
   add_setting(sub, options, "--fingerprint", "fingerprint",
               "Source fingerprint for the content id: 'stat' (sizes + mtimes, default) or 'content' (SHA-256 of the data)")
       ->check(CLI::IsMember({"stat", "content"}));
+  // WebDataset tar shards.
+  add_setting(sub, options, "--field", "field", "Tar: type of a member extension, EXT=image|int|float|str|bytes (repeatable)");
+  add_setting(sub, options, "--image-field", "image-field", "Tar: member extension that feeds the image field (default: the first image member)");
+  add_setting(sub, options, "--label-field", "label-field", "Tar: member extension that feeds the label field (default: cls, label, cls2, index, id)");
+  add_setting(sub, options, "--missing", "missing", "Tar: a sample missing a field: error, skip (ledger) or empty")
+      ->check(CLI::IsMember({"error", "skip", "empty"}));
   // FFCV (and other sources with named fields).
   add_setting(sub, options, "--rename", "rename", "Rename a source field: OLD=NEW (repeatable)");
   add_setting(sub, options, "--raw-field", "raw-field",

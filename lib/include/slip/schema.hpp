@@ -64,6 +64,9 @@ struct Sample {
   // A problem the source found while reading this sample (unreadable file, ...). The writer
   // applies --on-error: fail with it, or skip the sample and record it in the ledger.
   std::optional<std::string> problem;
+  // The source asks for this sample to be skipped and recorded in the ledger with this reason
+  // whatever --on-error says (e.g. tar --missing skip).
+  std::optional<std::string> skip;
 };
 
 }  // namespace slip

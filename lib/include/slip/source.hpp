@@ -63,6 +63,10 @@ struct SourceOptions {
 // folders, a tar, a .beton, ...). Throws Error(bad_input / io) when it cannot.
 std::unique_ptr<Source> open_source(const std::string& uri, const SourceOptions& options = {});
 
+// Several inputs at once (tar shards: a list, brace ranges, globs, @list files, "-" for stdin).
+// One argument is the same as open_source(argument).
+std::unique_ptr<Source> open_sources(const std::vector<std::string>& uris, const SourceOptions& options = {});
+
 // The ImageFolder source (torchvision semantics), directly.
 std::unique_ptr<Source> open_imagefolder(const std::string& root);
 

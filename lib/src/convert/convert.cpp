@@ -150,6 +150,7 @@ void prepare_image(Value& v, NonJpegPolicy policy, Prepared& out, const std::str
 void prepare(Sample& s, const Schema& schema, NonJpegPolicy policy, Prepared& out) {
   out = Prepared{};
   out.sums.assign(schema.fields.size(), 0);
+  if (s.skip) return;
   if (s.problem) {
     out.problem = s.problem;
     return;
@@ -241,6 +242,11 @@ ConvertResult convert(Source& source, const ConvertOptions& options) {
       Sample& s = batch[i];
       Prepared& p = prepared[i];
       ++result.source_samples;
+      if (s.skip) {
+        result.ledger.push_back({s.source_index, std::nullopt, s.origin, "", "skipped", *s.skip});
+        ++result.skipped;
+        continue;
+      }
       if (p.problem) {
         if (options.on_error == OnError::fail)
           throw Error(Errc::bad_input, *p.problem).with_path(s.origin).with_sample(s.source_index);

@@ -1,0 +1,348 @@
+// WebDataset tar shards through libarchive: members grouped into samples by key (the member
+// path up to the first '.' of its basename), fields named by the rest of the basename,
+// lowercased. Nothing is ever extracted: member names are only names.
+#include <archive.h>
+#include <archive_entry.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <unordered_set>
+
+#include "slip/error.hpp"
+#include "slip/hash.hpp"
+#include "slip/source.hpp"
+#include "sources/shard_list.hpp"
+#include "util/file_io.hpp"
+
+namespace slip {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kImageExts[] = {"jpg", "jpeg", "png", "webp", "ppm", "pgm", "bmp", "tif", "tiff", "gif"};
+constexpr const char* kLabelExts[] = {"cls", "label", "cls2", "index", "id"};
+
+bool is_image_ext(const std::string& e) { return std::find(std::begin(kImageExts), std::end(kImageExts), e) != std::end(kImageExts); }
+bool is_int_ext(const std::string& e) { return std::find(std::begin(kLabelExts), std::end(kLabelExts), e) != std::end(kLabelExts); }
+
+struct Member {
+  std::string name, key, field;
+  uint64_t offset = 0;
+  std::vector<std::byte> data;
+};
+
+using ArchivePtr = std::unique_ptr<archive, decltype(&archive_read_free)>;
+
+class TarSource final : public Source {
+ public:
+  TarSource(std::vector<std::string> shards, const SourceOptions& options) : shards_(std::move(shards)) {
+    if (shards_.empty()) throw Error(Errc::usage, "no tar shards given");
+    missing_ = options.get("missing").value_or("error");
+    if (missing_ != "error" && missing_ != "skip" && missing_ != "empty") throw Error(Errc::usage, "--missing wants error, skip or empty");
+    for (const auto& f : options.get_all("field")) {
+      const auto eq = f.find('=');
+      if (eq == std::string::npos) throw Error(Errc::usage, "--field wants NAME=TYPE, got \"" + f + "\"");
+      overrides_[lower(f.substr(0, eq))] = f.substr(eq + 1);
+    }
+    image_field_ = options.get("image-field").value_or("");
+    label_field_ = options.get("label-field").value_or("");
+    const bool content = options.get("fingerprint") == std::optional<std::string>("content");
+    Sha256 fp;
+    std::string uri;
+    for (std::string& s : shards_) {
+      if (s == "-") s = spool_stdin();
+      std::error_code ec;
+      const fs::path abs = fs::absolute(s, ec).lexically_normal();
+      if (!fs::is_regular_file(abs, ec)) throw Error(Errc::io, "no such tar shard").with_path(s);
+      uri += (uri.empty() ? "" : "\n") + abs.string();
+      if (content || spooled_.count(s)) {
+        detail::MappedFile m(abs);
+        fp.update(abs.filename().string() + "\t" + sha256_hex(m.bytes()) + "\n");
+      } else {
+        fp.update(abs.filename().string() + "\t" + std::to_string(fs::file_size(abs, ec)) + "\t" +
+                  std::to_string(fs::last_write_time(abs, ec).time_since_epoch().count()) + "\n");
+      }
+    }
+    identity_ = {"tar", uri, (content || !spooled_.empty() ? "sha256-shards:" : "stat-shards:") + fp.hex_digest(),
+                 shard_name(shards_.front())};
+    infer_schema();
+  }
+
+  ~TarSource() override {
+    for (const auto& s : spooled_) ::unlink(s.c_str());
+  }
+
+  const Schema& schema() const override { return schema_; }
+  SourceIdentity identity() const override { return identity_; }
+  std::optional<uint64_t> size() const override { return std::nullopt; }
+
+  bool next(Sample& out) override {
+    std::vector<Member> group;
+    if (!read_group(group)) return false;
+    out.source_index = index_++;
+    out.problem.reset();
+    out.skip.reset();
+    out.origin = shards_[shard_] + ":" + group.front().key + "@" + std::to_string(group.front().offset);
+    out.values.assign(schema_.fields.size(), Value{});
+    std::vector<bool> have(schema_.fields.size(), false);
+    for (Member& m : group) {
+      auto it = field_of_ext_.find(m.field);
+      if (it == field_of_ext_.end()) {
+        if (warned_.insert(m.field).second)
+          spdlog::warn("{}: member {}: field \"{}\" is not in the schema of the first sample; ignored", shards_[shard_], m.name, m.field);
+        continue;
+      }
+      const size_t fi = it->second;
+      have[fi] = true;
+      Value& v = out.values[fi];
+      switch (schema_.fields[fi].type) {
+        case FieldType::int64:
+        case FieldType::float64: {
+          std::string text(reinterpret_cast<const char*>(m.data.data()), m.data.size());
+          while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+          char* end = nullptr;
+          errno = 0;
+          if (schema_.fields[fi].type == FieldType::int64) v.int_value = std::strtoll(text.c_str(), &end, 10);
+          else v.float_value = std::strtod(text.c_str(), &end);
+          if (text.empty() || *end != '\0' || errno == ERANGE)
+            out.problem = "member " + m.name + " (byte " + std::to_string(m.offset) + "): \"" + text.substr(0, 40) + "\" is not a number";
+          break;
+        }
+        default: v.bytes = std::move(m.data);
+      }
+    }
+    for (size_t fi = 0; fi < have.size(); ++fi) {
+      if (have[fi] || schema_.fields[fi].name == "key") continue;
+      const std::string why = "sample " + group.front().key + " has no ." + ext_of_field_[fi] + " member";
+      if (missing_ == "skip") out.skip = why;
+      else if (missing_ == "error") out.problem = why;
+    }
+    const size_t ki = *schema_.find("key");
+    out.values[ki].bytes.assign(reinterpret_cast<const std::byte*>(group.front().key.data()),
+                                reinterpret_cast<const std::byte*>(group.front().key.data()) + group.front().key.size());
+    return true;
+  }
+
+ private:
+  static std::string lower(std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  }
+  static std::string shard_name(const std::string& s) {
+    std::string n = fs::path(s).filename().string();
+    for (const char* ext : {".tar.gz", ".tar.zst", ".tar.xz", ".tgz", ".tar"})
+      if (n.size() > std::strlen(ext) && n.compare(n.size() - std::strlen(ext), std::strlen(ext), ext) == 0) return n.substr(0, n.size() - std::strlen(ext));
+    return n.empty() || n[0] == '.' ? "tar" : n;
+  }
+
+  Error fail(const std::string& member, uint64_t offset, const std::string& why) const {
+    return Error(Errc::bad_input, (member.empty() ? "" : "member " + member + ": ") + why).with_path(shards_[shard_]).with_offset(offset);
+  }
+
+  // stdin is spooled to a temporary file (hashed for the content id, which names the cache
+  // before anything is written); it is removed when the source goes away.
+  std::string spool_stdin() {
+    std::string path = (fs::temp_directory_path() / "slip-stdin-XXXXXX").string();
+    const int fd = ::mkstemp(path.data());
+    if (fd < 0) throw_errno("cannot create a temporary file for stdin", path, errno);
+    ::close(fd);
+    detail::FileWriter w(path);
+    std::vector<std::byte> buf(1 << 20);
+    for (size_t n; (n = std::fread(buf.data(), 1, buf.size(), stdin)) > 0;) w.write(std::span(buf.data(), n));
+    w.close();
+    spooled_.insert(path);
+    return path;
+  }
+
+  bool open_shard(size_t i) {
+    archive_.reset();
+    if (i >= shards_.size()) return false;
+    shard_ = i;
+    seen_keys_.clear();
+    ArchivePtr a(archive_read_new(), &archive_read_free);
+    archive_read_support_filter_all(a.get());  // gzip, zstd, xz, bzip2... detected by content
+    archive_read_support_format_tar(a.get());
+    archive_read_support_format_gnutar(a.get());
+    if (archive_read_open_filename(a.get(), shards_[i].c_str(), 1 << 20) != ARCHIVE_OK)
+      throw fail("", 0, std::string("not a readable tar: ") + archive_error_string(a.get()));
+    archive_ = std::move(a);
+    return true;
+  }
+
+  // The next regular member of the current shard, or false at its end.
+  bool read_member(Member& m) {
+    while (true) {
+      archive_entry* e = nullptr;
+      const int rc = archive_read_next_header(archive_.get(), &e);
+      if (rc == ARCHIVE_EOF) return false;
+      const uint64_t offset = static_cast<uint64_t>(std::max<la_int64_t>(0, archive_read_header_position(archive_.get())));
+      if (rc < ARCHIVE_WARN) throw fail("", offset, std::string("corrupt tar: ") + archive_error_string(archive_.get()));
+      const char* p = archive_entry_pathname(e);
+      m.name = p ? p : "";
+      const auto type = archive_entry_filetype(e);
+      if (type == AE_IFDIR) continue;
+      if (m.name.empty() || m.name[0] == '/' || m.name == ".." || m.name.rfind("../", 0) == 0 ||
+          m.name.find("/../") != std::string::npos || (m.name.size() >= 3 && m.name.compare(m.name.size() - 3, 3, "/..") == 0))
+        throw fail(m.name, offset, "unsafe member name (absolute or with '..'); refusing the shard");
+      if (type != AE_IFREG || archive_entry_hardlink(e)) {
+        const char* kind = archive_entry_symlink(e) ? "symlink" : archive_entry_hardlink(e) ? "hard link" : "special file";
+        spdlog::warn("{}: member {} (byte {}): {} skipped, never followed", shards_[shard_], m.name, offset, kind);
+        continue;
+      }
+      m.offset = offset;
+      const std::string base = fs::path(m.name).filename().string();
+      const auto dot = base.find('.');
+      if (dot == std::string::npos || dot == 0) {
+        spdlog::warn("{}: member {} (byte {}): no extension, not part of any sample; skipped", shards_[shard_], m.name, offset);
+        continue;
+      }
+      const std::string dir = m.name.substr(0, m.name.size() - base.size());
+      m.key = dir + base.substr(0, dot);
+      m.field = lower(base.substr(dot + 1));
+      // Read in blocks: the size in the header is not trusted for the allocation.
+      m.data.clear();
+      std::byte block[1 << 16];
+      while (true) {
+        const la_ssize_t n = archive_read_data(archive_.get(), block, sizeof block);
+        if (n < 0) throw fail(m.name, offset, std::string("cannot read member data: ") + archive_error_string(archive_.get()));
+        if (n == 0) break;
+        m.data.insert(m.data.end(), block, block + n);
+      }
+      if (archive_entry_size_is_set(e) && static_cast<uint64_t>(archive_entry_size(e)) != m.data.size())
+        throw fail(m.name, offset, "member holds " + std::to_string(m.data.size()) + " bytes, its header says " + std::to_string(archive_entry_size(e)) + " (truncated shard)");
+      return true;
+    }
+  }
+
+  bool read_group(std::vector<Member>& group) {
+    while (true) {
+      if (!archive_ && !open_shard(pending_shard_)) return false;
+      if (!have_pending_) {
+        if (!read_member(pending_)) {
+          pending_shard_ = shard_ + 1;
+          archive_.reset();
+          if (pending_shard_ >= shards_.size()) return false;
+          continue;
+        }
+        have_pending_ = true;
+      }
+      break;
+    }
+    group.clear();
+    group.push_back(std::move(pending_));
+    have_pending_ = false;
+    const std::string key = group.front().key;
+    if (!seen_keys_.insert(key).second)
+      throw fail(group.front().name, group.front().offset, "key \"" + key + "\" appears again after other samples (unordered shard)");
+    std::set<std::string> fields{group.front().field};
+    Member m;
+    while (read_member(m)) {
+      if (m.key != key) {
+        pending_ = std::move(m);
+        have_pending_ = true;
+        return true;
+      }
+      if (!fields.insert(m.field).second) throw fail(m.name, m.offset, "duplicate field \"" + m.field + "\" in sample \"" + key + "\"");
+      group.push_back(std::move(m));
+    }
+    pending_shard_ = shard_ + 1;
+    archive_.reset();
+    return true;
+  }
+
+  void infer_schema() {
+    // Read the first sample, then start over.
+    std::vector<Member> first;
+    pending_shard_ = 0;
+    if (!read_group(first)) throw Error(Errc::bad_input, "the tar holds no samples").with_path(shards_.front());
+    archive_.reset();
+    have_pending_ = false;
+    pending_shard_ = 0;
+    std::string image = image_field_, label = label_field_;
+    if (image.empty())
+      for (const auto& m : first)
+        if (is_image_ext(m.field) && overrides_.find(m.field) == overrides_.end()) { image = m.field; break; }
+    if (label.empty())
+      for (const char* ext : kLabelExts)
+        for (const auto& m : first)
+          if (label.empty() && m.field == ext) label = ext;
+    auto add = [&](const std::string& name, FieldType type, const std::string& ext) {
+      field_of_ext_[ext] = schema_.fields.size();
+      ext_of_field_.push_back(ext);
+      schema_.fields.push_back({name, type, {}, {}});
+    };
+    auto type_of = [&](const std::string& ext) {
+      if (auto it = overrides_.find(ext); it != overrides_.end()) {
+        const std::string& t = it->second;
+        if (t == "image") return FieldType::image;
+        if (t == "int") return FieldType::int64;
+        if (t == "float") return FieldType::float64;
+        if (t == "str") return FieldType::str;
+        if (t == "bytes") return FieldType::bytes;
+        throw Error(Errc::usage, "--field " + ext + "=" + t + ": type must be image, int, float, str or bytes");
+      }
+      if (is_image_ext(ext)) return FieldType::image;
+      if (is_int_ext(ext)) return FieldType::int64;
+      if (ext == "txt" || ext == "json") return FieldType::str;
+      return FieldType::bytes;
+    };
+    bool found_image = false;
+    for (const auto& m : first)
+      if (m.field == image) { add("image", type_of(image), image); found_image = true; }
+    if (!image_field_.empty() && !found_image) throw Error(Errc::usage, "--image-field " + image_field_ + ": no such member in the first sample");
+    for (const auto& m : first)
+      if (m.field == label && !label.empty()) add("label", type_of(label), label);
+    if (!label_field_.empty() && !schema_.find("label")) throw Error(Errc::usage, "--label-field " + label_field_ + ": no such member in the first sample");
+    for (const auto& m : first)
+      if (m.field != image && m.field != label) {
+        if (m.field == "key" || m.field == "image" || m.field == "label") throw Error(Errc::bad_input, "member extension \"" + m.field + "\" collides with a field slip names itself").with_path(shards_.front());
+        add(m.field, type_of(m.field), m.field);
+      }
+    schema_.fields.push_back({"key", FieldType::str, {}, {}});
+    ext_of_field_.push_back("");
+  }
+
+  std::vector<std::string> shards_;
+  std::set<std::string> spooled_;
+  std::string missing_, image_field_, label_field_;
+  std::map<std::string, std::string> overrides_;
+  Schema schema_;
+  SourceIdentity identity_;
+  std::map<std::string, size_t> field_of_ext_;
+  std::vector<std::string> ext_of_field_;
+  std::set<std::string> warned_;
+  ArchivePtr archive_{nullptr, &archive_read_free};
+  size_t shard_ = 0, pending_shard_ = 0;
+  Member pending_;
+  bool have_pending_ = false;
+  std::unordered_set<std::string> seen_keys_;
+  uint64_t index_ = 0;
+};
+
+}  // namespace
+
+bool looks_like_tar(const std::string& uri) {
+  std::error_code ec;
+  if (fs::is_directory(uri, ec)) return false;
+  if (detail::looks_like_shard_pattern(uri)) return true;
+  if (!fs::is_regular_file(uri, ec)) return false;
+  ArchivePtr a(archive_read_new(), &archive_read_free);
+  archive_read_support_filter_all(a.get());
+  archive_read_support_format_tar(a.get());
+  archive_read_support_format_gnutar(a.get());
+  if (archive_read_open_filename(a.get(), uri.c_str(), 1 << 16) != ARCHIVE_OK) return false;
+  archive_entry* e = nullptr;
+  return archive_read_next_header(a.get(), &e) >= ARCHIVE_WARN;
+}
+
+std::unique_ptr<Source> open_tar_shards(const std::vector<std::string>& args, const SourceOptions& options) {
+  return std::make_unique<TarSource>(detail::expand_shards(args), options);
+}
+
+}  // namespace slip
