@@ -32,8 +32,9 @@ complete -c slip -n "__fish_seen_subcommand_from convert" -l field -x -d 'Tar: t
 complete -c slip -n "__fish_seen_subcommand_from convert" -l image-field -x -d 'Tar: member extension that feeds the image field (default: the first image member)'
 complete -c slip -n "__fish_seen_subcommand_from convert" -l label-field -x -d 'Tar: member extension that feeds the label field (default: cls, label, cls2, index, id)'
 complete -c slip -n "__fish_seen_subcommand_from convert" -l missing -x -a 'error skip empty' -d 'Tar: a sample missing a field: error, skip (ledger) or empty'
+complete -c slip -n "__fish_seen_subcommand_from convert" -l fields -x -d 'LitData: names for the leaves of tuple/list samples, in order: a,b,...'
 complete -c slip -n "__fish_seen_subcommand_from convert" -l rename -x -d 'Rename a source field: OLD=NEW (repeatable)'
-complete -c slip -n "__fish_seen_subcommand_from convert" -l raw-field -x -d 'FFCV: keep a custom-class field'\''s raw metadata bytes as a bytes field instead of failing'
+complete -c slip -n "__fish_seen_subcommand_from convert" -l raw-field -x -d 'FFCV custom field classes / LitData unknown serializers: keep the raw bytes as a bytes field instead of failing'
 complete -c slip -n "__fish_seen_subcommand_from convert" -F
 complete -c slip -n "__fish_seen_subcommand_from info" -l help -s h -x -d 'Print this help message and exit'
 complete -c slip -n "__fish_seen_subcommand_from info" -l json -x -d 'Print one JSON object'

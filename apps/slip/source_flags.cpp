@@ -29,10 +29,12 @@ void add_source_flags(CLI::App& sub, SourceOptions& options) {
   add_setting(sub, options, "--label-field", "label-field", "Tar: member extension that feeds the label field (default: cls, label, cls2, index, id)");
   add_setting(sub, options, "--missing", "missing", "Tar: a sample missing a field: error, skip (ledger) or empty")
       ->check(CLI::IsMember({"error", "skip", "empty"}));
+  // LitData.
+  add_setting(sub, options, "--fields", "fields", "LitData: names for the leaves of tuple/list samples, in order: a,b,...");
   // FFCV (and other sources with named fields).
   add_setting(sub, options, "--rename", "rename", "Rename a source field: OLD=NEW (repeatable)");
   add_setting(sub, options, "--raw-field", "raw-field",
-              "FFCV: keep a custom-class field's raw metadata bytes as a bytes field instead of failing");
+              "FFCV custom field classes / LitData unknown serializers: keep the raw bytes as a bytes field instead of failing");
 }
 
 }  // namespace slip::cli

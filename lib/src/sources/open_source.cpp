@@ -21,6 +21,8 @@ bool is_directory(const std::string& uri) {
 
 bool looks_like_ffcv(const std::string& path);
 bool looks_like_tar(const std::string& uri);
+bool looks_like_litdata(const std::string& uri);
+std::unique_ptr<Source> open_litdata(const std::string& dir, const SourceOptions& options);
 std::unique_ptr<Source> open_tar_shards(const std::vector<std::string>& args, const SourceOptions& options);
 std::unique_ptr<Source> open_ffcv(const std::string& path, const SourceOptions& options);
 
@@ -30,6 +32,8 @@ const std::vector<detail::SourceKind>& source_kinds() {
   static const std::vector<detail::SourceKind> kinds = {
       {"ffcv", [](const std::string& uri, const SourceOptions&) { return looks_like_ffcv(uri); },
        [](const std::string& uri, const SourceOptions& o) { return open_ffcv(uri, o); }},
+      {"litdata", [](const std::string& uri, const SourceOptions&) { return looks_like_litdata(uri); },
+       [](const std::string& uri, const SourceOptions& o) { return open_litdata(uri, o); }},
       {"tar", [](const std::string& uri, const SourceOptions&) { return looks_like_tar(uri); },
        [](const std::string& uri, const SourceOptions& o) { return open_tar_shards({uri}, o); }},
       {"imagefolder", [](const std::string& uri, const SourceOptions&) { return is_directory(uri); },
@@ -65,7 +69,7 @@ std::unique_ptr<Source> open_source(const std::string& uri, const SourceOptions&
     if (kind.probe(uri, options)) return kind.open(uri, options);
   std::error_code ec;
   if (!fs::exists(uri, ec)) throw Error(Errc::io, "no such file or directory").with_path(uri);
-  throw Error(Errc::bad_input, "not a source slip can read (an ImageFolder directory, an FFCV .beton, WebDataset tar shards)").with_path(uri);
+  throw Error(Errc::bad_input, "not a source slip can read (an ImageFolder directory, an FFCV .beton, WebDataset tar shards, a LitData directory)").with_path(uri);
 }
 
 }  // namespace slip

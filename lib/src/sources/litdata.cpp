@@ -1,0 +1,463 @@
+// LitData "optimized" datasets (../shared/spec/litdata.md): index.json, chunk files (zstd
+// decompressed in memory, never written back), PyTreeLoader items, field names recovered from
+// config.data_spec. Samples in global index order (chunks[] order).
+#include <zstd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "slip/error.hpp"
+#include "slip/hash.hpp"
+#include "slip/source.hpp"
+#include "util/file_io.hpp"
+
+namespace slip {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+template <typename T>
+T le(const std::byte* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+uint32_t be32(const std::byte* p) {
+  const auto* u = reinterpret_cast<const uint8_t*>(p);
+  return (uint32_t{u[0]} << 24) | (uint32_t{u[1]} << 16) | (uint32_t{u[2]} << 8) | u[3];
+}
+
+// numpy dtype indices (spec 6.7) and torch dtype indices (6.9) -> numpy dtype strings.
+std::string numpy_dtype(uint32_t i) {
+  static const char* t[] = {"|i1", "<i2", "<i4", "<i8", "|u1", "<u2", "<u4", "<u8", "<f2", "<f4", "<f8", "<c8", "<c16", "|b1"};
+  return i < std::size(t) ? t[i] : "";
+}
+std::string torch_dtype(uint32_t i) {
+  static const char* t[] = {"<f4", "<f4", "<f8", "<f8", "<c8", "<c8", "<c16", "<c16", "<f2", "<f2", "",
+                            "|u1", "|i1", "<i2", "<i2", "<i4", "<i4", "<i8", "<i8", "|b1", "<u2"};
+  return i < std::size(t) ? t[i] : "";
+}
+uint64_t itemsize(const std::string& d) { return d.empty() ? 0 : std::stoull(d.substr(2)); }
+
+struct Leaf {
+  std::string name, format, base, suffix;
+  FieldType type = FieldType::bytes;
+  bool array = false;       // numpy/tensor/no_header_*: element bytes + dtype/shape
+  bool uniform = true;      // every sample has the same dtype and shape (pre-scan)
+  std::string dtype;        // uniform arrays
+  std::vector<uint64_t> shape;
+};
+
+struct Chunk {
+  std::string file;
+  uint64_t size = 0, bytes = 0;
+};
+
+class LitDataSource final : public Source {
+ public:
+  LitDataSource(const std::string& dir, const SourceOptions& options) : dir_(fs::absolute(dir).lexically_normal()) {
+    if (!dir_.has_filename()) dir_ = dir_.parent_path();  // "dataset/" -> "dataset"
+    const fs::path index_path = dir_ / "index.json";
+    std::error_code ec;
+    if (!fs::exists(index_path, ec)) {
+      for (const auto& e : fs::directory_iterator(dir_, ec))
+        if (e.path().filename().string().find("index.json") != std::string::npos)
+          throw Error(Errc::bad_input, "incomplete LitData dataset: per-worker " + e.path().filename().string() + " but no merged index.json").with_path(dir_.string());
+      throw Error(Errc::bad_input, "not a LitData dataset (no index.json)").with_path(dir_.string());
+    }
+    const std::string text = detail::read_text_file(index_path);
+    index_path_ = index_path.string();
+    json index;
+    try {
+      index = json::parse(text);
+    } catch (const json::exception& e) {
+      throw Error(Errc::bad_input, std::string("index.json is not valid JSON: ") + e.what()).with_path(index_path_);
+    }
+    parse_index(index, options);
+    identity_ = {"litdata", dir_.string(), "sha256:" + sha256_hex(text), dir_.filename().string()};
+    prescan_arrays();
+  }
+
+  const Schema& schema() const override { return schema_; }
+  SourceIdentity identity() const override { return identity_; }
+  std::optional<uint64_t> size() const override { return total_; }
+
+  uint64_t skip(uint64_t n) override {
+    uint64_t done = 0;
+    while (done < n && chunk_ < chunks_.size()) {
+      const uint64_t left = chunks_[chunk_].size - item_;
+      const uint64_t take = std::min(left, n - done);
+      item_ += take;
+      done += take;
+      global_ += take;
+      if (item_ == chunks_[chunk_].size) { ++chunk_; item_ = 0; loaded_ = SIZE_MAX; }
+    }
+    return done;
+  }
+
+  bool next(Sample& out) override {
+    while (chunk_ < chunks_.size() && item_ >= chunks_[chunk_].size) { ++chunk_; item_ = 0; }
+    if (chunk_ >= chunks_.size()) return false;
+    const auto item = item_bytes(chunk_, item_);
+    out.source_index = global_;
+    out.origin = (dir_ / chunks_[chunk_].file).string() + "#" + std::to_string(item_);
+    out.problem.reset();
+    out.skip.reset();
+    out.values.assign(leaves_.size(), Value{});
+    const auto payloads = split_item(item, chunk_, item_);
+    for (size_t j = 0; j < leaves_.size(); ++j) decode(leaves_[j], payloads[j], out.values[j], chunk_, item_);
+    ++item_;
+    ++global_;
+    return true;
+  }
+
+ private:
+  Error fail(size_t chunk, std::optional<uint64_t> item, const std::string& why, uint64_t offset) const {
+    Error e(Errc::bad_input, (item ? "item " + std::to_string(*item) + ": " : std::string()) + why);
+    e.with_path((dir_ / chunks_[chunk].file).string()).with_offset(offset);
+    return e;
+  }
+
+  void parse_index(const json& index, const SourceOptions& options) {
+    auto bad = [&](const std::string& why) { return Error(Errc::bad_input, why).with_path(index_path_); };
+    if (index.contains("shards")) throw bad("an MDS (Mosaic) index (\"shards\"): not supported");
+    if (!index.contains("chunks") || !index["chunks"].is_array() || !index.contains("config") || !index["config"].is_object())
+      throw bad("index.json lacks \"chunks\" or \"config\"");
+    const json& config = index["config"];
+    if (config.contains("encryption") && !config["encryption"].is_null()) throw bad("the dataset is encrypted: not supported (no key)");
+    const std::string loader = config.value("item_loader", std::string("PyTreeLoader"));
+    if (loader != "PyTreeLoader") throw bad("item loader " + loader + " is not supported (TokensLoader/ParquetLoader datasets are out of scope)");
+    if (config.contains("compression") && !config["compression"].is_null()) {
+      const std::string c = config["compression"].get<std::string>();
+      if (c.rfind("zstd", 0) != 0) throw bad("unknown compression \"" + c + "\"");
+      zstd_ = true;
+    }
+    if (!config.contains("data_format") || !config["data_format"].is_array() || config["data_format"].empty()) throw bad("config.data_format is not a non-empty array");
+    std::vector<std::string> names;
+    if (config.contains("data_spec") && config["data_spec"].is_string()) {
+      json spec;
+      try {
+        spec = json::parse(config["data_spec"].get<std::string>());
+      } catch (const json::exception&) {
+        throw bad("config.data_spec is not JSON");
+      }
+      if (!spec.is_array() || spec.size() != 2 || spec[0] != 1) throw bad("data_spec is not [1, node]");
+      flatten(spec[1], "", names, bad);
+    }
+    const auto& formats = config["data_format"];
+    if (!names.empty() && names.size() != formats.size()) throw bad("data_spec has " + std::to_string(names.size()) + " leaves for " + std::to_string(formats.size()) + " data_format entries");
+    std::vector<std::string> renames = options.get_all("fields");
+    std::vector<std::string> given;
+    for (const auto& r : renames) {
+      size_t start = 0;
+      while (true) {
+        const auto c = r.find(',', start);
+        given.push_back(r.substr(start, c == std::string::npos ? std::string::npos : c - start));
+        if (c == std::string::npos) break;
+        start = c + 1;
+      }
+    }
+    const auto raw_fields = options.get_all("raw-field");
+    for (size_t j = 0; j < formats.size(); ++j) {
+      if (!formats[j].is_string()) throw bad("data_format entries must be strings");
+      Leaf leaf;
+      leaf.format = formats[j].get<std::string>();
+      const auto colon = leaf.format.find(':');
+      leaf.base = leaf.format.substr(0, colon);
+      leaf.suffix = colon == std::string::npos ? "" : leaf.format.substr(colon + 1);
+      leaf.name = j < given.size() ? given[j] : names.empty() ? (formats.size() == 1 ? "0" : std::to_string(j)) : names[j];
+      const std::string& b = leaf.base;
+      if (b == "int" || b == "bool") leaf.type = FieldType::int64;
+      else if (b == "float") leaf.type = FieldType::float64;
+      else if (b == "str" || b == "text") leaf.type = FieldType::str;
+      else if (b == "jpeg" || b == "image" || b == "pil") leaf.type = FieldType::image;
+      else if (b == "numpy" || b == "tensor" || b == "no_header_numpy" || b == "no_header_tensor") {
+        leaf.array = true;
+        leaf.type = FieldType::ndarray;
+      } else if (b == "bytes" || b == "file" || b == "pickle" || b == "jpeg_array" || b == "video" || b == "audio" ||
+                 b == "nifti" || b == "mesh" || b == "pdf" || b == "tifffile" || b == "tiff") {
+        leaf.type = FieldType::bytes;  // verbatim payload (never unpickled)
+      } else if (std::find(raw_fields.begin(), raw_fields.end(), leaf.name) != raw_fields.end()) {
+        leaf.type = FieldType::bytes;
+      } else {
+        throw bad("field \"" + leaf.name + "\" has serializer \"" + leaf.format + "\", which slip does not know (--raw-field " + leaf.name + " keeps its bytes)");
+      }
+      leaves_.push_back(std::move(leaf));
+    }
+    for (const auto& c : index["chunks"]) {
+      if (!c.is_object() || !c.contains("filename") || !c["filename"].is_string() || !c.contains("chunk_size") ||
+          !c["chunk_size"].is_number_unsigned() || !c.contains("chunk_bytes") || !c["chunk_bytes"].is_number_unsigned())
+        throw bad("a chunk entry lacks filename, chunk_size or chunk_bytes");
+      Chunk ch{c["filename"].get<std::string>(), c["chunk_size"].get<uint64_t>(), c["chunk_bytes"].get<uint64_t>()};
+      if (ch.file.empty() || ch.file.find('/') != std::string::npos || ch.file.find('\\') != std::string::npos || ch.file.find("..") != std::string::npos)
+        throw bad("chunk filename \"" + ch.file + "\" could leave the dataset directory");
+      if (ch.bytes > (uint64_t{1} << 32)) throw bad("chunk " + ch.file + " claims more than 4 GiB");
+      total_ += ch.size;
+      chunks_.push_back(std::move(ch));
+    }
+  }
+
+  template <typename Bad>
+  void flatten(const json& node, const std::string& prefix, std::vector<std::string>& out, Bad& bad) {
+    if (!node.is_object() || !node.contains("children_spec") || !node["children_spec"].is_array()) throw bad("data_spec node is malformed");
+    const auto& children = node["children_spec"];
+    if (children.empty()) {
+      out.push_back(prefix.empty() ? "0" : prefix);
+      return;
+    }
+    const std::string type = node["type"].is_string() ? node["type"].get<std::string>() : "";
+    std::vector<std::string> keys;
+    if (type == "builtins.dict" || type == "collections.OrderedDict" || type == "collections.defaultdict") {
+      json ctx = node["context"];
+      if (ctx.is_string()) ctx = json::parse(ctx.get<std::string>());
+      if (type == "collections.defaultdict" && ctx.is_object()) ctx = ctx["dict_context"];
+      if (!ctx.is_array() || ctx.size() != children.size()) throw bad("dict context does not name every child");
+      for (const auto& k : ctx) keys.push_back(k.is_string() ? k.get<std::string>() : k.dump());
+    } else {
+      for (size_t j = 0; j < children.size(); ++j) keys.push_back(std::to_string(j));
+    }
+    for (size_t j = 0; j < children.size(); ++j) flatten(children[j], prefix.empty() ? keys[j] : prefix + "." + keys[j], out, bad);
+  }
+
+  // The bytes of chunk c: mapped, or decompressed in memory (checked against chunk_bytes).
+  std::span<const std::byte> chunk_bytes(size_t c) {
+    if (loaded_ == c) return zstd_ ? std::span<const std::byte>(decompressed_) : mapped_.bytes();
+    const fs::path p = dir_ / chunks_[c].file;
+    std::error_code ec;
+    if (!fs::exists(p, ec)) throw Error(Errc::bad_input, "chunk file listed in index.json is missing").with_path(p.string());
+    mapped_ = detail::MappedFile(p);
+    std::span<const std::byte> data = mapped_.bytes();
+    if (zstd_) {
+      decompressed_.assign(chunks_[c].bytes, std::byte{0});
+      std::unique_ptr<ZSTD_DCtx, decltype(&ZSTD_freeDCtx)> dctx(ZSTD_createDCtx(), &ZSTD_freeDCtx);
+      ZSTD_inBuffer in{data.data(), data.size(), 0};
+      ZSTD_outBuffer out{decompressed_.data(), decompressed_.size(), 0};
+      while (in.pos < in.size) {
+        const size_t rc = ZSTD_decompressStream(dctx.get(), &out, &in);
+        if (ZSTD_isError(rc)) throw fail(c, std::nullopt, std::string("zstd: ") + ZSTD_getErrorName(rc), in.pos);
+        if (out.pos == out.size && in.pos < in.size) {
+          // More output than chunk_bytes promised: the index lies (never grow past it).
+          std::byte probe;
+          ZSTD_outBuffer extra{&probe, 1, 0};
+          const size_t rc2 = ZSTD_decompressStream(dctx.get(), &extra, &in);
+          if (ZSTD_isError(rc2) || extra.pos) throw fail(c, std::nullopt, "decompresses to more than chunk_bytes " + std::to_string(chunks_[c].bytes), in.pos);
+        }
+        if (rc == 0 && in.pos == in.size) break;
+      }
+      if (out.pos != chunks_[c].bytes) throw fail(c, std::nullopt, "decompresses to " + std::to_string(out.pos) + " bytes, index.json says " + std::to_string(chunks_[c].bytes) + " (truncated chunk?)", data.size());
+      data = decompressed_;
+    } else if (data.size() != chunks_[c].bytes) {
+      throw fail(c, std::nullopt, "chunk holds " + std::to_string(data.size()) + " bytes, index.json says " + std::to_string(chunks_[c].bytes) + " (truncated chunk?)", data.size());
+    }
+    // Header checks (spec §9.6).
+    const uint64_t len = data.size();
+    if (len < 4) throw fail(c, std::nullopt, "chunk shorter than its item count", 0);
+    const uint64_t n = le<uint32_t>(data.data());
+    if (n != chunks_[c].size) throw fail(c, std::nullopt, "chunk holds " + std::to_string(n) + " items, index.json says " + std::to_string(chunks_[c].size), 0);
+    if (4 + 4 * (n + 1) > len) throw fail(c, std::nullopt, "offset table runs past the end of the chunk", len);
+    uint64_t prev = 4 + 4 * (n + 1);
+    if (le<uint32_t>(data.data() + 4) != prev) throw fail(c, 0, "first item offset is not right after the offset table", 4);
+    for (uint64_t i = 1; i <= n; ++i) {
+      const uint64_t off = le<uint32_t>(data.data() + 4 + 4 * i);
+      if (off < prev) throw fail(c, i - 1, "item offsets go backwards", 4 + 4 * i);
+      prev = off;
+    }
+    if (prev != len) throw fail(c, n ? std::optional<uint64_t>(n - 1) : std::nullopt, "last item ends at " + std::to_string(prev) + ", the chunk at " + std::to_string(len), 4 + 4 * n);
+    loaded_ = c;
+    return data;
+  }
+
+  std::span<const std::byte> item_bytes(size_t c, uint64_t i) {
+    const auto data = chunk_bytes(c);
+    const uint64_t a = le<uint32_t>(data.data() + 4 + 4 * i), b = le<uint32_t>(data.data() + 8 + 4 * i);
+    item_offset_ = a;
+    return data.subspan(a, b - a);
+  }
+
+  std::vector<std::span<const std::byte>> split_item(std::span<const std::byte> item, size_t c, uint64_t i) const {
+    const uint64_t f = leaves_.size();
+    if (item.size() < 4 * f) throw fail(c, i, "item of " + std::to_string(item.size()) + " bytes is shorter than its size header", item_offset_);
+    uint64_t pos = 4 * f, sum = 4 * f;
+    for (uint64_t j = 0; j < f; ++j) sum += le<uint32_t>(item.data() + 4 * j);
+    if (sum != item.size()) throw fail(c, i, "payload sizes add up to " + std::to_string(sum) + " bytes, the item has " + std::to_string(item.size()), item_offset_);
+    std::vector<std::span<const std::byte>> out;
+    for (uint64_t j = 0; j < f; ++j) {
+      const uint64_t n = le<uint32_t>(item.data() + 4 * j);
+      out.push_back(item.subspan(pos, n));
+      pos += n;
+    }
+    return out;
+  }
+
+  // Array payload -> (dtype, shape, element bytes).
+  void parse_array(const Leaf& leaf, std::span<const std::byte> p, std::string& dtype, std::vector<uint64_t>& shape,
+                   std::span<const std::byte>& data, size_t c, uint64_t i) const {
+    shape.clear();
+    auto bad = [&](const std::string& why) { return fail(c, i, "field \"" + leaf.name + "\": " + why, item_offset_); };
+    if (leaf.base == "no_header_numpy" || leaf.base == "no_header_tensor") {
+      dtype = leaf.base == "no_header_numpy" ? numpy_dtype(std::stoul(leaf.suffix.empty() ? "99" : leaf.suffix))
+                                             : torch_dtype(std::stoul(leaf.suffix.empty() ? "99" : leaf.suffix));
+      if (dtype.empty()) throw bad("unknown dtype index " + leaf.suffix);
+      if (p.size() % itemsize(dtype)) throw bad("payload is not a whole number of elements");
+      shape.push_back(p.size() / itemsize(dtype));
+      data = p;
+      return;
+    }
+    const bool tensor = leaf.base == "tensor";
+    if (p.size() < 8) throw bad("array header cut short");
+    const uint32_t di = tensor ? be32(p.data()) : le<uint32_t>(p.data());
+    const uint32_t rank = tensor ? be32(p.data() + 4) : le<uint32_t>(p.data() + 4);
+    dtype = tensor ? torch_dtype(di) : numpy_dtype(di);
+    if (dtype.empty()) throw bad("unknown dtype index " + std::to_string(di));
+    if (rank > 32 || p.size() < 8 + 4 * uint64_t{rank}) throw bad("array header cut short");
+    uint64_t elems = 1;
+    for (uint32_t k = 0; k < rank; ++k) {
+      const uint64_t d = tensor ? be32(p.data() + 8 + 4 * k) : le<uint32_t>(p.data() + 8 + 4 * k);
+      if (d && elems > (uint64_t{1} << 40) / d) throw bad("array shape overflows");
+      elems *= d;
+      shape.push_back(d);
+    }
+    data = p.subspan(8 + 4 * rank);
+    if (data.size() != elems * itemsize(dtype)) throw bad("array data of " + std::to_string(data.size()) + " bytes does not match its shape");
+  }
+
+  // One pass over array leaves: ndarray when dtype and shape never vary, else bytes.
+  void prescan_arrays() {
+    const bool any = std::any_of(leaves_.begin(), leaves_.end(), [](const Leaf& l) { return l.array; });
+    std::vector<bool> first(leaves_.size(), true);
+    if (any) {
+      for (size_t c = 0; c < chunks_.size(); ++c)
+        for (uint64_t i = 0; i < chunks_[c].size; ++i) {
+          const auto payloads = split_item(item_bytes(c, i), c, i);
+          for (size_t j = 0; j < leaves_.size(); ++j) {
+            Leaf& l = leaves_[j];
+            if (!l.array || !l.uniform) continue;
+            std::string dtype;
+            std::vector<uint64_t> shape;
+            std::span<const std::byte> data;
+            parse_array(l, payloads[j], dtype, shape, data, c, i);
+            if (first[j]) { l.dtype = dtype; l.shape = shape; first[j] = false; }
+            else if (dtype != l.dtype || shape != l.shape) l.uniform = false;
+          }
+        }
+      loaded_ = SIZE_MAX;
+    }
+    for (Leaf& l : leaves_) {
+      FieldSpec spec{l.name, l.type, {}, {}};
+      if (l.array) {
+        if (l.uniform && !first[&l - leaves_.data()]) { spec.dtype = l.dtype; spec.shape = l.shape; }
+        else { spec.type = FieldType::bytes; l.type = FieldType::bytes; }  // varying arrays: verbatim payloads
+      }
+      schema_.fields.push_back(std::move(spec));
+    }
+  }
+
+  void decode(const Leaf& leaf, std::span<const std::byte> p, Value& v, size_t c, uint64_t i) const {
+    auto bad = [&](const std::string& why) { return fail(c, i, "field \"" + leaf.name + "\": " + why, item_offset_); };
+    const std::string& b = leaf.base;
+    if (b == "int") {
+      if (p.size() != 8) throw bad("int payload is not 8 bytes");
+      v.int_value = le<int64_t>(p.data());
+    } else if (b == "bool") {
+      if (p.size() != 1) throw bad("bool payload is not 1 byte");
+      v.int_value = p[0] != std::byte{0};
+    } else if (b == "float") {
+      if (p.size() != 8) throw bad("float payload is not 8 bytes");
+      v.float_value = le<double>(p.data());
+    } else if (b == "pil") {
+      decode_pil(leaf, p, v, c, i);
+    } else if (leaf.array && leaf.type == FieldType::ndarray) {
+      std::string dtype;
+      std::vector<uint64_t> shape;
+      std::span<const std::byte> data;
+      parse_array(leaf, p, dtype, shape, data, c, i);
+      v.bytes.assign(data.begin(), data.end());
+    } else {
+      v.bytes.assign(p.begin(), p.end());
+    }
+  }
+
+  // PIL raw buffers -> 8-bit L/RGB/RGBA as Pillow's convert("RGB") sees them (spec §5.2).
+  void decode_pil(const Leaf& leaf, std::span<const std::byte> p, Value& v, size_t c, uint64_t i) const {
+    auto bad = [&](const std::string& why) { return fail(c, i, "field \"" + leaf.name + "\": " + why, item_offset_); };
+    if (p.size() < 12) throw bad("pil header cut short");
+    const uint64_t w = le<uint32_t>(p.data()), h = le<uint32_t>(p.data() + 4), ml = le<uint32_t>(p.data() + 8);
+    if (ml == 0 || ml > 16 || p.size() < 12 + ml) throw bad("bad pil mode length");
+    const std::string mode(reinterpret_cast<const char*>(p.data() + 12), ml);
+    const auto px = p.subspan(12 + ml);
+    if (w == 0 || h == 0 || w > 65535 || h > 65535) throw bad("bad pil size");
+    const uint64_t n = w * h;
+    auto need = [&](uint64_t bytes) { if (px.size() != bytes) throw bad("pil " + mode + " pixels: " + std::to_string(px.size()) + " bytes, expected " + std::to_string(bytes)); };
+    const auto* u = reinterpret_cast<const uint8_t*>(px.data());
+    std::vector<std::byte> out;
+    uint8_t channels = 1;
+    auto clip = [](double x) { return static_cast<std::byte>(x < 0 ? 0 : x > 255 ? 255 : static_cast<int>(x)); };
+    if (mode == "RGB" || mode == "RGBA") {
+      channels = mode == "RGB" ? 3 : 4;
+      need(n * channels);
+      out.assign(px.begin(), px.end());
+    } else if (mode == "L" || mode == "P") {  // P without its palette is treated as L
+      need(n);
+      out.assign(px.begin(), px.end());
+    } else if (mode == "LA") {
+      need(n * 2);
+      out.resize(n);
+      for (uint64_t k = 0; k < n; ++k) out[k] = px[2 * k];
+    } else if (mode == "1") {
+      const uint64_t row = (w + 7) / 8;
+      need(row * h);
+      out.resize(n);
+      for (uint64_t y = 0; y < h; ++y)
+        for (uint64_t x = 0; x < w; ++x) out[y * w + x] = (u[y * row + x / 8] >> (7 - x % 8)) & 1 ? std::byte{255} : std::byte{0};
+    } else if (mode == "I") {
+      need(n * 4);
+      out.resize(n);
+      for (uint64_t k = 0; k < n; ++k) out[k] = clip(le<int32_t>(px.data() + 4 * k));
+    } else if (mode == "F") {
+      need(n * 4);
+      out.resize(n);
+      for (uint64_t k = 0; k < n; ++k) out[k] = clip(le<float>(px.data() + 4 * k));
+    } else if (mode == "I;16") {
+      need(n * 2);
+      out.resize(n);
+      for (uint64_t k = 0; k < n; ++k) out[k] = clip(le<uint16_t>(px.data() + 2 * k));
+    } else {
+      throw bad("unsupported pil mode \"" + mode + "\"");
+    }
+    v.bytes = std::move(out);
+    v.width = static_cast<uint32_t>(w);
+    v.height = static_cast<uint32_t>(h);
+    v.raw_channels = channels;
+  }
+
+  fs::path dir_;
+  std::string index_path_;
+  bool zstd_ = false;
+  std::vector<Leaf> leaves_;
+  std::vector<Chunk> chunks_;
+  Schema schema_;
+  SourceIdentity identity_;
+  uint64_t total_ = 0, global_ = 0, item_ = 0, item_offset_ = 0;
+  size_t chunk_ = 0, loaded_ = SIZE_MAX;
+  detail::MappedFile mapped_;
+  std::vector<std::byte> decompressed_;
+};
+
+}  // namespace
+
+bool looks_like_litdata(const std::string& uri) {
+  std::error_code ec;
+  return fs::is_directory(uri, ec) && (fs::exists(fs::path(uri) / "index.json", ec) || fs::exists(fs::path(uri) / "0.index.json", ec));
+}
+
+std::unique_ptr<Source> open_litdata(const std::string& dir, const SourceOptions& options) {
+  return std::make_unique<LitDataSource>(dir, options);
+}
+
+}  // namespace slip
