@@ -35,6 +35,10 @@ struct JpegHeader {
 // (callers reject it). On false, `out` is reset. Never reads out of bounds.
 bool parse_jpeg_header(std::span<const std::byte> data, JpegHeader& out) noexcept;
 
+// True when an EOI marker (FF D9) occurs at or after byte `from` (pass JpegHeader::sof_offset:
+// entropy-coded data never holds FF D9, so one after the frame header is the image's end).
+bool jpeg_has_eoi_after(std::span<const std::byte> data, uint64_t from) noexcept;
+
 // Dimensions for the meta table: JPEG SOF, else PNG IHDR (signature + width/height at bytes
 // 16/20), else 0x0. Never throws.
 struct ImageSize {

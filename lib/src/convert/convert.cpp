@@ -68,12 +68,6 @@ struct Prepared {
   std::string transcode_reason;
 };
 
-bool has_eoi_after(std::span<const std::byte> data, uint64_t from) {
-  for (uint64_t i = from; i + 1 < data.size(); ++i)
-    if (data[i] == std::byte{0xFF} && data[i + 1] == std::byte{0xD9}) return true;
-  return false;
-}
-
 void prepare_image(Value& v, NonJpegPolicy policy, Prepared& out, const std::string& field) {
   auto problem = [&](std::string why) {
     out.problem = std::move(why);
@@ -108,7 +102,7 @@ void prepare_image(Value& v, NonJpegPolicy policy, Prepared& out, const std::str
     JpegHeader h;
     if (!parse_jpeg_header(v.bytes, h)) return problem("not a valid JPEG: no frame header (SOF) found");
     if (h.width == 0 || h.height == 0) return problem("JPEG frame header gives a zero dimension");
-    if (!has_eoi_after(v.bytes, h.sof_offset)) return problem("truncated JPEG: no end-of-image marker after the frame");
+    if (!jpeg_has_eoi_after(v.bytes, h.sof_offset)) return problem("truncated JPEG: no end-of-image marker after the frame");
     if (v.height != 0 && (v.height != h.height || v.width != h.width))
       return problem("source says " + std::to_string(v.width) + "x" + std::to_string(v.height) + " but the JPEG is " +
                      std::to_string(h.width) + "x" + std::to_string(h.height));

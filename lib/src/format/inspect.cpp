@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "format/layout.hpp"
+#include "format/staging.hpp"
 #include "slip/error.hpp"
 #include "slip/hash.hpp"
 #include "util/file_io.hpp"
@@ -115,7 +116,7 @@ std::vector<CacheListing> list_caches(const fs::path& dir) {
     const auto tmp_pos = name.find(".tmp-");
     if (name.size() > 1 && name[0] == '.' && tmp_pos != std::string::npos) {
       const long pid = std::atol(name.c_str() + tmp_pos + 5);
-      const bool alive = pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
+      const bool alive = detail::process_alive(pid);
       l.state = alive ? "incomplete (in progress, pid " + std::to_string(pid) + ")" : "incomplete (abandoned)";
       l.name = name.substr(1, tmp_pos - 1);
       l.bytes = directory_bytes(e.path());
@@ -137,8 +138,7 @@ std::vector<CacheListing> list_caches(const fs::path& dir) {
       l.complete = true;
       l.state = "complete";
       if (fs::exists(e.path() / detail::kManifestSumName, ec)) {
-        const std::string sum = detail::read_text_file(e.path() / detail::kManifestSumName);
-        if (sum != hex64(xxh3_64(std::as_bytes(std::span(text.data(), text.size())))) + "\n") {
+        if (!detail::manifest_sum_matches(e.path(), text)) {
           l.complete = false;
           l.state = "damaged: manifest checksum mismatch";
         }

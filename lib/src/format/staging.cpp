@@ -60,11 +60,18 @@ void StagingDir::publish() {
   fsync_directory(root_);
 }
 
+bool manifest_sum_matches(const fs::path& dir, std::string_view text) {
+  try {
+    return read_text_file(dir / kManifestSumName) == hex64(xxh3_64(std::as_bytes(std::span(text.data(), text.size())))) + "\n";
+  } catch (const Error&) {
+    return false;
+  }
+}
+
 bool is_complete_cache(const fs::path& dir, const std::string& id) {
   try {
     const std::string text = read_text_file(dir / kManifestName);
-    const std::string sum = read_text_file(dir / kManifestSumName);
-    if (sum.substr(0, 16) != hex64(xxh3_64(std::as_bytes(std::span(text.data(), text.size()))))) return false;
+    if (!manifest_sum_matches(dir, text)) return false;
     const auto manifest = nlohmann::json::parse(text);
     if (manifest.at("slip").at("content_id").get<std::string>() != id) return false;
     for (auto& [name, size] : manifest.at("file_sizes").items())

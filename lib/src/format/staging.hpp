@@ -30,6 +30,9 @@ class StagingDir {
 // matches, every file in file_sizes has its recorded size. Never throws.
 bool is_complete_cache(const std::filesystem::path& dir, const std::string& content_id);
 
+// manifest.json.xxh3 exists and matches manifest.json (whose text is given).
+bool manifest_sum_matches(const std::filesystem::path& dir, std::string_view manifest_text);
+
 // "2026-11-22T14:00:00Z", or SOURCE_DATE_EPOCH when set (reproducible builds).
 std::string utc_timestamp();
 

@@ -139,4 +139,17 @@ bool jpeg_decodes_to_rgb(std::span<const std::byte> data) noexcept {
   return width > 0 && height > 0 && colorspace != TJCS_CMYK && colorspace != TJCS_YCCK;
 }
 
+bool jpeg_has_eoi_after(std::span<const std::byte> data, uint64_t from) noexcept {
+  const auto* p = reinterpret_cast<const unsigned char*>(data.data());
+  uint64_t i = from;
+  while (i + 1 < data.size()) {
+    const void* hit = std::memchr(p + i, 0xFF, data.size() - 1 - i);
+    if (!hit) return false;
+    i = static_cast<uint64_t>(static_cast<const unsigned char*>(hit) - p);
+    if (p[i + 1] == 0xD9) return true;
+    ++i;
+  }
+  return false;
+}
+
 }  // namespace slip

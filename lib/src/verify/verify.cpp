@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "format/layout.hpp"
+#include "format/staging.hpp"
 #include "slip/cache.hpp"
 #include "slip/error.hpp"
 #include "slip/hash.hpp"
@@ -38,19 +39,6 @@ class IssueSink {
   size_t max_;
   std::mutex mutex_;
 };
-
-bool find_eoi(std::span<const std::byte> data, uint64_t from) {
-  const auto* p = reinterpret_cast<const unsigned char*>(data.data());
-  uint64_t i = from;
-  while (i + 1 < data.size()) {
-    const void* hit = std::memchr(p + i, 0xFF, data.size() - 1 - i);
-    if (!hit) return false;
-    i = static_cast<uint64_t>(static_cast<const unsigned char*>(hit) - p);
-    if (p[i + 1] == 0xD9) return true;
-    ++i;
-  }
-  return false;
-}
 
 void check_payload_field(const Cache& cache, size_t fi, IssueSink& sink, VerifyReport& report, unsigned threads) {
   const CacheField& f = cache.fields()[fi];
@@ -109,7 +97,7 @@ void check_payload_field(const Cache& cache, size_t fi, IssueSink& sink, VerifyR
         if (!parse_jpeg_header(data, h)) {
           sink.add(f.files[0], i, f.name, "JPEG has no readable frame header (SOF)");
         } else {
-          if (!find_eoi(data, h.sof_offset)) sink.add(f.files[0], i, f.name, "JPEG has no end-of-image marker (FFD9)");
+          if (!jpeg_has_eoi_after(data, h.sof_offset)) sink.add(f.files[0], i, f.name, "JPEG has no end-of-image marker (FFD9)");
           if (h.width != r.width || h.height != r.height)
             sink.add(f.files[1], i, f.name, "recorded size " + std::to_string(r.width) + "x" + std::to_string(r.height) +
                                                 " differs from the JPEG's " + std::to_string(h.width) + "x" + std::to_string(h.height));
@@ -169,9 +157,7 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
   if (have_sum && fs::exists(dir / detail::kManifestName, ec)) {
     try {
       const std::string text = detail::read_text_file(dir / detail::kManifestName);
-      const std::string sum = detail::read_text_file(sum_path);
-      const std::string actual = hex64(xxh3_64(std::as_bytes(std::span(text.data(), text.size()))));
-      if (sum != actual + "\n") sink.add(std::string(detail::kManifestSumName), std::nullopt, "", "manifest.json checksum mismatch (manifest or its checksum file was modified)");
+      if (!detail::manifest_sum_matches(dir, text)) sink.add(std::string(detail::kManifestSumName), std::nullopt, "", "manifest.json checksum mismatch (manifest or its checksum file was modified)");
       ++report.checksums_checked;
     } catch (const Error& e) {
       sink.add(std::string(detail::kManifestName), std::nullopt, "", e.describe());
