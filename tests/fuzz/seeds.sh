@@ -4,7 +4,7 @@
 set -euo pipefail
 out=$1
 shared=$SLIP_SHARED_DIR src=$SLIP_SOURCE_DIR py=${SLIP_PYTHON:-/usr/bin/python3}
-mkdir -p "$out"/{fuzz_npy_header,fuzz_jpeg_header,fuzz_image_decode,fuzz_cache_verify,fuzz_ffcv}
+mkdir -p "$out"/{fuzz_npy_header,fuzz_jpeg_header,fuzz_image_decode,fuzz_cache_verify,fuzz_ffcv,fuzz_tar,fuzz_litdata}
 for f in "$shared"/fixtures/ffcv/*.beton; do if [ "$(stat -c %s "$f")" -lt 60000 ]; then cp "$f" "$out/fuzz_ffcv/"; fi; done
 find "$shared/fixtures/pyslipstream" -name '*.npy' | head -40 | while read -r f; do cp "$f" "$out/fuzz_npy_header/$(echo "$f" | md5sum | cut -c1-12).npy"; done
 for f in "$shared"/corpus/bad/* $(find "$src/examples/sample" -type f | LC_ALL=C sort | head -20); do
@@ -24,3 +24,22 @@ cache=$("$SLIP" convert "$tmp/tiny" -o "$tmp/c" -q)
 "$SLIP" index "$cache" --field label >/dev/null
 "$py" "$src/tests/fuzz/pack_cache.py" "$cache" "$out/fuzz_cache_verify/slip_tiny.bin"
 "$py" "$src/tests/fuzz/pack_cache.py" "$shared/fixtures/pyslipstream/slipcache-3131b662" "$out/fuzz_cache_verify/python_fixture.bin"
+# Tar: two tiny WebDataset samples, plain and gzip-compressed.
+mkdir -p "$tmp/wds"
+cp "$shared/corpus/imagenet_like/n03888605/n03888605_7974.JPEG" "$tmp/wds/a.jpg"; echo 1 > "$tmp/wds/a.cls"
+cp "$shared/corpus/imagenet_like/n02979186/n02979186_11501.JPEG" "$tmp/wds/b.jpg"; echo 2 > "$tmp/wds/b.cls"
+(cd "$tmp/wds" && tar -cf "$out/fuzz_tar/two.tar" a.jpg a.cls b.jpg b.cls && gzip -c "$out/fuzz_tar/two.tar" > "$out/fuzz_tar/two.tar.gz")
+# LitData: each fixture's index.json + its first chunk, repacked to name chunk-0-0.bin.
+for d in "$shared"/fixtures/litdata/*/; do
+  "$py" - "$d" "$out/fuzz_litdata/$(basename "$d").bin" <<'PY'
+import json, struct, sys, os
+d, out = sys.argv[1:3]
+idx = json.load(open(os.path.join(d, "index.json")))
+first = idx["chunks"][0]
+if idx["config"].get("compression"):
+    sys.exit(0)
+idx["chunks"] = [dict(first, filename="chunk-0-0.bin")]
+text = json.dumps(idx).encode()
+open(out, "wb").write(struct.pack("<I", len(text)) + text + open(os.path.join(d, first["filename"]), "rb").read())
+PY
+done
