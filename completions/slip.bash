@@ -88,8 +88,9 @@ _slip() {
       --output|-o) COMPREPLY=($(compgen -f -- "$cur")); return ;;
       --name) return ;;
       --json) return ;;
+      --dry-run|-n) return ;;
     esac
-    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version --verbose -v --quiet -q --progress --no-progress --help -h --field -F --values --values-file --names --classes-file --per-class --seed --mode --output -o --name --json" -- "$cur")); return; fi
+    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version --verbose -v --quiet -q --progress --no-progress --help -h --field -F --values --values-file --names --classes-file --per-class --seed --mode --output -o --name --json --dry-run -n" -- "$cur")); return; fi
     COMPREPLY=($(compgen -f -- "$cur")) ;;
   order)
     case $prev in

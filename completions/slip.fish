@@ -67,6 +67,7 @@ complete -c slip -n "__fish_seen_subcommand_from subset" -l mode -x -a 'copy ids
 complete -c slip -n "__fish_seen_subcommand_from subset" -l output -s o -r -F -d 'Output directory (copy) or .npy file (ids)'
 complete -c slip -n "__fish_seen_subcommand_from subset" -l name -x -d 'Name part of the subset cache (default: <parent>-subset)'
 complete -c slip -n "__fish_seen_subcommand_from subset" -l json -x -d 'Print one JSON object'
+complete -c slip -n "__fish_seen_subcommand_from subset" -l dry-run -s n -x -d 'Say what would be selected and written where; write nothing'
 complete -c slip -n "__fish_seen_subcommand_from subset" -F
 complete -c slip -n "__fish_seen_subcommand_from order" -l help -s h -x -d 'Print this help message and exit'
 complete -c slip -n "__fish_seen_subcommand_from order" -l seed -x -d 'Shuffle seed'

@@ -23,6 +23,7 @@ Action setup_subset(CLI::App& sub, const GlobalOptions& global) {
     std::string output;
     std::string name;
     bool json = false;
+    bool dry_run = false;
   };
   auto a = std::make_shared<Args>();
   sub.add_option("cache", a->cache, "Parent cache directory")->required();
@@ -41,6 +42,7 @@ Action setup_subset(CLI::App& sub, const GlobalOptions& global) {
       ->default_str("$SLIPSTREAM_CACHE_DIR or ~/.slipstream; ids: ./<cache>-<n>.ids.npy");
   sub.add_option("--name", a->name, "Name part of the subset cache (default: <parent>-subset)");
   sub.add_flag("--json", a->json, "Print one JSON object");
+  sub.add_flag("-n,--dry-run", a->dry_run, "Say what would be selected and written where; write nothing");
   (void)names;
   return [a, &global]() -> int {
     if (a->values.empty() && a->values_file.empty() && a->sel.names.empty())
@@ -70,7 +72,21 @@ Action setup_subset(CLI::App& sub, const GlobalOptions& global) {
     a->sel.classes_file = a->classes_file;
     const std::vector<uint64_t> ids = select_samples(cache, a->sel);
     nlohmann::ordered_json j{{"command", "subset"}, {"parent", a->cache}, {"mode", a->mode}, {"selected", ids.size()}};
-    if (a->mode == "ids") {
+    if (a->dry_run) {
+      j["dry_run"] = true;
+      std::string path;
+      if (a->mode == "ids") {
+        path = a->output.empty() ? cache.path().filename().string() + "-" + std::to_string(ids.size()) + ".ids.npy" : a->output;
+      } else {
+        auto source = open_cache_subset(a->cache, ids);
+        ConvertOptions options;
+        options.output_dir = a->output;
+        options.name = a->name;
+        path = planned_cache_path(*source, options).string();
+      }
+      j["path"] = path;
+      if (!a->json) std::cerr << "slip: dry run: would write " << ids.size() << " samples to " << path << "\n";
+    } else if (a->mode == "ids") {
       // Default: ./<parent>-<n>.ids.npy (never inside the cache, which is checksummed).
       const std::string out = a->output.empty()
                                   ? cache.path().filename().string() + "-" + std::to_string(ids.size()) + ".ids.npy"

@@ -22,4 +22,6 @@ cache=$("$SLIP" convert "$root" -o "$WORK/c")
 "$SLIP" index "$cache" --field label --json | check path indexes || fail index
 "$SLIP" subset "$cache" --values 0 --json -o "$WORK/s" | check parent mode selected path content_id reused || fail subset
 "$SLIP" subset "$cache" --values 0 --mode ids -o "$WORK/ids.npy" --json | check parent mode selected path || fail "subset ids"
+"$SLIP" subset "$cache" --values 0 --dry-run --json -o "$WORK/s2" | check parent mode selected path dry_run || fail "subset --dry-run"
+[ ! -e "$WORK/s2" ] || fail "subset --dry-run wrote something"
 pass "--json of convert, convert --dry-run, verify, info, ls, index, subset"

@@ -13,6 +13,9 @@ script -qec "$SLIP convert $root -o $WORK/b -q" /dev/null > "$WORK/tty-q.log"
 grep -aq "convert 40/40" "$WORK/tty-q.log" && fail "progress shown with -q"
 script -qec "$SLIP convert $root -o $WORK/c --no-progress" /dev/null > "$WORK/tty-np.log"
 grep -aq "convert 40/40" "$WORK/tty-np.log" && fail "progress shown with --no-progress"
+cache=$(ls -d "$WORK"/a/*.slipstream)
+script -qec "$SLIP verify $cache" /dev/null > "$WORK/tty-v.log"
+grep -aq "verify 40/40" "$WORK/tty-v.log" || { cat -v "$WORK/tty-v.log"; fail "no verify progress on a terminal"; }
 pass "terminal: progress with count, rate and ETA; none with -q or --no-progress"
 
 # Through pipes: no progress unless asked; stdout is exactly the cache path.

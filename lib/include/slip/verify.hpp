@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,6 +35,8 @@ struct VerifyReport {
 struct VerifyOptions {
   unsigned threads = 0;     // 0: available_cpus()
   size_t max_issues = 100;  // detailed issues kept in the report
+  // Called with (payloads checked so far, total payloads) from the verifying threads' owner.
+  std::function<void(uint64_t, uint64_t)> progress;
 };
 
 // Never throws for problems in the cache (they become issues); throws Error(io/usage) only

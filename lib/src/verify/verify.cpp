@@ -40,7 +40,8 @@ class IssueSink {
   std::mutex mutex_;
 };
 
-void check_payload_field(const Cache& cache, size_t fi, IssueSink& sink, VerifyReport& report, unsigned threads) {
+void check_payload_field(const Cache& cache, size_t fi, IssueSink& sink, VerifyReport& report, unsigned threads,
+                         const std::function<void(uint64_t, uint64_t)>& progress) {
   const CacheField& f = cache.fields()[fi];
   const uint64_t n = cache.size();
   const uint64_t bin_size = cache.file_bytes(f.files[0]).size();
@@ -72,8 +73,13 @@ void check_payload_field(const Cache& cache, size_t fi, IssueSink& sink, VerifyR
   // Parallel pass: markers, dimensions, checksums.
   std::atomic<uint64_t> checked{0}, hashed{0}, bytes{0};
   const uint64_t chunk = 256;
-  parallel_for((n + chunk - 1) / chunk, threads, [&](size_t c) {
-    for (uint64_t i = c * chunk; i < std::min(n, (c + 1) * chunk); ++i) {
+  // Chunks of 64 x 256 payloads between progress reports (called from this thread only).
+  for (uint64_t outer = 0; outer < n; outer += chunk * 64) {
+  const uint64_t outer_end = std::min(n, outer + chunk * 64);
+  throw_if_interrupted();
+  parallel_for((outer_end - outer + chunk - 1) / chunk, threads, [&](size_t c0) {
+    const uint64_t c = outer / chunk + c0;
+    for (uint64_t i = c * chunk; i < std::min(outer_end, (c + 1) * chunk); ++i) {
       const MetaRecord r = cache.record(fi, i);
       if (r.data_ptr > bin_size || r.data_size > bin_size - r.data_ptr) continue;
       const auto data = cache.file_bytes(f.files[0]).subspan(r.data_ptr, r.data_size);
@@ -107,6 +113,8 @@ void check_payload_field(const Cache& cache, size_t fi, IssueSink& sink, VerifyR
       }
     }
   });
+  if (progress) progress(outer_end, n);
+  }
   report.payloads_checked += checked;
   report.checksums_checked += hashed;
   report.bytes_hashed += bytes;
@@ -219,7 +227,7 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
   for (size_t fi = 0; fi < cache->fields().size(); ++fi) {
     throw_if_interrupted();
     const CacheField& f = cache->fields()[fi];
-    if (is_payload_type(f.type)) check_payload_field(*cache, fi, sink, report, threads);
+    if (is_payload_type(f.type)) check_payload_field(*cache, fi, sink, report, threads, options.progress);
     else if (f.type == FieldType::str) check_string_field(*cache, fi, sink);
   }
 
