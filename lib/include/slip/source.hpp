@@ -41,6 +41,14 @@ class Source {
   virtual bool next(Sample& out) = 0;
   // Skips the next n samples and returns how many were skipped (fewer at the end). Sources
   // with random access override it to skip without reading.
+  // For job-array conversions of sources that do not know their sample count (tar shards):
+  // restrict the source to the index-th of `count` contiguous groups of its files and return
+  // [start, end) and the total, counted in those files. nullopt: not supported.
+  struct FileSlice {
+    uint64_t start = 0, end = 0, total = 0;
+  };
+  virtual std::optional<FileSlice> select_files(uint64_t /*index*/, uint64_t /*count*/) { return std::nullopt; }
+
   virtual uint64_t skip(uint64_t n) {
     Sample scratch;
     uint64_t done = 0;

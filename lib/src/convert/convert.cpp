@@ -209,7 +209,13 @@ ConvertResult convert(Source& source, const ConvertOptions& options) {
   detail::StagingDir staging(root, final_name);
   const fs::path tmp = staging.path();
   uint64_t remaining = std::numeric_limits<uint64_t>::max();
-  if (part) {
+  if (part && part->unit == "files") {
+    const auto slice = source.select_files(part->index, part->count);
+    if (!slice) throw Error(Errc::usage, "--shard needs a source that knows its sample count or can be split by file").with_path(identity.uri);
+    part->start = slice->start;
+    part->end = slice->end;
+    part->total = slice->total;
+  } else if (part) {
     if (source.skip(part->start) != part->start)
       throw Error(Errc::bad_input, "the source ended before sample " + std::to_string(part->start)).with_path(identity.uri);
     remaining = part->end - part->start;

@@ -48,15 +48,18 @@ std::string PartInfo::dir_name() const {
 }
 
 PartInfo plan_part(const Source& source, const ShardSpec& shard, const std::string& whole_content_id) {
-  const auto total = source.size();
-  if (!total) throw Error(Errc::usage, "--shard needs a source that knows its sample count");
   PartInfo p;
   p.index = shard.index;
   p.count = shard.count;
-  p.total = *total;
   // Contiguous slices by sample index; 128-bit products so huge sources cannot overflow.
-  p.start = static_cast<uint64_t>(static_cast<unsigned __int128>(*total) * shard.index / shard.count);
-  p.end = static_cast<uint64_t>(static_cast<unsigned __int128>(*total) * (shard.index + 1) / shard.count);
+  // Sources of unknown size are sliced by file in convert() (select_files).
+  if (const auto total = source.size()) {
+    p.total = *total;
+    p.start = static_cast<uint64_t>(static_cast<unsigned __int128>(*total) * shard.index / shard.count);
+    p.end = static_cast<uint64_t>(static_cast<unsigned __int128>(*total) * (shard.index + 1) / shard.count);
+  } else {
+    p.unit = "files";
+  }
   p.whole_content_id = whole_content_id;
   p.content_id = sha256_hex(whole_content_id + ":part:" + std::to_string(shard.index) + "/" + std::to_string(shard.count));
   return p;
@@ -99,7 +102,7 @@ ojson build_manifest(const Schema& schema, const SourceIdentity& identity, const
                     {"transcoded", result.transcoded}};
   if (part)
     slip["part"] = {{"index", part->index}, {"count", part->count},   {"start", part->start},
-                    {"end", part->end},     {"total", part->total},   {"whole_content_id", part->whole_content_id},
+                    {"end", part->end},     {"total", part->total},   {"unit", part->unit},   {"whole_content_id", part->whole_content_id},
                     {"whole_name", part->whole_name}};
   ojson sums = ojson::object();
   for (const auto& [file, sum] : files.checksums) sums[file] = hex64(sum);

@@ -15,7 +15,8 @@ namespace slip::detail {
 struct PartInfo {
   uint64_t index = 0, count = 1;
   uint64_t start = 0, end = 0;   // source samples [start, end)
-  uint64_t total = 0;            // source samples in the whole
+  uint64_t total = 0;            // source samples (or files) in the whole
+  std::string unit = "samples";  // "samples", or "files" for sources sliced by file (tar shards)
   std::string whole_content_id;  // content id of the single-process cache
   std::string whole_name;        // its directory name, "<name>-<id8>.slipstream"
   std::string content_id;        // this part's: SHA-256 of the whole's id and the slice

@@ -49,6 +49,7 @@ Part load_part(const fs::path& dir) {
     p.info.total = part.at("total");
     p.info.whole_content_id = part.at("whole_content_id");
     p.info.whole_name = part.at("whole_name");
+    p.info.unit = part.value("unit", std::string("samples"));
     p.info.content_id = p.manifest.at("slip").at("content_id");
   } catch (const nlohmann::json::exception&) {
     throw bad("not a part cache (its manifest has no slip.part section; convert with --shard I/N)");
@@ -259,8 +260,9 @@ MergeResult merge_parts(const std::vector<fs::path>& inputs, const MergeOptions&
       }
     }
   }
-  // Counts and the ledger, with cache sample ids rebased.
-  uint64_t sample_base = 0;
+  // Counts and the ledger, with cache sample ids rebased (and source positions too when the
+  // parts were sliced by file, whose positions restart at 0 in each part).
+  uint64_t sample_base = 0, source_base = 0;
   for (const Part& p : parts) {
     const auto& slip = p.manifest["slip"];
     totals.source_samples += slip["counts"]["source_samples"].get<uint64_t>();
@@ -268,7 +270,7 @@ MergeResult merge_parts(const std::vector<fs::path>& inputs, const MergeOptions&
     totals.transcoded += slip["counts"]["transcoded"].get<uint64_t>();
     for (const auto& e : slip["ledger"]) {
       LedgerEntry entry;
-      entry.source_index = e["source_index"];
+      entry.source_index = e["source_index"].get<uint64_t>() + (p.info.unit == "files" ? source_base : 0);
       if (!e["sample"].is_null()) entry.sample = e["sample"].get<uint64_t>() + sample_base;
       entry.origin = e["origin"];
       entry.field = e["field"];
@@ -277,6 +279,7 @@ MergeResult merge_parts(const std::vector<fs::path>& inputs, const MergeOptions&
       totals.ledger.push_back(std::move(entry));
     }
     sample_base += p.manifest["num_samples"].get<uint64_t>();
+    source_base += slip["counts"]["source_samples"].get<uint64_t>();
   }
   totals.written = n;
   SourceIdentity identity;

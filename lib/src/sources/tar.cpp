@@ -82,6 +82,19 @@ class TarSource final : public Source {
   SourceIdentity identity() const override { return identity_; }
   std::optional<uint64_t> size() const override { return std::nullopt; }
 
+  // Job arrays: whole shards per part, so reading stays sequential; the schema (inferred from
+  // the first shard of the whole) and the identity are the whole's.
+  std::optional<FileSlice> select_files(uint64_t index, uint64_t count) override {
+    const uint64_t total = shards_.size();
+    FileSlice s{total * index / count, total * (index + 1) / count, total};
+    shards_ = std::vector<std::string>(shards_.begin() + static_cast<ptrdiff_t>(s.start), shards_.begin() + static_cast<ptrdiff_t>(s.end));
+    archive_.reset();
+    have_pending_ = false;
+    pending_shard_ = 0;
+    if (shards_.empty()) done_ = true;
+    return s;
+  }
+
   bool next(Sample& out) override {
     std::vector<Member> group;
     if (!read_group(group)) return false;
@@ -221,6 +234,7 @@ class TarSource final : public Source {
   }
 
   bool read_group(std::vector<Member>& group) {
+    if (done_) return false;
     while (true) {
       if (!archive_ && !open_shard(pending_shard_)) return false;
       if (!have_pending_) {
@@ -321,6 +335,7 @@ class TarSource final : public Source {
   size_t shard_ = 0, pending_shard_ = 0;
   Member pending_;
   bool have_pending_ = false;
+  bool done_ = false;  // an empty slice of a job array
   std::unordered_set<std::string> seen_keys_;
   uint64_t index_ = 0;
 };
