@@ -75,6 +75,7 @@ FileWriter::~FileWriter() {
 }
 
 void FileWriter::write(std::span<const std::byte> data) {
+  if (data.empty()) return;  // (an empty span may carry a null pointer: memcpy must not see it)
   hash_.update(data);
   written_ += data.size();
   if (data.size() >= buffer_.size()) {
