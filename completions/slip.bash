@@ -23,6 +23,7 @@ _slip() {
       --on-error) COMPREPLY=($(compgen -W "fail skip" -- "$cur")); return ;;
       --dry-run|-n) return ;;
       --json) return ;;
+      --max-image-pixels) return ;;
       --shard) return ;;
       --fingerprint) COMPREPLY=($(compgen -W "stat content" -- "$cur")); return ;;
       --field) return ;;
@@ -33,7 +34,7 @@ _slip() {
       --rename) return ;;
       --raw-field) return ;;
     esac
-    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version --verbose -v --quiet -q --progress --no-progress --help -h --output -o --name --threads -j --force -f --non-jpeg --on-error --dry-run -n --json --shard --fingerprint --field --image-field --label-field --missing --fields --rename --raw-field" -- "$cur")); return; fi
+    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version --verbose -v --quiet -q --progress --no-progress --help -h --output -o --name --threads -j --force -f --non-jpeg --on-error --dry-run -n --json --max-image-pixels --shard --fingerprint --field --image-field --label-field --missing --fields --rename --raw-field" -- "$cur")); return; fi
     COMPREPLY=($(compgen -f -- "$cur")) ;;
   info)
     case $prev in

@@ -26,6 +26,7 @@ complete -c slip -n "__fish_seen_subcommand_from convert" -l non-jpeg -x -a 'tra
 complete -c slip -n "__fish_seen_subcommand_from convert" -l on-error -x -a 'fail skip' -d 'A bad sample: fail the conversion, or skip it (recorded in the ledger)'
 complete -c slip -n "__fish_seen_subcommand_from convert" -l dry-run -s n -x -d 'Say what would be written and where; write nothing'
 complete -c slip -n "__fish_seen_subcommand_from convert" -l json -x -d 'Print one JSON summary object instead of the path'
+complete -c slip -n "__fish_seen_subcommand_from convert" -l max-image-pixels -x -d 'Refuse images whose header claims more pixels (decompression bombs); accepts K/M/G suffixes'
 complete -c slip -n "__fish_seen_subcommand_from convert" -l shard -x -d 'Convert only slice I of N (I/N, or '\''auto'\'' inside a SLURM job array) into a part cache; join with slip merge'
 complete -c slip -n "__fish_seen_subcommand_from convert" -l fingerprint -x -a 'stat content' -d 'Source fingerprint for the content id: '\''stat'\'' (sizes + mtimes, default) or '\''content'\'' (SHA-256 of the data)'
 complete -c slip -n "__fish_seen_subcommand_from convert" -l field -x -d 'Tar: type of a member extension, EXT=image|int|float|str|bytes (repeatable)'

@@ -24,6 +24,7 @@ struct ConvertArgs {
   std::string on_error = "fail";
   bool dry_run = false;
   std::string shard;
+  std::string max_image_pixels = "89478485";
   bool json = false;
   SourceOptions source_options;
 };
@@ -51,6 +52,9 @@ Action setup_convert(CLI::App& sub, const GlobalOptions& global) {
       ->capture_default_str();
   sub.add_flag("-n,--dry-run", a->dry_run, "Say what would be written and where; write nothing");
   sub.add_flag("--json", a->json, "Print one JSON summary object instead of the path");
+  sub.add_option("--max-image-pixels", a->max_image_pixels,
+                 "Refuse images whose header claims more pixels (decompression bombs); accepts K/M/G suffixes")
+      ->capture_default_str();
   sub.add_option("--shard", a->shard,
                  "Convert only slice I of N (I/N, or 'auto' inside a SLURM job array) into a part cache; join with slip merge");
   add_source_flags(sub, a->source_options);
@@ -67,6 +71,7 @@ Action setup_convert(CLI::App& sub, const GlobalOptions& global) {
                                                : NonJpegPolicy::transcode;
     options.on_error = a->on_error == "skip" ? OnError::skip : OnError::fail;
     if (!a->shard.empty()) options.shard = parse_shard(a->shard);
+    options.max_image_pixels = parse_count(a->max_image_pixels);
     if (a->dry_run) {
       const SourceIdentity id = source->identity();
       const std::string cid = content_id(id);

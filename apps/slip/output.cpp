@@ -5,7 +5,29 @@
 #include <cstdio>
 #include <iostream>
 
+#include "slip/error.hpp"
+
 namespace slip::cli {
+
+uint64_t parse_count(const std::string& text) {
+  size_t used = 0;
+  unsigned long long v = 0;
+  try {
+    v = std::stoull(text, &used);
+  } catch (const std::exception&) {
+    throw Error(Errc::usage, "not a number: \"" + text + "\"");
+  }
+  const std::string unit = text.substr(used);
+  static const std::pair<const char*, uint64_t> units[] = {{"", 1},          {"K", 1000},          {"M", 1000000},
+                                                           {"G", 1000000000}, {"KiB", 1ull << 10}, {"MiB", 1ull << 20},
+                                                           {"GiB", 1ull << 30}, {"k", 1000}};
+  for (const auto& [name, mult] : units)
+    if (unit == name) {
+      if (v > UINT64_MAX / mult) throw Error(Errc::usage, "too large: \"" + text + "\"");
+      return v * mult;
+    }
+  throw Error(Errc::usage, "unknown unit in \"" + text + "\" (use K, M, G, KiB, MiB or GiB)");
+}
 
 bool stdout_is_terminal() { return ::isatty(STDOUT_FILENO) == 1; }
 bool stderr_is_terminal() { return ::isatty(STDERR_FILENO) == 1; }

@@ -12,6 +12,9 @@ namespace slip::cli {
 
 inline constexpr int kJsonSchemaVersion = 1;
 
+// "89478485", "12M" (x1000^2), "4K", "2G", "64KiB"/"64MiB"/"1GiB" (x1024^n). Throws Error(usage).
+uint64_t parse_count(const std::string& text);
+
 bool stdout_is_terminal();
 bool stderr_is_terminal();
 std::string human_bytes(uint64_t bytes);

@@ -55,6 +55,14 @@ expect_status 4 "$SLIP" convert "$root" -o /dev/null/sub
 grep -q "/dev/null/sub" "$WORK/err" || fail "unusable output dir not named"
 pass "root/output errors"
 
+# Decompression bombs: --max-image-pixels (K/M/G suffixes) refuses images by their header.
+root=$(mkroot r-bomb)
+expect_status 3 "$SLIP" convert "$root" -o "$WORK/o" --max-image-pixels 100K
+grep -q "exceeds --max-image-pixels 100000" "$WORK/err" || { cat "$WORK/err"; fail "bomb message"; }
+expect_status 0 "$SLIP" convert "$root" -o "$WORK/o" --max-image-pixels 1M
+expect_status 2 "$SLIP" convert "$root" -o "$WORK/o" --max-image-pixels 3Q
+pass "--max-image-pixels"
+
 # Usage errors exit 2.
 expect_status 2 "$SLIP" convert
 expect_status 2 "$SLIP" convert "$root" --non-jpeg sometimes

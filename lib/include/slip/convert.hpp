@@ -38,6 +38,9 @@ struct ConvertOptions {
   bool force = false;                // rebuild even when a complete cache exists
   NonJpegPolicy non_jpeg = NonJpegPolicy::transcode;
   OnError on_error = OnError::fail;
+  // Images whose header claims more pixels are refused (decompression bombs); Pillow's
+  // default MAX_IMAGE_PIXELS warning threshold.
+  uint64_t max_image_pixels = 89478485;
   std::function<void(const ProgressUpdate&)> progress;  // called from the writing thread
   // Convert only this slice, as a part cache in <output_dir>/<name>-<id8>.parts/ (merge_parts
   // joins them into the cache a single process would write).

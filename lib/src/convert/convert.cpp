@@ -68,7 +68,7 @@ struct Prepared {
   std::string transcode_reason;
 };
 
-void prepare_image(Value& v, NonJpegPolicy policy, Prepared& out, const std::string& field) {
+void prepare_image(Value& v, NonJpegPolicy policy, uint64_t max_pixels, Prepared& out, const std::string& field) {
   auto problem = [&](std::string why) {
     out.problem = std::move(why);
     out.problem_field = field;
@@ -102,6 +102,9 @@ void prepare_image(Value& v, NonJpegPolicy policy, Prepared& out, const std::str
     JpegHeader h;
     if (!parse_jpeg_header(v.bytes, h)) return problem("not a valid JPEG: no frame header (SOF) found");
     if (h.width == 0 || h.height == 0) return problem("JPEG frame header gives a zero dimension");
+    if (uint64_t{h.width} * h.height > max_pixels)
+      return problem("image of " + std::to_string(h.width) + "x" + std::to_string(h.height) + " pixels exceeds --max-image-pixels " +
+                     std::to_string(max_pixels) + " (decompression bomb?)");
     if (!jpeg_has_eoi_after(v.bytes, h.sof_offset)) return problem("truncated JPEG: no end-of-image marker after the frame");
     if (v.height != 0 && (v.height != h.height || v.width != h.width))
       return problem("source says " + std::to_string(v.width) + "x" + std::to_string(v.height) + " but the JPEG is " +
@@ -126,6 +129,9 @@ void prepare_image(Value& v, NonJpegPolicy policy, Prepared& out, const std::str
       return;
     }
     case NonJpegPolicy::transcode: {
+      if (const ImageSize size = probe_image_size(v.bytes); uint64_t{size.width} * size.height > max_pixels)
+        return problem("image of " + std::to_string(size.width) + "x" + std::to_string(size.height) +
+                       " pixels exceeds --max-image-pixels " + std::to_string(max_pixels) + " (decompression bomb?)");
       try {
         RgbImage rgb = decode_to_rgb(v.bytes);
         v.bytes = encode_rgb_jpeg(rgb, 100);
@@ -141,7 +147,7 @@ void prepare_image(Value& v, NonJpegPolicy policy, Prepared& out, const std::str
   }
 }
 
-void prepare(Sample& s, const Schema& schema, NonJpegPolicy policy, Prepared& out) {
+void prepare(Sample& s, const Schema& schema, NonJpegPolicy policy, uint64_t max_pixels, Prepared& out) {
   out = Prepared{};
   out.sums.assign(schema.fields.size(), 0);
   if (s.skip) return;
@@ -158,7 +164,7 @@ void prepare(Sample& s, const Schema& schema, NonJpegPolicy policy, Prepared& ou
       return;
     }
     if (spec.type == FieldType::image) {
-      prepare_image(v, policy, out, spec.name);
+      prepare_image(v, policy, max_pixels, out, spec.name);
       if (out.problem) return;
     }
     if (is_payload_type(spec.type)) out.sums[f] = xxh3_64(v.bytes);
@@ -237,7 +243,7 @@ ConvertResult convert(Source& source, const ConvertOptions& options) {
       --remaining;
     }
     if (remaining == 0) more = false;
-    parallel_for(got, threads, [&](size_t i) { prepare(batch[i], schema, options.non_jpeg, prepared[i]); });
+    parallel_for(got, threads, [&](size_t i) { prepare(batch[i], schema, options.non_jpeg, options.max_image_pixels, prepared[i]); });
     for (size_t i = 0; i < got; ++i) {
       Sample& s = batch[i];
       Prepared& p = prepared[i];
