@@ -14,7 +14,7 @@ t0=$(date +%s%N)
 full_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 echo "an uninterrupted convert takes ${full_ms} ms"
 caught=0
-for pct in 10 25 40 55 70 85; do
+for pct in 3 8 13 18 23 28 33 38 43 48 53 58 63 68 73 78 83 88 93 98; do  # 20 points
   rm -rf "$out" && mkdir -p "$out"
   "$SLIP" convert "$BIG" -o "$out" -j 1 >/dev/null 2>&1 &
   pid=$!
@@ -65,3 +65,29 @@ cache=$(tail -n1 "$WORK/out")
 expect_status 0 "$SLIP" verify "$cache"
 [ -z "$(ls -A "$out" | grep '^\.' || true)" ] || fail "stale temporary directories were not cleaned: $(ls -A "$out")"
 pass "next run completes and cleans the abandoned temporaries"
+
+# A merge killed with SIGKILL: nothing complete (or a complete cache that verifies), and the
+# next merge completes.
+parts=$WORK/parts
+for i in 0 1; do "$SLIP" convert "$BIG" -o "$parts" --shard "$i/2" -q >/dev/null; done
+workdir=$(ls -d "$parts"/*.parts)
+t0=$(date +%s%N)
+"$SLIP" merge --from "$workdir" -o "$WORK/mtiming" -q >/dev/null
+merge_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+echo "an uninterrupted merge takes ${merge_ms} ms"
+for pct in 10 30 50 70 90; do
+  rm -rf "$WORK/m" && mkdir -p "$WORK/m"
+  "$SLIP" merge --from "$workdir" -o "$WORK/m" -q >/dev/null 2>&1 &
+  pid=$!
+  sleep "$(awk -v ms="$merge_ms" -v p="$pct" 'BEGIN{printf "%.3f", ms*p/100000}')"
+  kill -9 $pid 2>/dev/null || true
+  wait $pid 2>/dev/null || true
+  for d in "$WORK"/m/.* "$WORK"/m/*; do
+    case "$(basename "$d")" in .|..) continue ;; esac
+    [ -d "$d" ] || continue
+    if [ "${d#"$WORK"/m/.}" = "$d" ]; then expect_status 0 "$SLIP" verify "$d"; else expect_status 1 "$SLIP" verify "$d"; fi
+  done
+  expect_status 0 "$SLIP" merge --from "$workdir" -o "$WORK/m"
+  expect_status 0 "$SLIP" verify "$(tail -n1 "$WORK/out")"
+done
+pass "merge SIGKILLed at 5 points: no partial cache accepted; the next merge completes"
