@@ -136,3 +136,78 @@ TEST(TruncationSweep, TruncatedJpegSourcesAreBadInputAndLeaveNoCache) {
 
 }  // namespace
 }  // namespace slip
+
+namespace slip {
+namespace {
+
+// Every truncation of a tar shard (every 100 bytes) and of a LitData chunk and index.json
+// (every byte under 4 KiB, else every 100) is bad input, never a crash, a hang or a cache.
+uint64_t convert_fails(const fs::path& src, const fs::path& out) {
+  fs::remove_all(out);
+  try {
+    auto s = open_source(src.string());
+    ConvertOptions opt;
+    opt.output_dir = out;
+    const auto r = convert(*s, opt);
+    std::printf("accepted: %s (%llu samples)\n", src.filename().c_str(), static_cast<unsigned long long>(r.written));
+    return 0;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::bad_input) << e.describe();
+    EXPECT_TRUE(!fs::exists(out) || fs::is_empty(out));
+    return 1;
+  }
+}
+
+TEST(TruncationSweep, TarShardAndLitDataChunkAndIndex) {
+  test::TempDir tmp;
+  // A small WebDataset shard made by GNU tar.
+  const fs::path stage = tmp.path() / "stage";
+  fs::create_directories(stage);
+  int k = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(SLIP_SOURCE_DIR) / "examples/sample/n02979186")) {
+    if (k == 4) break;
+    fs::copy_file(e.path(), stage / ("s" + std::to_string(k) + ".jpg"));
+    std::ofstream(stage / ("s" + std::to_string(k) + ".cls")) << k;
+    ++k;
+  }
+  ASSERT_EQ(test::run("cd '" + stage.string() + "' && tar -cf ../shard.tar s0.jpg s0.cls s1.jpg s1.cls s2.jpg s2.cls s3.jpg s3.cls").status, 0);
+  const std::string tar = test::read_file(tmp.path() / "shard.tar");
+  uint64_t cuts = 0, failed = 0;
+  // Cuts before the end of the last member's data (found by Python's tarfile); cuts in the
+  // trailing zero padding leave a complete archive.
+  const auto end = test::run(test::python() + " -c \"import tarfile; m = tarfile.open('" + (tmp.path() / "shard.tar").string() +
+                             "').getmembers()[-1]; print(m.offset_data + m.size)\"");
+  ASSERT_EQ(end.status, 0);
+  const uint64_t last_data_end = std::stoull(end.out);
+  for (uint64_t cut = 0; cut < last_data_end; cut += 100) {
+    const fs::path f = tmp.path() / "cut.tar";
+    std::ofstream(f, std::ios::binary).write(tar.data(), static_cast<std::streamsize>(cut));
+    ++cuts;
+    failed += convert_fails(f, tmp.path() / "out");
+  }
+  std::printf("tar truncations: %llu/%llu rejected\n", static_cast<unsigned long long>(failed), static_cast<unsigned long long>(cuts));
+  EXPECT_EQ(failed, cuts);
+
+  // LitData: cut chunk-0-0.bin and index.json of a copy.
+  const fs::path fixture = test::shared_dir() / "fixtures/litdata/tuple_samples";
+  uint64_t lcuts = 0, lfailed = 0;
+  for (const char* file : {"chunk-0-0.bin", "index.json"}) {
+    const std::string bytes = test::read_file(fixture / file);
+    const uint64_t step = bytes.size() < 4096 ? 1 : 100;
+    for (uint64_t cut = 0; cut < bytes.size(); cut += step) {
+      const fs::path d = tmp.path() / "ld";
+      fs::remove_all(d);
+      fs::copy(fixture, d);
+      fs::permissions(d / file, fs::perms::owner_write, fs::perm_options::add);
+      std::ofstream(d / file, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(cut));
+      ++lcuts;
+      lfailed += convert_fails(d, tmp.path() / "out");
+    }
+  }
+  std::printf("LitData chunk/index truncations: %llu/%llu rejected\n", static_cast<unsigned long long>(lfailed),
+              static_cast<unsigned long long>(lcuts));
+  EXPECT_EQ(lfailed, lcuts);
+}
+
+}  // namespace
+}  // namespace slip
