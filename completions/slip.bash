@@ -31,10 +31,11 @@ _slip() {
       --label-field) return ;;
       --missing) COMPREPLY=($(compgen -W "error skip empty" -- "$cur")); return ;;
       --fields) return ;;
+      --layout) COMPREPLY=($(compgen -W "webdataset imagefolder" -- "$cur")); return ;;
       --rename) return ;;
       --raw-field) return ;;
     esac
-    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version --verbose -v --quiet -q --progress --no-progress --help -h --output -o --name --threads -j --force -f --non-jpeg --on-error --dry-run -n --json --max-image-pixels --shard --fingerprint --field --image-field --label-field --missing --fields --rename --raw-field" -- "$cur")); return; fi
+    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version --verbose -v --quiet -q --progress --no-progress --help -h --output -o --name --threads -j --force -f --non-jpeg --on-error --dry-run -n --json --max-image-pixels --shard --fingerprint --field --image-field --label-field --missing --fields --layout --rename --raw-field" -- "$cur")); return; fi
     COMPREPLY=($(compgen -f -- "$cur")) ;;
   info)
     case $prev in

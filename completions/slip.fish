@@ -34,6 +34,7 @@ complete -c slip -n "__fish_seen_subcommand_from convert" -l image-field -x -d '
 complete -c slip -n "__fish_seen_subcommand_from convert" -l label-field -x -d 'Tar: member extension that feeds the label field (default: cls, label, cls2, index, id)'
 complete -c slip -n "__fish_seen_subcommand_from convert" -l missing -x -a 'error skip empty' -d 'Tar: a sample missing a field: error, skip (ledger) or empty'
 complete -c slip -n "__fish_seen_subcommand_from convert" -l fields -x -d 'LitData: names for the leaves of tuple/list samples, in order: a,b,...'
+complete -c slip -n "__fish_seen_subcommand_from convert" -l layout -x -a 'webdataset imagefolder' -d 'Tar: webdataset (key.ext members, default) or imagefolder (class/file members)'
 complete -c slip -n "__fish_seen_subcommand_from convert" -l rename -x -d 'Rename a source field: OLD=NEW (repeatable)'
 complete -c slip -n "__fish_seen_subcommand_from convert" -l raw-field -x -d 'FFCV custom field classes / LitData unknown serializers: keep the raw bytes as a bytes field instead of failing'
 complete -c slip -n "__fish_seen_subcommand_from convert" -F

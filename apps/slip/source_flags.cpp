@@ -31,6 +31,8 @@ void add_source_flags(CLI::App& sub, SourceOptions& options) {
       ->check(CLI::IsMember({"error", "skip", "empty"}));
   // LitData.
   add_setting(sub, options, "--fields", "fields", "LitData: names for the leaves of tuple/list samples, in order: a,b,...");
+  add_setting(sub, options, "--layout", "layout", "Tar: webdataset (key.ext members, default) or imagefolder (class/file members)")
+      ->check(CLI::IsMember({"webdataset", "imagefolder"}));
   // FFCV (and other sources with named fields).
   add_setting(sub, options, "--rename", "rename", "Rename a source field: OLD=NEW (repeatable)");
   add_setting(sub, options, "--raw-field", "raw-field",

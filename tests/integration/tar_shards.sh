@@ -85,6 +85,16 @@ c=$(cat "$WORK/py.tar.zst" | "$SLIP" convert - -o "$WORK/stdin" -q)
 cmp -s "$c/image.bin" "$ref/image.bin" || fail "stdin stream"
 pass "pax headers + long names (Python tarfile), gzip and zstd by content, stdin"
 
+# An ImageFolder packed in a tar (--layout imagefolder), members in a shuffled order: the same
+# storage files as the ImageFolder conversion (the tar is named like the root, so `path` agrees).
+mkdir -p "$WORK/ifl"
+(cd "$CORPUS" && find . -type f | sed 's|^\./||' | shuf --random-source=<(yes) > "$WORK/ifl/members" && tar -cf "$WORK/ifl/imagenet_like.tar" -T "$WORK/ifl/members")
+c=$("$SLIP" convert "$WORK/ifl/imagenet_like.tar" --layout imagefolder -o "$WORK/ifl/out" -q)
+for f in image.bin image.meta.npy label.npy index.npy path.bin path.offsets.npy; do
+  cmp -s "$c/$f" "$ref/$f" || fail "--layout imagefolder: $f differs from the ImageFolder conversion"
+done
+pass "--layout imagefolder (shuffled members): storage files identical to the ImageFolder conversion"
+
 # Damaged and hostile shards.
 one() { (cd "$stage" && tar --dereference -cf "$1" "${@:2}"); }
 head -c 250000 "$WORK/shard-000000.tar" > "$WORK/trunc.tar"

@@ -340,6 +340,161 @@ class TarSource final : public Source {
   uint64_t index_ = 0;
 };
 
+// An ImageFolder packed in tar shards (`--layout imagefolder`): members <class>/.../<file> with
+// torchvision's image extensions; classes and order exactly as the ImageFolder source gives
+// them. Members arriving out of that order are held in memory (bounded); a shard far from
+// sorted order is refused with a hint to repack it.
+class TarImageFolderSource final : public Source {
+ public:
+  TarImageFolderSource(std::vector<std::string> shards, const SourceOptions& options) : shards_(std::move(shards)) {
+    const bool content = options.get("fingerprint") == std::optional<std::string>("content");
+    Sha256 fp;
+    std::string uri;
+    std::vector<std::pair<std::pair<std::string, std::string>, std::string>> entries;  // ((dir, name), full)
+    for (const std::string& shard : shards_) {
+      std::error_code ec;
+      const fs::path abs = fs::absolute(shard, ec).lexically_normal();
+      if (!fs::is_regular_file(abs, ec)) throw Error(Errc::io, "no such tar shard").with_path(shard);
+      uri += (uri.empty() ? "" : "\n") + abs.string();
+      if (content) {
+        detail::MappedFile m(abs);
+        fp.update(abs.filename().string() + "\t" + sha256_hex(m.bytes()) + "\n");
+      } else {
+        fp.update(abs.filename().string() + "\t" + std::to_string(fs::file_size(abs, ec)) + "\t" +
+                  std::to_string(fs::last_write_time(abs, ec).time_since_epoch().count()) + "\n");
+      }
+      ArchivePtr a = open_archive(shard);
+      archive_entry* e = nullptr;
+      int rc;
+      while ((rc = archive_read_next_header(a.get(), &e)) == ARCHIVE_OK || rc == ARCHIVE_WARN) {
+        if (archive_entry_filetype(e) != AE_IFREG || archive_entry_hardlink(e)) continue;
+        const std::string name = archive_entry_pathname(e) ? archive_entry_pathname(e) : "";
+        std::string clean = name.rfind("./", 0) == 0 ? name.substr(2) : name;
+        if (!is_image_name(clean)) continue;
+        const auto slash = clean.rfind('/');
+        if (slash == std::string::npos) continue;  // files at the root belong to no class
+        if (clean[0] == '/' || clean.find("..") != std::string::npos)
+          throw Error(Errc::bad_input, "member " + name + ": unsafe member name").with_path(shard);
+        entries.push_back({{clean.substr(0, slash), clean.substr(slash + 1)}, clean});
+      }
+      if (rc != ARCHIVE_EOF) throw Error(Errc::bad_input, std::string("corrupt tar: ") + archive_error_string(a.get())).with_path(shard);
+    }
+    // torchvision: sorted class names; inside a class, sorted(os.walk): directories in path
+    // order, file names sorted.
+    std::sort(entries.begin(), entries.end());
+    std::map<std::string, uint32_t> class_label;
+    for (const auto& en : entries) class_label.emplace(en.second.substr(0, en.second.find('/')), 0);
+    uint32_t label = 0;
+    for (auto& [c, l] : class_label) l = label++;
+    std::stable_sort(entries.begin(), entries.end(), [](const auto& x, const auto& y) {
+      return x.second.substr(0, x.second.find('/')) < y.second.substr(0, y.second.find('/'));
+    });
+    for (const auto& en : entries) {
+      order_.emplace(en.second, order_.size());
+      names_.push_back(en.second);
+      labels_.push_back(class_label[en.second.substr(0, en.second.find('/'))]);
+    }
+    if (names_.empty()) throw Error(Errc::bad_input, "no <class>/<image> members (--layout imagefolder)").with_path(shards_.front());
+    root_name_ = shard_stem(shards_.front());
+    identity_ = {"tar-imagefolder", uri, (content ? "sha256-shards:" : "stat-shards:") + fp.hex_digest(), root_name_};
+    schema_.fields = {{"image", FieldType::image, {}, {}}, {"label", FieldType::int64, {}, {}},
+                      {"index", FieldType::int64, {}, {}}, {"path", FieldType::str, {}, {}}};
+  }
+
+  const Schema& schema() const override { return schema_; }
+  SourceIdentity identity() const override { return identity_; }
+  std::optional<uint64_t> size() const override { return names_.size(); }
+
+  bool next(Sample& out) override {
+    if (next_ >= names_.size()) return false;
+    while (!buffered_.count(next_)) read_more();
+    std::vector<std::byte> bytes = std::move(buffered_[next_]);
+    buffered_.erase(next_);
+    held_ -= bytes.size();
+    out.source_index = next_;
+    out.origin = names_[next_];
+    out.problem.reset();
+    out.skip.reset();
+    out.values.assign(4, Value{});
+    out.values[0].bytes = std::move(bytes);
+    out.values[1].int_value = labels_[next_];
+    out.values[2].int_value = static_cast<int64_t>(next_);
+    const std::string path = root_name_ + "/" + names_[next_];
+    out.values[3].bytes.assign(reinterpret_cast<const std::byte*>(path.data()), reinterpret_cast<const std::byte*>(path.data()) + path.size());
+    ++next_;
+    return true;
+  }
+
+ private:
+  static bool is_image_name(const std::string& n) {
+    std::string l = n;
+    for (char& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (const char* ext : {".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp"})
+      if (l.size() > std::strlen(ext) && l.compare(l.size() - std::strlen(ext), std::strlen(ext), ext) == 0) return true;
+    return false;
+  }
+  static std::string shard_stem(const std::string& s) {
+    std::string n = fs::path(s).filename().string();
+    const auto dot = n.find('.');
+    return dot == std::string::npos || dot == 0 ? n : n.substr(0, dot);
+  }
+  static ArchivePtr open_archive(const std::string& path) {
+    ArchivePtr a(archive_read_new(), &archive_read_free);
+    archive_read_support_filter_all(a.get());
+    archive_read_support_format_tar(a.get());
+    archive_read_support_format_gnutar(a.get());
+    if (archive_read_open_filename(a.get(), path.c_str(), 1 << 20) != ARCHIVE_OK)
+      throw Error(Errc::bad_input, std::string("not a readable tar: ") + archive_error_string(a.get())).with_path(path);
+    return a;
+  }
+
+  // Reads members in archive order until the next one in ImageFolder order is buffered.
+  void read_more() {
+    while (true) {
+      if (!archive_) {
+        if (shard_ >= shards_.size()) throw Error(Errc::bad_input, "member " + names_[next_] + " vanished between passes").with_path(shards_.back());
+        archive_ = open_archive(shards_[shard_]);
+      }
+      archive_entry* e = nullptr;
+      const int rc = archive_read_next_header(archive_.get(), &e);
+      if (rc == ARCHIVE_EOF) {
+        archive_.reset();
+        ++shard_;
+        continue;
+      }
+      if (rc < ARCHIVE_WARN) throw Error(Errc::bad_input, std::string("corrupt tar: ") + archive_error_string(archive_.get())).with_path(shards_[shard_]);
+      if (archive_entry_filetype(e) != AE_IFREG || archive_entry_hardlink(e)) continue;
+      std::string name = archive_entry_pathname(e) ? archive_entry_pathname(e) : "";
+      if (name.rfind("./", 0) == 0) name = name.substr(2);
+      auto it = order_.find(name);
+      if (it == order_.end()) continue;
+      std::vector<std::byte> data;
+      std::byte block[1 << 16];
+      la_ssize_t n;
+      while ((n = archive_read_data(archive_.get(), block, sizeof block)) > 0) data.insert(data.end(), block, block + n);
+      if (n < 0) throw Error(Errc::bad_input, "member " + name + ": " + archive_error_string(archive_.get())).with_path(shards_[shard_]);
+      held_ += data.size();
+      if (held_ > (uint64_t{1} << 30))
+        throw Error(Errc::bad_input, "members are far from ImageFolder order (over 1 GiB held); repack with `tar --sort=name`")
+            .with_path(shards_[shard_]);
+      buffered_[it->second] = std::move(data);
+      if (it->second == next_) return;
+    }
+  }
+
+  std::vector<std::string> shards_;
+  std::vector<std::string> names_;
+  std::vector<uint32_t> labels_;
+  std::map<std::string, uint64_t> order_;
+  std::map<uint64_t, std::vector<std::byte>> buffered_;
+  uint64_t held_ = 0, next_ = 0;
+  size_t shard_ = 0;
+  ArchivePtr archive_{nullptr, &archive_read_free};
+  std::string root_name_;
+  Schema schema_;
+  SourceIdentity identity_;
+};
+
 }  // namespace
 
 bool looks_like_tar(const std::string& uri) {
@@ -357,6 +512,9 @@ bool looks_like_tar(const std::string& uri) {
 }
 
 std::unique_ptr<Source> open_tar_shards(const std::vector<std::string>& args, const SourceOptions& options) {
+  const std::string layout = options.get("layout").value_or("webdataset");
+  if (layout == "imagefolder") return std::make_unique<TarImageFolderSource>(detail::expand_shards(args), options);
+  if (layout != "webdataset") throw Error(Errc::usage, "--layout wants webdataset or imagefolder");
   return std::make_unique<TarSource>(detail::expand_shards(args), options);
 }
 
