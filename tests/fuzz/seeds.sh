@@ -2,7 +2,7 @@
 # seeds.sh OUTDIR: seed corpora for every fuzz target, from ../shared and a cache slip builds.
 # Needs SLIP (the slip binary), SLIP_SHARED_DIR, SLIP_SOURCE_DIR, SLIP_PYTHON.
 set -euo pipefail
-out=$1
+mkdir -p "$1"; out=$(cd "$1" && pwd)  # absolute: the tar seeds are made from another directory
 shared=$SLIP_SHARED_DIR src=$SLIP_SOURCE_DIR py=${SLIP_PYTHON:-/usr/bin/python3}
 mkdir -p "$out"/{fuzz_npy_header,fuzz_jpeg_header,fuzz_image_decode,fuzz_cache_verify,fuzz_ffcv,fuzz_tar,fuzz_litdata}
 for f in "$shared"/fixtures/ffcv/*.beton; do if [ "$(stat -c %s "$f")" -lt 60000 ]; then cp "$f" "$out/fuzz_ffcv/"; fi; done
