@@ -25,6 +25,7 @@ const Command kCommands[] = {
     {"subset", "Select samples by class (or any field value), few-shot too, as a new cache or an id list", setup_subset},
     {"order", "Print an epoch's shuffled order: O(1)-memory Feistel permutation, per rank", setup_order},
     {"merge", "Join the part caches of a job-array conversion (convert --shard I/N) into one cache", setup_merge},
+    {"bench", "Measure how fast a cache loads (raw I/O, decode, center, RRC, multi-crop) against the machine's limit", setup_bench},
     {"completions", "Print a bash, zsh or fish completion script", setup_completions},
     {"man", "Print or write the man pages", setup_man},
 };

@@ -1,0 +1,123 @@
+// slip bench CACHE --pipeline raw|decode|center|rrc|direct-rrc|multicrop [--threads N] [--batch-size B]
+//                  [--epochs E] [--cold] [--order sequential|shuffle] [--seed S] [--json]
+#include <cstdio>
+#include <iostream>
+
+#include "command.hpp"
+#include "output.hpp"
+#include "slip/bench.hpp"
+#include "slip/cache.hpp"
+#include "slip/error.hpp"
+
+namespace slip::cli {
+
+namespace {
+
+nlohmann::ordered_json report_json(const BenchReport& r) {
+  nlohmann::ordered_json j;
+  j["command"] = "bench";
+  j["pipeline"] = r.pipeline;
+  j["field"] = r.field;
+  j["image_format"] = r.image_format;
+  j["threads"] = r.threads;
+  j["batch_size"] = r.batch_size;
+  j["samples"] = r.samples;
+  j["payload_bytes"] = r.payload_bytes;
+  j["crops_per_image"] = r.crops_per_image;
+  j["crop_aware"] = r.dct_scaling == 1;
+  auto epochs = nlohmann::ordered_json::array();
+  for (const BenchEpoch& e : r.epochs)
+    epochs.push_back({{"seconds", e.seconds},
+                      {"images_per_second", e.images_per_second},
+                      {"megabytes_per_second", e.megabytes_per_second},
+                      {"ms_per_batch", e.ms_per_batch},
+                      {"crops", e.crops}});
+  j["epochs"] = epochs;
+  j["best_images_per_second"] = r.best_images_per_second;
+  if (!r.limit_kind.empty()) {
+    j["limit"] = {{"kind", r.limit_kind},
+                  {"images_per_second", r.limit_images_per_second},
+                  {"megabytes_per_second", r.limit_megabytes_per_second},
+                  {"single_thread_images_per_second", r.limit_single_thread_images_per_second}};
+    j["efficiency"] = r.efficiency;
+  }
+  return j;
+}
+
+}  // namespace
+
+Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
+  struct Args {
+    std::string cache;
+    BenchOptions options;
+    std::string order = "sequential";
+    std::string layout = "hwc", dtype = "uint8", filter = "bilinear";
+    bool no_crop_aware = false;
+    bool no_limit = false;
+    bool json = false;
+  };
+  auto a = std::make_shared<Args>();
+  sub.add_option("cache", a->cache, "Cache directory")->required();
+  sub.add_option("-p,--pipeline", a->options.pipeline, "raw, decode, center, rrc, direct-rrc or multicrop")
+      ->check(CLI::IsMember({"raw", "decode", "center", "rrc", "direct-rrc", "multicrop"}))
+      ->default_val("rrc");
+  sub.add_option("-j,--threads", a->options.decode.threads, "Decode threads (default: CPUs available to the process)");
+  sub.add_option("-b,--batch-size", a->options.batch_size, "Samples per batch")->default_val(256)->check(CLI::PositiveNumber);
+  sub.add_option("-e,--epochs", a->options.epochs, "Epochs to time")->default_val(3)->check(CLI::PositiveNumber);
+  sub.add_flag("--cold", a->options.cold, "Drop the cache files from the page cache before the first epoch");
+  sub.add_option("--order", a->order, "sequential or shuffle (Feistel order per epoch)")
+      ->check(CLI::IsMember({"sequential", "shuffle"}))
+      ->default_val("sequential");
+  sub.add_option("--seed", a->options.decode.seed, "Seed of crops, flips and shuffle")->default_val(0);
+  sub.add_option("--crops", a->options.crops, "multicrop: crop groups, e.g. 2x224@0.32-1,8x96@0.05-0.32 (default: dino)");
+  sub.add_option("--flip", a->options.decode.flip_probability, "Horizontal flip probability")->default_val(0.5);
+  sub.add_option("--layout", a->layout, "hwc or chw")->check(CLI::IsMember({"hwc", "chw"}))->default_val("hwc");
+  sub.add_option("--dtype", a->dtype, "uint8, or float32 with ImageNet normalisation")
+      ->check(CLI::IsMember({"uint8", "float32"}))
+      ->default_val("uint8");
+  sub.add_option("--filter", a->filter, "Resampling filter: bilinear or bicubic (both antialiased)")
+      ->check(CLI::IsMember({"bilinear", "bicubic"}))
+      ->default_val("bilinear");
+  sub.add_flag("--no-crop-aware", a->no_crop_aware, "Decode whole images, then crop (to measure what crop-aware decoding gains)");
+  sub.add_option("--field", a->options.decode.field, "Image field (default: the first)");
+  sub.add_option("--max-samples", a->options.max_samples, "Use only the first N samples");
+  sub.add_flag("--no-limit", a->no_limit, "Skip the limit measurement");
+  sub.add_flag("--json", a->json, "Print one JSON report object");
+  return [a, &global]() -> int {
+    BenchOptions options = a->options;
+    options.shuffle = a->order == "shuffle";
+    options.decode.layout = a->layout == "chw" ? PixelLayout::chw : PixelLayout::hwc;
+    options.decode.type = a->dtype == "float32" ? PixelType::float32 : PixelType::uint8;
+    options.decode.filter = a->filter == "bicubic" ? ResampleFilter::bicubic : ResampleFilter::bilinear;
+    options.decode.crop_aware = !a->no_crop_aware;
+    options.measure_limit = !a->no_limit;
+    const Cache cache = Cache::open(a->cache);
+    const bool text = !a->json && !global.quiet;
+    const BenchReport report = run_bench(cache, options, [&](const BenchReport& r, size_t epoch) {
+      if (!text) return;
+      if (epoch == 0) {
+        std::printf("%s: pipeline %s, %llu images (%s), %u threads, batch %zu%s%s\n", a->cache.c_str(), r.pipeline.c_str(),
+                    static_cast<unsigned long long>(r.samples), human_bytes(r.payload_bytes).c_str(), r.threads, r.batch_size,
+                    r.crops_per_image > 1 ? (", " + std::to_string(r.crops_per_image) + " crops/image").c_str() : "",
+                    r.image_format == "yuv420" ? ", yuv420" : "");
+      }
+      const BenchEpoch& e = r.epochs.back();
+      std::printf("epoch %zu: %9.1f img/s %9.1f MB/s %8.2f ms/batch%s\n", epoch + 1, e.images_per_second,
+                  e.megabytes_per_second, e.ms_per_batch, epoch == 0 && options.cold ? "  (cold)" : "");
+      std::fflush(stdout);
+    });
+    if (a->json) {
+      print_json(report_json(report));
+    } else if (text && !report.limit_kind.empty()) {
+      if (report.limit_kind == "memcpy")
+        std::printf("limit:   %9.1f MB/s (memcpy, %u threads)\n", report.limit_megabytes_per_second, report.threads);
+      else
+        std::printf("limit:   %9.1f img/s (tjDecompress2 full decode %.1f img/s x %u threads)\n",
+                    report.limit_images_per_second, report.limit_single_thread_images_per_second, report.threads);
+      std::printf("efficiency: %.2f (best epoch / limit)\n", report.efficiency);
+    }
+    return 0;
+  };
+}
+
+}  // namespace slip::cli

@@ -1,0 +1,59 @@
+// slip/bench.hpp — how fast a cache loads, and how close that is to the machine's limit.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "slip/decode.hpp"
+
+namespace slip {
+
+class Cache;
+
+struct BenchOptions {
+  std::string pipeline = "rrc";  // raw, decode, center, rrc, direct-rrc, multicrop
+  std::string crops;             // multicrop: a crop spec overriding the dino preset
+  DecodeOptions decode;          // threads, seed, layout, type, filter, crop_aware, field
+  size_t batch_size = 256;
+  unsigned epochs = 3;
+  bool cold = false;             // drop the cache's files from the page cache before epoch 1
+  bool shuffle = false;          // Feistel order per epoch instead of sequential
+  uint64_t max_samples = 0;      // 0: every sample
+  bool measure_limit = true;
+};
+
+struct BenchEpoch {
+  double seconds = 0;
+  double images_per_second = 0;
+  double megabytes_per_second = 0;  // payload bytes read (10^6 B/s)
+  double ms_per_batch = 0;
+  uint64_t crops = 0;
+};
+
+struct BenchReport {
+  std::string pipeline;
+  std::string field, image_format;
+  unsigned threads = 1;
+  size_t batch_size = 0;
+  uint64_t samples = 0;
+  uint64_t payload_bytes = 0;  // per epoch
+  uint32_t crops_per_image = 0;
+  int dct_scaling = 0;         // crop-aware decoding on (1) / off (0)
+  std::vector<BenchEpoch> epochs;
+  // The limit measured in the same run on the same samples: decode pipelines, one-thread
+  // tjDecompress2 (full image to RGB) x threads; raw, memcpy between heap buffers.
+  std::string limit_kind;
+  double limit_images_per_second = 0;
+  double limit_megabytes_per_second = 0;
+  double limit_single_thread_images_per_second = 0;
+  double best_images_per_second = 0;  // the best epoch (warm)
+  double efficiency = 0;              // best / limit
+};
+
+// Runs the benchmark; `on_epoch` (optional) is called after each epoch.
+BenchReport run_bench(const Cache& cache, const BenchOptions& options,
+                      const std::function<void(const BenchReport&, size_t epoch)>& on_epoch = {});
+
+}  // namespace slip

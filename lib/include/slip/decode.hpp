@@ -1,0 +1,113 @@
+// slip/decode.hpp — the batch decode engine: sample ids in, a caller-owned batch of crops out.
+//
+// Every crop is a window (x, y, w, h) in source pixels chosen by a sampler, resized to a square
+// output with Pillow's separable resampling (antialiased: the filter support widens with the
+// shrink factor), optionally flipped. Windows are a pure function of (seed, epoch, sample id,
+// crop index) through a counter-based generator, so a batch does not depend on the thread count
+// or on which thread took which sample. JPEG payloads are decoded crop-aware through the
+// libjpeg API: rows above and below the window are skipped, columns outside it are not
+// decoded, and DCT-domain scaling (1/2, 1/4, 1/8) is used when the window is at least twice the
+// output size.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace slip {
+
+class Cache;
+
+enum class CropSampler {
+  full,        // the whole image (no resize; the "decode" pipeline)
+  center,      // Resize(short side -> out / center_ratio) + CenterCrop(out), as one window
+  rrc,         // torchvision 0.14 RandomResizedCrop.get_params, exactly
+  direct_rrc,  // analytic RRC: ratio from its feasible range, then scale within what fits
+};
+
+// One group of crops of the same size and sampler; the engine writes one output buffer per
+// group: [B, count, H, W, 3] (HWC) or [B, count, 3, H, W] (CHW).
+struct CropGroup {
+  CropSampler sampler = CropSampler::rrc;
+  uint32_t size = 224;  // output side in pixels
+  uint32_t count = 1;
+  double scale_lo = 0.08, scale_hi = 1.0;     // rrc / direct_rrc: area fraction
+  double ratio_lo = 3.0 / 4.0, ratio_hi = 4.0 / 3.0;
+  double center_ratio = 224.0 / 256.0;        // center: crop side / resized short side
+};
+
+// "2x224@0.32-1,8x96@0.05-0.32" (count x size @ scale range; count and range optional) or the
+// preset "dino". Throws Error(usage) on a malformed spec.
+std::vector<CropGroup> parse_crop_groups(std::string_view spec);
+
+// The crop groups of a bench pipeline name: center, rrc, direct-rrc, multicrop (= dino).
+std::vector<CropGroup> pipeline_crop_groups(std::string_view pipeline);
+
+struct CropWindow {
+  int32_t x = 0, y = 0, width = 0, height = 0;  // in source pixels, inside the image
+  bool flip = false;
+};
+
+// The window of crop `crop_index` of sample `sample` (crop indices count across groups).
+CropWindow sample_crop_window(const CropGroup& group, uint32_t image_width, uint32_t image_height,
+                              uint64_t seed, uint64_t epoch, uint64_t sample, uint32_t crop_index,
+                              double flip_probability);
+
+enum class PixelLayout { hwc, chw };
+enum class PixelType { uint8, float32 };
+enum class ResampleFilter { bilinear, bicubic };
+
+struct DecodeOptions {
+  std::vector<CropGroup> groups = {CropGroup{}};
+  double flip_probability = 0.0;
+  PixelLayout layout = PixelLayout::hwc;
+  PixelType type = PixelType::uint8;
+  // float32 only: out = (pixel / 255 - mean) / std, per channel (ImageNet's by default).
+  std::array<float, 3> mean = {0.485f, 0.456f, 0.406f};
+  std::array<float, 3> std = {0.229f, 0.224f, 0.225f};
+  ResampleFilter filter = ResampleFilter::bilinear;
+  bool crop_aware = true;  // false: full decode, then crop (the reference path)
+  uint64_t seed = 0;
+  unsigned threads = 0;    // 0: available_cpus()
+  std::string field;       // empty: the cache's first image field
+};
+
+// Bytes one sample occupies in the output buffer of group g.
+size_t crop_group_sample_bytes(const CropGroup& group, PixelType type);
+
+class BatchDecoder {
+ public:
+  // Throws Error(usage) when the field is not an image field or the options are invalid.
+  BatchDecoder(const Cache& cache, DecodeOptions options);
+  ~BatchDecoder();
+  BatchDecoder(const BatchDecoder&) = delete;
+  BatchDecoder& operator=(const BatchDecoder&) = delete;
+
+  const DecodeOptions& options() const noexcept;
+  unsigned threads() const noexcept;
+
+  // Decodes ids[i] into slot i of each group's buffer; outputs[g] must hold at least
+  // ids.size() * crop_group_sample_bytes(groups[g], type) bytes. Throws Error(bad_input) naming
+  // the first sample that failed to decode (the buffers' contents are then unspecified).
+  void decode(std::span<const uint64_t> ids, uint64_t epoch, std::span<const std::span<std::byte>> outputs);
+
+  // Full decodes (no crop, no resize) of ids on all threads; returns the sum of the decoded
+  // pixel bytes (the "decode" bench pipeline; the pixels land in per-thread scratch).
+  uint64_t decode_full(std::span<const uint64_t> ids);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+struct RgbImage;
+// One sample's full image decoded by the engine's single-image path (what verify --decode
+// compares against an accurate TurboJPEG decode). Throws Error(bad_input) on a corrupt image.
+RgbImage engine_decode_full(std::span<const std::byte> payload);
+
+}  // namespace slip

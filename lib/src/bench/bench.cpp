@@ -1,0 +1,207 @@
+// slip bench: epochs of batches through the decode engine (or raw copies), timed, and the
+// machine's limit measured in the same run on the same samples.
+#include "slip/bench.hpp"
+
+#include <turbojpeg.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <memory>
+
+#include "decode/worker_pool.hpp"
+#include "slip/cache.hpp"
+#include "slip/error.hpp"
+#include "slip/runtime.hpp"
+#include "slip/shuffle.hpp"
+
+namespace slip {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+bool is_jpeg(std::span<const std::byte> data) {
+  return data.size() >= 2 && data[0] == std::byte{0xFF} && data[1] == std::byte{0xD8};
+}
+
+// One-thread full TurboJPEG decodes of the JPEG samples among `ids` (for at least ~1.5 s or
+// every sample once): images per second.
+double turbojpeg_single_thread_rate(const Cache& cache, size_t field, const std::vector<uint64_t>& ids) {
+  std::unique_ptr<void, int (*)(tjhandle)> handle(tjInitDecompress(), tjDestroy);
+  if (!handle) throw Error(Errc::io, "tjInitDecompress failed");
+  std::vector<uint8_t> pixels;
+  uint64_t images = 0;
+  const auto start = Clock::now();
+  for (size_t round = 0;; ++round) {
+    for (uint64_t id : ids) {
+      const auto payload = cache.payload(field, id);
+      if (!is_jpeg(payload)) continue;
+      int width = 0, height = 0, subsamp = 0, colorspace = 0;
+      const auto* data = reinterpret_cast<const unsigned char*>(payload.data());
+      if (tjDecompressHeader3(handle.get(), data, static_cast<unsigned long>(payload.size()), &width, &height, &subsamp,
+                              &colorspace) != 0 ||
+          colorspace == TJCS_CMYK || colorspace == TJCS_YCCK)
+        continue;
+      pixels.resize(static_cast<size_t>(width) * height * 3);
+      tjDecompress2(handle.get(), data, static_cast<unsigned long>(payload.size()), pixels.data(), width, 0, height,
+                    TJPF_RGB, 0);
+      ++images;
+      if (images >= 64 && seconds_since(start) > 1.5) break;
+    }
+    if ((images >= 64 && seconds_since(start) > 1.5) || round > 1000 || images == 0) break;
+  }
+  const double elapsed = seconds_since(start);
+  return images ? static_cast<double>(images) / elapsed : 0.0;
+}
+
+}  // namespace
+
+BenchReport run_bench(const Cache& cache, const BenchOptions& options,
+                      const std::function<void(const BenchReport&, size_t)>& on_epoch) {
+  const std::string& pipeline = options.pipeline;
+  const bool raw = pipeline == "raw";
+  const bool full = pipeline == "decode";
+  if (!raw && !full && pipeline != "center" && pipeline != "rrc" && pipeline != "direct-rrc" && pipeline != "multicrop")
+    throw Error(Errc::usage, "unknown pipeline '" + pipeline + "' (raw, decode, center, rrc, direct-rrc, multicrop)");
+  if (options.batch_size < 1) throw Error(Errc::usage, "--batch-size must be >= 1");
+  if (options.epochs < 1) throw Error(Errc::usage, "--epochs must be >= 1");
+
+  DecodeOptions decode = options.decode;
+  decode.groups = pipeline == "multicrop" && !options.crops.empty() ? parse_crop_groups(options.crops)
+                  : raw                                             ? std::vector<CropGroup>{CropGroup{}}
+                                                                    : pipeline_crop_groups(pipeline);
+  const unsigned threads = std::clamp(decode.threads ? decode.threads : available_cpus(), 1u, 256u);
+  decode.threads = threads;
+  // The engine validates the field and options even for raw (it names the image field).
+  BatchDecoder engine(cache, decode);
+  size_t field = 0;
+  for (size_t i = 0; i < cache.fields().size(); ++i)
+    if (decode.field.empty() ? cache.fields()[i].type == FieldType::image : cache.fields()[i].name == decode.field) {
+      field = i;
+      break;
+    }
+
+  BenchReport report;
+  report.pipeline = pipeline;
+  report.field = cache.fields()[field].name;
+  report.image_format = cache.fields()[field].image_format.empty() ? "jpeg" : cache.fields()[field].image_format;
+  report.threads = threads;
+  report.batch_size = options.batch_size;
+  report.samples = options.max_samples ? std::min<uint64_t>(options.max_samples, cache.size()) : cache.size();
+  report.dct_scaling = decode.crop_aware ? 1 : 0;
+  for (const CropGroup& g : decode.groups) report.crops_per_image += raw || full ? 0 : g.count;
+  if (report.samples == 0) throw Error(Errc::usage, "the cache has no samples to benchmark");
+  for (uint64_t id = 0; id < report.samples; ++id) {
+    const MetaRecord record = cache.record(field, id);
+    if (record.data_size > cache.fields()[field].max_size)
+      throw Error(Errc::bad_input, "payload larger than the manifest's max_size").with_sample(id);
+    report.payload_bytes += record.data_size;
+  }
+
+  // Output buffers: preallocated once, reused by every batch.
+  std::vector<std::vector<std::byte>> buffers;
+  std::vector<std::span<std::byte>> outputs;
+  if (!raw && !full) {
+    for (const CropGroup& g : decode.groups) buffers.emplace_back(options.batch_size * crop_group_sample_bytes(g, decode.type));
+    for (auto& b : buffers) outputs.emplace_back(b);
+  }
+  // raw: what a loader's I/O stage fills: payload bytes (max_size each), sizes, heights, widths.
+  const uint64_t max_size = std::max<uint64_t>(cache.fields()[field].max_size, 1);
+  std::vector<std::byte> raw_data(raw ? options.batch_size * max_size : 0);
+  std::vector<uint64_t> raw_sizes(raw ? options.batch_size : 0);
+  std::vector<uint32_t> raw_heights(raw_sizes.size()), raw_widths(raw_sizes.size());
+  detail::WorkerPool raw_pool(raw ? threads : 1);
+
+  if (options.cold) cache.drop_page_cache();
+  std::vector<uint64_t> ids(options.batch_size);
+  for (unsigned epoch = 0; epoch < options.epochs; ++epoch) {
+    std::unique_ptr<EpochOrder> order;
+    if (options.shuffle) {
+      ShuffleSpec spec;
+      spec.num_samples = report.samples;
+      spec.seed = decode.seed;
+      spec.epoch = epoch;
+      order = std::make_unique<EpochOrder>(spec);
+    }
+    uint64_t batches = 0;
+    const auto start = Clock::now();
+    for (uint64_t first = 0; first < report.samples; first += options.batch_size) {
+      throw_if_interrupted();
+      const size_t count = static_cast<size_t>(std::min<uint64_t>(options.batch_size, report.samples - first));
+      const std::span<uint64_t> batch(ids.data(), count);
+      if (order) order->fill(first, batch);
+      else
+        for (size_t i = 0; i < count; ++i) batch[i] = first + i;
+      if (raw) {
+        raw_pool.run(count, [&](unsigned, size_t i) {
+          const MetaRecord record = cache.record(field, batch[i]);
+          const auto payload = cache.payload(field, batch[i]);
+          std::memcpy(raw_data.data() + i * max_size, payload.data(), payload.size());
+          raw_sizes[i] = record.data_size;
+          raw_heights[i] = record.height;
+          raw_widths[i] = record.width;
+        });
+      } else if (full) {
+        engine.decode_full(batch);
+      } else {
+        engine.decode(batch, epoch, outputs);
+      }
+      ++batches;
+    }
+    BenchEpoch e;
+    e.seconds = seconds_since(start);
+    e.images_per_second = static_cast<double>(report.samples) / e.seconds;
+    e.megabytes_per_second = static_cast<double>(report.payload_bytes) / 1e6 / e.seconds;
+    e.ms_per_batch = e.seconds * 1e3 / static_cast<double>(batches);
+    e.crops = report.samples * report.crops_per_image;
+    report.epochs.push_back(e);
+    report.best_images_per_second = std::max(report.best_images_per_second, e.images_per_second);
+    if (on_epoch) on_epoch(report, epoch);
+  }
+
+  if (options.measure_limit) {
+    if (raw) {
+      // The same copies (same sizes, same destinations, same threads) from a warm heap copy of
+      // the payloads instead of the mapped cache file: memcpy bandwidth for this access pattern.
+      std::vector<uint64_t> offsets(report.samples + 1);
+      for (uint64_t id = 0; id < report.samples; ++id) offsets[id + 1] = offsets[id] + cache.record(field, id).data_size;
+      std::vector<std::byte> heap(offsets.back());
+      for (uint64_t id = 0; id < report.samples; ++id) {
+        const auto payload = cache.payload(field, id);
+        std::memcpy(heap.data() + offsets[id], payload.data(), payload.size());
+      }
+      uint64_t copied = 0;
+      const auto start = Clock::now();
+      do {
+        for (uint64_t first = 0; first < report.samples; first += options.batch_size) {
+          const size_t count = static_cast<size_t>(std::min<uint64_t>(options.batch_size, report.samples - first));
+          raw_pool.run(count, [&](unsigned, size_t i) {
+            const uint64_t id = first + i;
+            std::memcpy(raw_data.data() + i * max_size, heap.data() + offsets[id], offsets[id + 1] - offsets[id]);
+          });
+        }
+        copied += offsets.back();
+      } while (seconds_since(start) < 1.0);
+      report.limit_kind = "memcpy";
+      report.limit_megabytes_per_second = static_cast<double>(copied) / 1e6 / seconds_since(start);
+      const double bytes_per_image = static_cast<double>(report.payload_bytes) / static_cast<double>(report.samples);
+      report.limit_images_per_second = report.limit_megabytes_per_second * 1e6 / bytes_per_image;
+      report.limit_single_thread_images_per_second = report.limit_images_per_second / threads;
+    } else if (report.image_format == "jpeg") {
+      std::vector<uint64_t> sample_ids(report.samples);
+      for (uint64_t i = 0; i < report.samples; ++i) sample_ids[i] = i;
+      report.limit_kind = "tjDecompress2 x threads";
+      report.limit_single_thread_images_per_second = turbojpeg_single_thread_rate(cache, field, sample_ids);
+      report.limit_images_per_second = report.limit_single_thread_images_per_second * threads;
+      report.limit_megabytes_per_second = report.limit_images_per_second * static_cast<double>(report.payload_bytes) /
+                                          static_cast<double>(report.samples) / 1e6;
+    }
+    if (report.limit_images_per_second > 0)
+      report.efficiency = report.best_images_per_second / report.limit_images_per_second;
+  }
+  return report;
+}
+
+}  // namespace slip

@@ -1,0 +1,390 @@
+// BatchDecoder: per-thread scratch, one libjpeg decompressor per thread, crop-aware decoding,
+// Pillow-exact resampling, and the output layouts.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <optional>
+
+#include "decode/jpeg_region.hpp"
+#include "decode/resample.hpp"
+#include "decode/worker_pool.hpp"
+#include "slip/cache.hpp"
+#include "slip/decode.hpp"
+#include "slip/error.hpp"
+#include "slip/image.hpp"
+#include "slip/runtime.hpp"
+
+namespace slip {
+
+size_t crop_group_sample_bytes(const CropGroup& group, PixelType type) {
+  return static_cast<size_t>(group.count) * group.size * group.size * 3 * (type == PixelType::float32 ? 4 : 1);
+}
+
+namespace {
+
+using detail::DecodedRegion;
+using detail::JpegImageInfo;
+using detail::JpegRegionDecoder;
+using detail::ResampleScratch;
+using detail::RgbView;
+
+bool is_jpeg(std::span<const std::byte> data) {
+  return data.size() >= 2 && data[0] == std::byte{0xFF} && data[1] == std::byte{0xD8};
+}
+
+// The largest DCT scale denominator (8, 4, 2, else 1) at which every window is still at least
+// as large as its output: decoding at 1/d costs about 1/d^2 of the IDCT work, and the
+// antialiased resize that follows needs no more pixels than that.
+int choose_denominator(std::span<const CropWindow> windows, std::span<const uint32_t> sizes) {
+  for (int d : {8, 4, 2}) {
+    bool fits = true;
+    for (size_t i = 0; i < windows.size() && fits; ++i)
+      fits = windows[i].width >= d * static_cast<int64_t>(sizes[i]) && windows[i].height >= d * static_cast<int64_t>(sizes[i]);
+    if (fits) return d;
+  }
+  return 1;
+}
+
+// YUV420 payload (spec §1.6) rows [y0, y1) x columns [x0, x1) to RGB: the inverse full-range
+// BT.601 transform in 16.16 fixed point, chroma upsampled by nearest neighbour (each chroma
+// sample covers its 2x2 block, as the Python loader's reference yuv420_to_rgb does).
+void yuv420_region_to_rgb(std::span<const std::byte> payload, int width, int height, int x0, int y0, int x1, int y1,
+                          uint8_t* out, size_t stride) {
+  const auto* yp = reinterpret_cast<const uint8_t*>(payload.data());
+  const uint8_t* up = yp + static_cast<size_t>(width) * height;
+  const uint8_t* vp = up + static_cast<size_t>(width / 2) * (height / 2);
+  constexpr int32_t kR = 91881, kGu = 22554, kGv = 46802, kB = 116130;  // 1.402, 0.344136, 0.714136, 1.772 * 65536
+  for (int y = y0; y < y1; ++y) {
+    const uint8_t* yrow = yp + static_cast<size_t>(y) * width;
+    const uint8_t* urow = up + static_cast<size_t>(y / 2) * (width / 2);
+    const uint8_t* vrow = vp + static_cast<size_t>(y / 2) * (width / 2);
+    uint8_t* o = out + static_cast<size_t>(y - y0) * stride;
+    for (int x = x0; x < x1; ++x, o += 3) {
+      const int32_t luma = yrow[x] << 16 | 1 << 15, u = urow[x / 2] - 128, v = vrow[x / 2] - 128;
+      o[0] = static_cast<uint8_t>(std::clamp((luma + kR * v) >> 16, 0, 255));
+      o[1] = static_cast<uint8_t>(std::clamp((luma - kGu * u - kGv * v) >> 16, 0, 255));
+      o[2] = static_cast<uint8_t>(std::clamp((luma + kB * u) >> 16, 0, 255));
+    }
+  }
+}
+
+struct Worker {
+  JpegRegionDecoder jpeg;
+  std::vector<uint8_t> region;
+  std::vector<uint8_t> crop;
+  ResampleScratch resample;
+  std::vector<CropWindow> windows;
+  std::vector<uint32_t> sizes;
+  RgbImage fallback;
+  uint64_t decoded_bytes = 0;
+  std::optional<Error> error;
+  size_t error_slot = std::numeric_limits<size_t>::max();
+};
+
+}  // namespace
+
+struct BatchDecoder::Impl {
+  const Cache& cache;
+  DecodeOptions options;
+  size_t field = 0;
+  bool yuv420 = false;
+  std::vector<Worker> workers;
+  detail::WorkerPool pool;
+  std::array<float, 3> scale{}, bias{};
+  uint32_t total_crops = 0;
+
+  Impl(const Cache& c, DecodeOptions o, unsigned threads)
+      : cache(c), options(std::move(o)), workers(threads), pool(threads) {}
+
+  void fail(Worker& w, size_t slot, uint64_t id, std::string message) {
+    if (slot < w.error_slot) {
+      w.error = Error(Errc::bad_input, std::move(message));
+      w.error->with_path((cache.path() / (cache.fields()[field].name + ".bin")).string()).with_sample(id);
+      if (auto record = cache.record(field, id); true) w.error->with_offset(record.data_ptr);
+      w.error_slot = slot;
+    }
+  }
+
+  // Decodes sample `id`'s pixels covering all its windows into w's region; returns the region
+  // view and the scale (1/denominator) windows must be mapped by. Fills w.windows.
+  bool prepare(Worker& w, size_t slot, uint64_t id, bool full, RgbView& view, double& inv_scale, double& origin_x,
+               double& origin_y) {
+    const std::span<const std::byte> payload = cache.payload(field, id);
+    auto make_windows = [&](int width, int height) {
+      w.windows.clear();
+      w.sizes.clear();
+      if (full) {
+        w.windows.push_back({0, 0, width, height, false});
+        w.sizes.push_back(0);
+        return;
+      }
+      uint32_t crop_index = 0;
+      for (const CropGroup& g : options.groups)
+        for (uint32_t k = 0; k < g.count; ++k, ++crop_index) {
+          w.windows.push_back(sample_crop_window(g, static_cast<uint32_t>(width), static_cast<uint32_t>(height), options.seed,
+                                                 epoch, id, crop_index, options.flip_probability));
+          w.sizes.push_back(g.size);
+        }
+    };
+    auto union_box = [&](int& x0, int& y0, int& x1, int& y1) {
+      x0 = y0 = std::numeric_limits<int>::max();
+      x1 = y1 = 0;
+      for (const CropWindow& win : w.windows) {
+        x0 = std::min(x0, win.x);
+        y0 = std::min(y0, win.y);
+        x1 = std::max(x1, win.x + win.width);
+        y1 = std::max(y1, win.y + win.height);
+      }
+    };
+    inv_scale = 1.0;
+    origin_x = origin_y = 0;
+    if (yuv420) {
+      const MetaRecord record = cache.record(field, id);
+      const auto width = static_cast<int>(record.width), height = static_cast<int>(record.height);
+      if (width < 2 || height < 2 || width % 2 || height % 2 ||
+          payload.size() != static_cast<size_t>(width) * static_cast<size_t>(height) * 3 / 2) {
+        fail(w, slot, id, "YUV420 payload of " + std::to_string(payload.size()) + " bytes does not match " +
+                              std::to_string(width) + "x" + std::to_string(height));
+        return false;
+      }
+      make_windows(width, height);
+      int x0, y0, x1, y1;
+      union_box(x0, y0, x1, y1);
+      const size_t stride = static_cast<size_t>(x1 - x0) * 3;
+      if (w.region.size() < stride * static_cast<size_t>(y1 - y0)) w.region.resize(stride * static_cast<size_t>(y1 - y0));
+      yuv420_region_to_rgb(payload, width, height, x0, y0, x1, y1, w.region.data(), stride);
+      view = {w.region.data(), x1 - x0, y1 - y0, stride};
+      origin_x = x0;
+      origin_y = y0;
+      return true;
+    }
+    JpegImageInfo info;
+    if (is_jpeg(payload) && w.jpeg.read_header(payload, info) && info.rgb_capable) {
+      if (info.width <= 0 || info.height <= 0 || static_cast<uint64_t>(info.width) * info.height > (1ull << 28)) {
+        fail(w, slot, id, "JPEG of " + std::to_string(info.width) + "x" + std::to_string(info.height) + " refused");
+        return false;
+      }
+      make_windows(info.width, info.height);
+      int x0 = 0, y0 = 0, x1 = info.width, y1 = info.height;
+      int denom = 1;
+      if (options.crop_aware && !full) {
+        union_box(x0, y0, x1, y1);
+        denom = choose_denominator(w.windows, w.sizes);
+      } else if (!full) {
+        // The reference path: the whole image, cropped afterwards.
+      }
+      const int rx0 = x0 / denom, ry0 = y0 / denom;
+      const int rx1 = (x1 + denom - 1) / denom, ry1 = (y1 + denom - 1) / denom;
+      DecodedRegion region;
+      if (!w.jpeg.decode_region(denom, rx0, ry0, rx1, ry1, w.region, region)) {
+        fail(w, slot, id, "corrupt JPEG: " + w.jpeg.message());
+        return false;
+      }
+      view = {region.data + static_cast<size_t>(region.x_offset) * 3, std::min(rx1, region.scaled_width) - rx0,
+              std::min(ry1, region.scaled_height) - ry0, region.stride};
+      inv_scale = 1.0 / denom;
+      origin_x = rx0;
+      origin_y = ry0;
+      return true;
+    }
+    // Everything else (PNG and other images kept by --non-jpeg keep, CMYK JPEGs): a full
+    // decode through the general codec; this path allocates per sample.
+    try {
+      w.fallback = decode_to_rgb(payload);
+    } catch (const Error& e) {
+      fail(w, slot, id, e.message());
+      return false;
+    }
+    make_windows(static_cast<int>(w.fallback.width), static_cast<int>(w.fallback.height));
+    view = {w.fallback.pixels.data(), static_cast<int>(w.fallback.width), static_cast<int>(w.fallback.height),
+            static_cast<size_t>(w.fallback.width) * 3};
+    return true;
+  }
+
+  uint64_t epoch = 0;
+
+  void emit(const uint8_t* crop, uint32_t size, bool flip, std::byte* dst) const {
+    const size_t plane = static_cast<size_t>(size) * size;
+    const bool chw = options.layout == PixelLayout::chw;
+    if (options.type == PixelType::uint8) {
+      auto* out = reinterpret_cast<uint8_t*>(dst);
+      if (!chw && !flip) {
+        std::memcpy(out, crop, plane * 3);
+        return;
+      }
+      for (uint32_t y = 0; y < size; ++y)
+        for (uint32_t x = 0; x < size; ++x) {
+          const uint8_t* p = crop + (static_cast<size_t>(y) * size + (flip ? size - 1 - x : x)) * 3;
+          const size_t o = static_cast<size_t>(y) * size + x;
+          if (chw) {
+            out[o] = p[0];
+            out[plane + o] = p[1];
+            out[2 * plane + o] = p[2];
+          } else {
+            std::memcpy(out + o * 3, p, 3);
+          }
+        }
+      return;
+    }
+    auto* out = reinterpret_cast<float*>(dst);
+    for (uint32_t y = 0; y < size; ++y)
+      for (uint32_t x = 0; x < size; ++x) {
+        const uint8_t* p = crop + (static_cast<size_t>(y) * size + (flip ? size - 1 - x : x)) * 3;
+        const size_t o = static_cast<size_t>(y) * size + x;
+        for (int c = 0; c < 3; ++c) {
+          const float v = static_cast<float>(p[c]) * scale[c] + bias[c];
+          if (chw) out[c * plane + o] = v;
+          else out[o * 3 + c] = v;
+        }
+      }
+  }
+
+  void process(unsigned thread, size_t slot, uint64_t id, std::span<const std::span<std::byte>> outputs) {
+    Worker& w = workers[thread];
+    RgbView view;
+    double inv_scale, ox, oy;
+    if (!prepare(w, slot, id, false, view, inv_scale, ox, oy)) return;
+    size_t k = 0;
+    for (size_t g = 0; g < options.groups.size(); ++g) {
+      const CropGroup& group = options.groups[g];
+      const size_t per_crop = crop_group_sample_bytes(group, options.type) / group.count;
+      w.crop.resize(static_cast<size_t>(group.size) * group.size * 3);
+      for (uint32_t c = 0; c < group.count; ++c, ++k) {
+        const CropWindow& win = w.windows[k];
+        const double x0 = win.x * inv_scale - ox, y0 = win.y * inv_scale - oy;
+        const double x1 = std::min<double>((win.x + win.width) * inv_scale - ox, view.width);
+        const double y1 = std::min<double>((win.y + win.height) * inv_scale - oy, view.height);
+        detail::resample_rgb(view, x0, y0, x1, y1, static_cast<int>(group.size), static_cast<int>(group.size), options.filter,
+                             w.resample, w.crop.data());
+        std::byte* dst = outputs[g].data() + slot * crop_group_sample_bytes(group, options.type) + c * per_crop;
+        emit(w.crop.data(), group.size, win.flip, dst);
+      }
+    }
+  }
+
+  void rethrow_first_error() {
+    Worker* first = nullptr;
+    for (Worker& w : workers)
+      if (w.error && (!first || w.error_slot < first->error_slot)) first = &w;
+    if (!first) return;
+    Error e = *first->error;
+    for (Worker& w : workers) {
+      w.error.reset();
+      w.error_slot = std::numeric_limits<size_t>::max();
+    }
+    throw e;
+  }
+};
+
+BatchDecoder::BatchDecoder(const Cache& cache, DecodeOptions options) {
+  unsigned threads = options.threads ? options.threads : available_cpus();
+  threads = std::clamp(threads, 1u, 256u);
+  if (options.groups.empty()) throw Error(Errc::usage, "no crop groups");
+  for (const CropGroup& g : options.groups)
+    if (g.size < 1 || g.size > 4096 || g.count < 1)
+      throw Error(Errc::usage, "crop size must be in 1..4096 and count >= 1");
+  if (!(options.flip_probability >= 0 && options.flip_probability <= 1))
+    throw Error(Errc::usage, "flip probability must be in [0, 1]");
+  std::optional<size_t> field;
+  if (options.field.empty()) {
+    for (size_t i = 0; i < cache.fields().size() && !field; ++i)
+      if (cache.fields()[i].type == FieldType::image) field = i;
+    if (!field) throw Error(Errc::usage, "the cache has no image field");
+  } else {
+    field = cache.field_index(options.field);
+    if (!field || (cache.fields()[*field].type != FieldType::image && cache.fields()[*field].type != FieldType::bytes))
+      throw Error(Errc::usage, "'" + options.field + "' is not an image field of the cache");
+  }
+  impl_ = std::make_unique<Impl>(cache, std::move(options), threads);
+  impl_->field = *field;
+  impl_->yuv420 = cache.fields()[*field].image_format == "yuv420";
+  for (int c = 0; c < 3; ++c) {
+    if (!(impl_->options.std[c] > 0)) throw Error(Errc::usage, "normalisation std must be > 0");
+    impl_->scale[c] = 1.0f / (255.0f * impl_->options.std[c]);
+    impl_->bias[c] = -impl_->options.mean[c] / impl_->options.std[c];
+  }
+}
+
+BatchDecoder::~BatchDecoder() = default;
+
+const DecodeOptions& BatchDecoder::options() const noexcept { return impl_->options; }
+unsigned BatchDecoder::threads() const noexcept { return impl_->pool.size(); }
+
+void BatchDecoder::decode(std::span<const uint64_t> ids, uint64_t epoch, std::span<const std::span<std::byte>> outputs) {
+  throw_if_interrupted();
+  Impl& impl = *impl_;
+  if (outputs.size() != impl.options.groups.size())
+    throw Error(Errc::usage, "decode needs one output buffer per crop group");
+  for (size_t g = 0; g < outputs.size(); ++g)
+    if (outputs[g].size() < ids.size() * crop_group_sample_bytes(impl.options.groups[g], impl.options.type))
+      throw Error(Errc::usage, "output buffer " + std::to_string(g) + " is too small for the batch");
+  for (uint64_t id : ids)
+    if (id >= impl.cache.size()) throw Error(Errc::usage, "sample id " + std::to_string(id) + " is out of range");
+  impl.epoch = epoch;
+  const detail::WorkerPool::Body body = [&](unsigned thread, size_t slot) {
+    try {
+      impl.process(thread, slot, ids[slot], outputs);
+    } catch (const Error& e) {
+      impl.fail(impl.workers[thread], slot, ids[slot], e.message());
+    } catch (const std::exception& e) {
+      impl.fail(impl.workers[thread], slot, ids[slot], e.what());
+    }
+  };
+  impl.pool.run(ids.size(), body);
+  impl.rethrow_first_error();
+}
+
+uint64_t BatchDecoder::decode_full(std::span<const uint64_t> ids) {
+  throw_if_interrupted();
+  Impl& impl = *impl_;
+  for (uint64_t id : ids)
+    if (id >= impl.cache.size()) throw Error(Errc::usage, "sample id " + std::to_string(id) + " is out of range");
+  for (Worker& w : impl.workers) w.decoded_bytes = 0;
+  const detail::WorkerPool::Body body = [&](unsigned thread, size_t slot) {
+    Worker& w = impl.workers[thread];
+    try {
+      RgbView view;
+      double s, ox, oy;
+      if (impl.prepare(w, slot, ids[slot], true, view, s, ox, oy))
+        w.decoded_bytes += static_cast<uint64_t>(view.width) * static_cast<uint64_t>(view.height) * 3;
+    } catch (const Error& e) {
+      impl.fail(w, slot, ids[slot], e.message());
+    } catch (const std::exception& e) {
+      impl.fail(w, slot, ids[slot], e.what());
+    }
+  };
+  impl.pool.run(ids.size(), body);
+  impl.rethrow_first_error();
+  uint64_t total = 0;
+  for (const Worker& w : impl.workers) total += w.decoded_bytes;
+  return total;
+}
+
+RgbImage engine_decode_full(std::span<const std::byte> payload) {
+  if (is_jpeg(payload)) {
+    JpegRegionDecoder jpeg;
+    JpegImageInfo info;
+    if (jpeg.read_header(payload, info) && info.rgb_capable) {
+      if (info.width <= 0 || info.height <= 0 || static_cast<uint64_t>(info.width) * info.height > (1ull << 28))
+        throw Error(Errc::bad_input, "JPEG of " + std::to_string(info.width) + "x" + std::to_string(info.height) + " refused");
+      std::vector<uint8_t> scratch;
+      DecodedRegion region;
+      if (!jpeg.decode_region(1, 0, 0, info.width, info.height, scratch, region))
+        throw Error(Errc::bad_input, "corrupt JPEG: " + jpeg.message());
+      RgbImage image;
+      image.width = static_cast<uint32_t>(info.width);
+      image.height = static_cast<uint32_t>(info.height);
+      image.pixels.resize(static_cast<size_t>(info.width) * info.height * 3);
+      for (int y = 0; y < info.height; ++y)
+        std::memcpy(image.pixels.data() + static_cast<size_t>(y) * info.width * 3,
+                    region.data + static_cast<size_t>(y) * region.stride + static_cast<size_t>(region.x_offset) * 3,
+                    static_cast<size_t>(info.width) * 3);
+      return image;
+    }
+    if (!jpeg.message().empty()) throw Error(Errc::bad_input, "corrupt JPEG: " + jpeg.message());
+  }
+  return decode_to_rgb(payload);
+}
+
+}  // namespace slip

@@ -1,0 +1,102 @@
+#include "decode/jpeg_region.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace slip::detail {
+
+void JpegRegionDecoder::on_error(j_common_ptr info) {
+  auto* err = reinterpret_cast<ErrorManager*>(info->err);
+  char text[JMSG_LENGTH_MAX];
+  (*info->err->format_message)(info, text);
+  err->owner->message_ = text;
+  std::longjmp(err->jump, 1);
+}
+
+void JpegRegionDecoder::on_message(j_common_ptr info, int level) {
+  if (level >= 0) return;  // trace messages
+  auto* err = reinterpret_cast<ErrorManager*>(info->err);
+  if (err->owner->warned_) return;
+  char text[JMSG_LENGTH_MAX];
+  (*info->err->format_message)(info, text);
+  err->owner->message_ = text;
+  err->owner->warned_ = true;
+}
+
+JpegRegionDecoder::JpegRegionDecoder() {
+  cinfo_.err = jpeg_std_error(&error_.base);
+  error_.base.error_exit = on_error;
+  error_.base.emit_message = on_message;
+  error_.owner = this;
+  jpeg_create_decompress(&cinfo_);
+}
+
+JpegRegionDecoder::~JpegRegionDecoder() { jpeg_destroy_decompress(&cinfo_); }
+
+bool JpegRegionDecoder::read_header(std::span<const std::byte> data, JpegImageInfo& info) {
+  warned_ = false;
+  message_.clear();
+  if (setjmp(error_.jump)) {
+    jpeg_abort_decompress(&cinfo_);
+    return false;
+  }
+  jpeg_mem_src(&cinfo_, reinterpret_cast<const unsigned char*>(data.data()), static_cast<unsigned long>(data.size()));
+  jpeg_read_header(&cinfo_, TRUE);
+  info.width = static_cast<int>(cinfo_.image_width);
+  info.height = static_cast<int>(cinfo_.image_height);
+  info.components = cinfo_.num_components;
+  info.rgb_capable = cinfo_.jpeg_color_space == JCS_YCbCr || cinfo_.jpeg_color_space == JCS_GRAYSCALE ||
+                     cinfo_.jpeg_color_space == JCS_RGB;
+  if (warned_) {
+    jpeg_abort_decompress(&cinfo_);
+    return false;
+  }
+  return true;
+}
+
+void JpegRegionDecoder::scaled_size(int denom, int& width, int& height) {
+  // jdiv_round_up(image_size * 1, denom), as jpeg_calc_output_dimensions computes it.
+  width = static_cast<int>((cinfo_.image_width + denom - 1) / denom);
+  height = static_cast<int>((cinfo_.image_height + denom - 1) / denom);
+}
+
+bool JpegRegionDecoder::decode_region(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch,
+                                      DecodedRegion& out) {
+  const bool ok = decode_region_impl(denom, x0, y0, x1, y1, scratch, out);
+  jpeg_abort_decompress(&cinfo_);
+  return ok && !warned_;
+}
+
+bool JpegRegionDecoder::decode_region_impl(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch,
+                                           DecodedRegion& out) {
+  if (setjmp(error_.jump)) return false;
+  cinfo_.scale_num = 1;
+  cinfo_.scale_denom = static_cast<unsigned>(denom);
+  cinfo_.out_color_space = JCS_RGB;
+  cinfo_.dct_method = JDCT_ISLOW;
+  cinfo_.do_fancy_upsampling = TRUE;
+  jpeg_start_decompress(&cinfo_);
+  out.scaled_width = static_cast<int>(cinfo_.output_width);
+  out.scaled_height = static_cast<int>(cinfo_.output_height);
+  const int right = std::min(x1, out.scaled_width), bottom = std::min(y1, out.scaled_height);
+  JDIMENSION xoffset = static_cast<JDIMENSION>(x0), width = static_cast<JDIMENSION>(right - x0);
+  if (width < cinfo_.output_width) jpeg_crop_scanline(&cinfo_, &xoffset, &width);
+  out.x_offset = x0 - static_cast<int>(xoffset);
+  out.stride = static_cast<size_t>(cinfo_.output_width) * 3;
+  const int rows = bottom - y0;
+  if (scratch.size() < out.stride * static_cast<size_t>(rows)) scratch.resize(out.stride * static_cast<size_t>(rows));
+  if (y0 > 0) jpeg_skip_scanlines(&cinfo_, static_cast<JDIMENSION>(y0));
+  for (int y = 0; y < rows;) {
+    JSAMPROW row = scratch.data() + static_cast<size_t>(y) * out.stride;
+    const JDIMENSION got = jpeg_read_scanlines(&cinfo_, &row, 1);
+    if (got == 0) {
+      message_ = "no scanline returned";
+      return false;
+    }
+    y += static_cast<int>(got);
+  }
+  out.data = scratch.data();
+  return true;
+}
+
+}  // namespace slip::detail

@@ -1,0 +1,69 @@
+// Crop-aware JPEG decoding through the libjpeg API of libjpeg-turbo: one decompressor per
+// thread, reused; a region of the (optionally DCT-scaled) image decoded into caller scratch,
+// with rows above it skipped (jpeg_skip_scanlines), columns outside it not decoded
+// (jpeg_crop_scanline) and rows below it never read. libjpeg reports errors by longjmp: the
+// functions that hold the setjmp frame keep only trivially destructible locals.
+#pragma once
+
+#include <csetjmp>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <cstdio>  // jpeglib.h needs FILE
+#include <jpeglib.h>
+
+namespace slip::detail {
+
+struct JpegImageInfo {
+  int width = 0, height = 0;
+  int components = 0;
+  bool rgb_capable = false;  // false for CMYK/YCCK (the engine then takes the slow path)
+};
+
+// The decoded rows: region pixel (x, y) is data[(y * stride) + (x + x_offset) * 3].
+struct DecodedRegion {
+  const uint8_t* data = nullptr;
+  size_t stride = 0;
+  int x_offset = 0;  // columns left of the requested region (iMCU alignment)
+  int scaled_width = 0, scaled_height = 0;  // the whole image at the chosen scale
+};
+
+class JpegRegionDecoder {
+ public:
+  JpegRegionDecoder();
+  ~JpegRegionDecoder();
+  JpegRegionDecoder(const JpegRegionDecoder&) = delete;
+  JpegRegionDecoder& operator=(const JpegRegionDecoder&) = delete;
+
+  // Reads the header of `data` (which must outlive the following decode_region call).
+  // Returns false with message() set when the header is invalid.
+  bool read_header(std::span<const std::byte> data, JpegImageInfo& info);
+  // Decodes columns [x0, x1) and rows [y0, y1) of the image scaled by 1/denom (denom 1, 2, 4
+  // or 8; coordinates in scaled pixels) to RGB into `scratch`. Returns false with message()
+  // set on a corrupt image; warnings (truncated data, bad Huffman codes) count as errors.
+  bool decode_region(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch, DecodedRegion& out);
+  // The image size at scale 1/denom, valid after read_header.
+  void scaled_size(int denom, int& width, int& height);
+
+  const std::string& message() const { return message_; }
+
+ private:
+  struct ErrorManager {
+    jpeg_error_mgr base;
+    std::jmp_buf jump;
+    JpegRegionDecoder* owner;
+  };
+  static void on_error(j_common_ptr info);
+  static void on_message(j_common_ptr info, int level);
+  bool decode_region_impl(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch, DecodedRegion& out);
+
+  jpeg_decompress_struct cinfo_{};
+  ErrorManager error_{};
+  std::string message_;
+  bool warned_ = false;
+};
+
+}  // namespace slip::detail

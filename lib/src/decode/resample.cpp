@@ -1,0 +1,145 @@
+#include "decode/resample.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace slip::detail {
+namespace {
+
+constexpr int kPrecisionBits = 32 - 8 - 2;
+
+double bilinear_filter(double x) {
+  if (x < 0.0) x = -x;
+  return x < 1.0 ? 1.0 - x : 0.0;
+}
+
+double bicubic_filter(double x) {
+  constexpr double a = -0.5;
+  if (x < 0.0) x = -x;
+  if (x < 1.0) return ((a + 2.0) * x - (a + 3.0)) * x * x + 1;
+  if (x < 2.0) return (((x - 5) * x + 8) * x - 4) * a;
+  return 0.0;
+}
+
+inline uint8_t clip8(int32_t in) {
+  if (in >= (1 << kPrecisionBits << 8)) return 255;
+  if (in <= 0) return 0;
+  return static_cast<uint8_t>(in >> kPrecisionBits);
+}
+
+}  // namespace
+
+void precompute_axis(ResampleAxis& axis, int in_size, double in0, double in1, int out_size, ResampleFilter filter) {
+  const double support_unit = filter == ResampleFilter::bicubic ? 2.0 : 1.0;
+  double (*fn)(double) = filter == ResampleFilter::bicubic ? bicubic_filter : bilinear_filter;
+  const double scale = (in1 - in0) / out_size;
+  const double filterscale = std::max(scale, 1.0);
+  const double support = support_unit * filterscale;
+  const int ksize = static_cast<int>(std::ceil(support)) * 2 + 1;
+  axis.ksize = ksize;
+  axis.bounds.resize(static_cast<size_t>(out_size) * 2);
+  axis.coeffs.resize(static_cast<size_t>(out_size) * ksize);
+  axis.weights.resize(static_cast<size_t>(ksize));
+  double* weights = axis.weights.data();
+  for (int xx = 0; xx < out_size; ++xx) {
+    const double center = in0 + (xx + 0.5) * scale;
+    const double ss = 1.0 / filterscale;
+    int xmin = static_cast<int>(center - support + 0.5);
+    if (xmin < 0) xmin = 0;
+    int xmax = static_cast<int>(center + support + 0.5);
+    if (xmax > in_size) xmax = in_size;
+    xmax = std::clamp(xmax - xmin, 0, ksize);
+    double ww = 0.0;
+    for (int x = 0; x < xmax; ++x) {
+      const double w = fn((x + xmin - center + 0.5) * ss);
+      weights[x] = w;
+      ww += w;
+    }
+    int32_t* k = &axis.coeffs[static_cast<size_t>(xx) * ksize];
+    for (int x = 0; x < ksize; ++x) {
+      double w = x < xmax ? weights[x] : 0.0;
+      if (x < xmax && ww != 0.0) w /= ww;
+      k[x] = static_cast<int32_t>(w < 0 ? -0.5 + w * (1 << kPrecisionBits) : 0.5 + w * (1 << kPrecisionBits));
+    }
+    axis.bounds[static_cast<size_t>(xx) * 2] = xmin;
+    axis.bounds[static_cast<size_t>(xx) * 2 + 1] = xmax;
+  }
+}
+
+namespace {
+
+// One output row of the horizontal pass.
+void horizontal_row(const uint8_t* in_row, const ResampleAxis& axis, int out_w, uint8_t* out_row) {
+  const int32_t* bounds = axis.bounds.data();
+  for (int xx = 0; xx < out_w; ++xx) {
+    const int xmin = bounds[xx * 2], n = bounds[xx * 2 + 1];
+    const int32_t* k = &axis.coeffs[static_cast<size_t>(xx) * axis.ksize];
+    int32_t s0 = 1 << (kPrecisionBits - 1), s1 = s0, s2 = s0;
+    const uint8_t* p = in_row + static_cast<size_t>(xmin) * 3;
+    for (int x = 0; x < n; ++x, p += 3) {
+      s0 += p[0] * k[x];
+      s1 += p[1] * k[x];
+      s2 += p[2] * k[x];
+    }
+    out_row[xx * 3] = clip8(s0);
+    out_row[xx * 3 + 1] = clip8(s1);
+    out_row[xx * 3 + 2] = clip8(s2);
+  }
+}
+
+}  // namespace
+
+void resample_rgb(const RgbView& in, double x0, double y0, double x1, double y1, int out_w, int out_h,
+                  ResampleFilter filter, ResampleScratch& scratch, uint8_t* out) {
+  const bool need_horizontal = out_w != in.width || x0 != 0 || x1 != out_w;
+  const bool need_vertical = out_h != in.height || y0 != 0 || y1 != out_h;
+  ResampleAxis& hz = scratch.horizontal;
+  ResampleAxis& vt = scratch.vertical;
+  precompute_axis(hz, in.width, x0, x1, out_w, filter);
+  precompute_axis(vt, in.height, y0, y1, out_h, filter);
+  const size_t out_stride = static_cast<size_t>(out_w) * 3;
+
+  // Rows the vertical pass reads.
+  const int ybox_first = vt.bounds[0];
+  const int ybox_last = vt.bounds[static_cast<size_t>(out_h) * 2 - 2] + vt.bounds[static_cast<size_t>(out_h) * 2 - 1];
+
+  const uint8_t* src = in.data;
+  size_t src_stride = in.stride;
+  int row_offset = 0;  // row of `src` holding input row ybox_first
+  if (need_horizontal) {
+    const int rows = std::max(ybox_last - ybox_first, 0);
+    scratch.temp.resize(static_cast<size_t>(rows) * out_stride);
+    for (int y = 0; y < rows; ++y)
+      horizontal_row(in.data + static_cast<size_t>(y + ybox_first) * in.stride, hz, out_w,
+                     scratch.temp.data() + static_cast<size_t>(y) * out_stride);
+    src = scratch.temp.data();
+    src_stride = out_stride;
+    row_offset = ybox_first;
+  } else if (!need_vertical) {
+    for (int y = 0; y < out_h; ++y) std::memcpy(out + y * out_stride, in.data + y * in.stride, out_stride);
+    return;
+  }
+  if (!need_vertical) {
+    for (int y = 0; y < out_h; ++y) std::memcpy(out + y * out_stride, src + y * src_stride, out_stride);
+    return;
+  }
+  const int values = out_w * 3;
+  scratch.accumulator.resize(static_cast<size_t>(values));
+  for (int yy = 0; yy < out_h; ++yy) {
+    const int ymin = vt.bounds[static_cast<size_t>(yy) * 2] - row_offset, n = vt.bounds[static_cast<size_t>(yy) * 2 + 1];
+    const int32_t* k = &vt.coeffs[static_cast<size_t>(yy) * vt.ksize];
+    uint8_t* out_row = out + yy * out_stride;
+    // Taps outer, pixels inner (vectorises); integer sums, so the order does not change a bit.
+    int32_t* acc = scratch.accumulator.data();
+    std::fill_n(acc, values, 1 << (kPrecisionBits - 1));
+    for (int y = 0; y < n; ++y) {
+      const uint8_t* p = src + static_cast<size_t>(ymin + y) * src_stride;
+      const int32_t w = k[y];
+      for (int i = 0; i < values; ++i) acc[i] += p[i] * w;
+    }
+    for (int i = 0; i < values; ++i) out_row[i] = clip8(acc[i]);
+  }
+}
+
+}  // namespace slip::detail

@@ -1,0 +1,147 @@
+#include "decode/samplers.hpp"
+
+#include <charconv>
+#include <string>
+
+#include "decode/rng.hpp"
+#include "slip/error.hpp"
+
+namespace slip {
+namespace detail {
+
+CropWindow direct_rrc_window(CounterRng& gen, int64_t width, int64_t height, double scale_lo, double scale_hi,
+                             double ratio_lo, double ratio_hi) {
+  // With s the area fraction and r = w/h: w <= W  <=>  s*r <= W/H,  h <= H  <=>  s/r <= H/W.
+  const double aspect = static_cast<double>(width) / static_cast<double>(height);
+  // So the smallest scale fits exactly for r in [s_lo * W/H, (W/H) / s_lo].
+  const double r_min = std::max(std::log(ratio_lo), std::log(scale_lo * aspect));
+  const double r_max = std::min(std::log(ratio_hi), std::log(aspect / scale_lo));
+  if (r_min <= r_max) {
+    const double r = std::exp(r_min + gen.uniform() * (r_max - r_min));
+    const double s_max = std::min({scale_hi, aspect / r, r / aspect});
+    const double s = scale_lo + gen.uniform() * std::max(0.0, s_max - scale_lo);
+    const double area = s * static_cast<double>(width) * static_cast<double>(height);
+    const int64_t w = std::clamp<int64_t>(round_half_even(std::sqrt(area * r)), 1, width);
+    const int64_t h = std::clamp<int64_t>(round_half_even(std::sqrt(area / r)), 1, height);
+    const auto top = static_cast<int64_t>(gen() % static_cast<uint32_t>(height - h + 1));
+    const auto left = static_cast<int64_t>(gen() % static_cast<uint32_t>(width - w + 1));
+    return {static_cast<int32_t>(left), static_cast<int32_t>(top), static_cast<int32_t>(w), static_cast<int32_t>(h), false};
+  }
+  // No ratio in range admits the smallest scale (an extreme aspect ratio): torchvision's fallback.
+  int64_t w = width, h = height;
+  if (aspect < ratio_lo) h = round_half_even(static_cast<double>(w) / ratio_lo);
+  else if (aspect > ratio_hi) w = round_half_even(static_cast<double>(h) * ratio_hi);
+  w = std::clamp<int64_t>(w, 1, width);
+  h = std::clamp<int64_t>(h, 1, height);
+  return {static_cast<int32_t>((width - w) / 2), static_cast<int32_t>((height - h) / 2), static_cast<int32_t>(w),
+          static_cast<int32_t>(h), false};
+}
+
+CropWindow center_window(int64_t width, int64_t height, double center_ratio) {
+  // Resize(short -> S) + CenterCrop(C) with C/S = center_ratio is the square window of side
+  // short * center_ratio, centred as CenterCrop centres (round half to even of the margin / 2).
+  const int64_t side = std::clamp<int64_t>(round_half_even(static_cast<double>(std::min(width, height)) * center_ratio), 1,
+                                           std::min(width, height));
+  const int64_t left = round_half_even(static_cast<double>(width - side) / 2.0);
+  const int64_t top = round_half_even(static_cast<double>(height - side) / 2.0);
+  return {static_cast<int32_t>(left), static_cast<int32_t>(top), static_cast<int32_t>(side), static_cast<int32_t>(side), false};
+}
+
+}  // namespace detail
+
+namespace {
+
+double parse_number(std::string_view text, std::string_view spec) {
+  double value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || text.empty())
+    throw Error(Errc::usage, "bad crop spec '" + std::string(spec) + "': '" + std::string(text) + "' is not a number");
+  return value;
+}
+
+CropGroup parse_one_group(std::string_view item, std::string_view spec) {
+  // [COUNTx]SIZE[@LO-HI]
+  CropGroup group;
+  group.sampler = CropSampler::rrc;
+  std::string_view rest = item;
+  if (const auto at = rest.find('@'); at != std::string_view::npos) {
+    const std::string_view range = rest.substr(at + 1);
+    const auto dash = range.find('-');
+    if (dash == std::string_view::npos)
+      throw Error(Errc::usage, "bad crop spec '" + std::string(spec) + "': scale range needs LO-HI");
+    group.scale_lo = parse_number(range.substr(0, dash), spec);
+    group.scale_hi = parse_number(range.substr(dash + 1), spec);
+    rest = rest.substr(0, at);
+  }
+  if (const auto x = rest.find('x'); x != std::string_view::npos) {
+    group.count = static_cast<uint32_t>(parse_number(rest.substr(0, x), spec));
+    rest = rest.substr(x + 1);
+  }
+  const double size = parse_number(rest, spec);
+  if (size < 1 || size > 4096 || size != static_cast<uint32_t>(size))
+    throw Error(Errc::usage, "bad crop spec '" + std::string(spec) + "': size must be an integer in 1..4096");
+  group.size = static_cast<uint32_t>(size);
+  if (group.count < 1 || group.count > 64)
+    throw Error(Errc::usage, "bad crop spec '" + std::string(spec) + "': count must be in 1..64");
+  if (!(group.scale_lo > 0 && group.scale_lo <= group.scale_hi && group.scale_hi <= 1))
+    throw Error(Errc::usage, "bad crop spec '" + std::string(spec) + "': need 0 < LO <= HI <= 1");
+  return group;
+}
+
+}  // namespace
+
+std::vector<CropGroup> parse_crop_groups(std::string_view spec) {
+  if (spec == "dino") return parse_crop_groups("2x224@0.32-1,8x96@0.05-0.32");
+  std::vector<CropGroup> groups;
+  size_t start = 0;
+  while (start <= spec.size()) {
+    const size_t comma = spec.find(',', start);
+    const std::string_view item = spec.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    groups.push_back(parse_one_group(item, spec));
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return groups;
+}
+
+std::vector<CropGroup> pipeline_crop_groups(std::string_view pipeline) {
+  CropGroup group;
+  if (pipeline == "center") {
+    group.sampler = CropSampler::center;
+  } else if (pipeline == "rrc") {
+    group.sampler = CropSampler::rrc;
+  } else if (pipeline == "direct-rrc") {
+    group.sampler = CropSampler::direct_rrc;
+  } else if (pipeline == "multicrop") {
+    return parse_crop_groups("dino");
+  } else if (pipeline == "decode") {
+    group.sampler = CropSampler::full;
+  } else {
+    throw Error(Errc::usage, "unknown pipeline '" + std::string(pipeline) + "'");
+  }
+  return {group};
+}
+
+CropWindow sample_crop_window(const CropGroup& group, uint32_t image_width, uint32_t image_height, uint64_t seed,
+                              uint64_t epoch, uint64_t sample, uint32_t crop_index, double flip_probability) {
+  CropWindow window;
+  detail::CounterRng gen(seed, epoch, sample, crop_index, 0);
+  switch (group.sampler) {
+    case CropSampler::full: window = {0, 0, static_cast<int32_t>(image_width), static_cast<int32_t>(image_height), false}; break;
+    case CropSampler::center: window = detail::center_window(image_width, image_height, group.center_ratio); break;
+    case CropSampler::rrc:
+      window = detail::rrc_window(gen, image_width, image_height, group.scale_lo, group.scale_hi, group.ratio_lo, group.ratio_hi);
+      break;
+    case CropSampler::direct_rrc:
+      window = detail::direct_rrc_window(gen, image_width, image_height, group.scale_lo, group.scale_hi, group.ratio_lo,
+                                         group.ratio_hi);
+      break;
+  }
+  if (flip_probability > 0) {
+    detail::CounterRng flip_gen(seed, epoch, sample, crop_index, 1);
+    window.flip = flip_gen.uniform() < flip_probability;
+  }
+  return window;
+}
+
+}  // namespace slip
