@@ -22,6 +22,13 @@
 namespace slip {
 
 class Cache;
+struct CropWindow;
+struct DecodeOptions;
+namespace detail {
+// Tests only: decodes one sample with these windows (one per crop, single thread).
+std::vector<uint8_t> decode_crops_for_test(const Cache& cache, uint64_t sample, const DecodeOptions& options,
+                                           const std::vector<CropWindow>& windows);
+}  // namespace detail
 
 enum class CropSampler {
   full,        // the whole image (no resize; the "decode" pipeline)
@@ -51,6 +58,9 @@ std::vector<CropGroup> pipeline_crop_groups(std::string_view pipeline);
 struct CropWindow {
   int32_t x = 0, y = 0, width = 0, height = 0;  // in source pixels, inside the image
   bool flip = false;
+  // When box_x1 > box_x0: the exact fractional source box (x0, y0, x1, y1) the output maps
+  // to, inside the window (center: where Resize + CenterCrop's pixels come from).
+  double box_x0 = 0, box_y0 = 0, box_x1 = 0, box_y1 = 0;
 };
 
 // The window of crop `crop_index` of sample `sample` (crop indices count across groups).
@@ -101,6 +111,8 @@ class BatchDecoder {
   uint64_t decode_full(std::span<const uint64_t> ids);
 
  private:
+  friend std::vector<uint8_t> detail::decode_crops_for_test(const Cache&, uint64_t, const DecodeOptions&,
+                                                            const std::vector<CropWindow>&);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -78,6 +78,7 @@ struct Worker {
   std::vector<uint32_t> sizes;
   RgbImage fallback;
   uint64_t decoded_bytes = 0;
+  const std::vector<CropWindow>* forced_windows = nullptr;  // tests: fixed windows instead of the samplers'
   std::optional<Error> error;
   size_t error_slot = std::numeric_limits<size_t>::max();
 };
@@ -122,6 +123,11 @@ struct BatchDecoder::Impl {
       uint32_t crop_index = 0;
       for (const CropGroup& g : options.groups)
         for (uint32_t k = 0; k < g.count; ++k, ++crop_index) {
+          if (w.forced_windows) {
+            w.windows.push_back((*w.forced_windows)[crop_index]);
+            w.sizes.push_back(g.size);
+            continue;
+          }
           w.windows.push_back(sample_crop_window(g, static_cast<uint32_t>(width), static_cast<uint32_t>(height), options.seed,
                                                  epoch, id, crop_index, options.flip_probability));
           w.sizes.push_back(g.size);
@@ -174,8 +180,11 @@ struct BatchDecoder::Impl {
       } else if (!full) {
         // The reference path: the whole image, cropped afterwards.
       }
-      const int rx0 = x0 / denom, ry0 = y0 / denom;
-      const int rx1 = (x1 + denom - 1) / denom, ry1 = (y1 + denom - 1) / denom;
+      // A margin around the windows' hull: libjpeg's fancy upsampling treats the edges of a
+      // cropped or skipped region as image edges, which changes the pixels next to them.
+      const int margin = options.crop_aware && !full ? 16 : 0;
+      const int rx0 = std::max(0, x0 / denom - margin), ry0 = std::max(0, y0 / denom - margin);
+      const int rx1 = (x1 + denom - 1) / denom + margin, ry1 = (y1 + denom - 1) / denom + margin;
       DecodedRegion region;
       if (!w.jpeg.decode_region(denom, rx0, ry0, rx1, ry1, w.region, region)) {
         fail(w, slot, id, "corrupt JPEG: " + w.jpeg.message());
@@ -252,11 +261,21 @@ struct BatchDecoder::Impl {
       w.crop.resize(static_cast<size_t>(group.size) * group.size * 3);
       for (uint32_t c = 0; c < group.count; ++c, ++k) {
         const CropWindow& win = w.windows[k];
-        const double x0 = win.x * inv_scale - ox, y0 = win.y * inv_scale - oy;
-        const double x1 = std::min<double>((win.x + win.width) * inv_scale - ox, view.width);
-        const double y1 = std::min<double>((win.y + win.height) * inv_scale - oy, view.height);
-        detail::resample_rgb(view, x0, y0, x1, y1, static_cast<int>(group.size), static_cast<int>(group.size), options.filter,
-                             w.resample, w.crop.data());
+        // Pillow crops first, then resizes: the filter never reads outside the crop. So the
+        // resampler sees only the window's pixels (its integer hull when DCT-scaled).
+        const bool boxed = win.box_x1 > win.box_x0;
+        const double bx0 = boxed ? win.box_x0 : win.x, by0 = boxed ? win.box_y0 : win.y;
+        const double bx1 = boxed ? win.box_x1 : win.x + win.width, by1 = boxed ? win.box_y1 : win.y + win.height;
+        const double x0 = bx0 * inv_scale - ox, y0 = by0 * inv_scale - oy;
+        const double x1 = std::min<double>(bx1 * inv_scale - ox, view.width);
+        const double y1 = std::min<double>(by1 * inv_scale - oy, view.height);
+        const int hx0 = static_cast<int>(std::floor(x0)), hy0 = static_cast<int>(std::floor(y0));
+        const int hx1 = std::min(view.width, static_cast<int>(std::ceil(x1)));
+        const int hy1 = std::min(view.height, static_cast<int>(std::ceil(y1)));
+        const RgbView hull = {view.data + static_cast<size_t>(hy0) * view.stride + static_cast<size_t>(hx0) * 3, hx1 - hx0,
+                              hy1 - hy0, view.stride};
+        detail::resample_rgb(hull, x0 - hx0, y0 - hy0, x1 - hx0, y1 - hy0, static_cast<int>(group.size),
+                             static_cast<int>(group.size), options.filter, w.resample, w.crop.data());
         std::byte* dst = outputs[g].data() + slot * crop_group_sample_bytes(group, options.type) + c * per_crop;
         emit(w.crop.data(), group.size, win.flip, dst);
       }
@@ -360,6 +379,28 @@ uint64_t BatchDecoder::decode_full(std::span<const uint64_t> ids) {
   for (const Worker& w : impl.workers) total += w.decoded_bytes;
   return total;
 }
+
+namespace detail {
+
+std::vector<uint8_t> decode_crops_for_test(const Cache& cache, uint64_t sample, const DecodeOptions& options,
+                                           const std::vector<CropWindow>& windows) {
+  BatchDecoder decoder(cache, options);
+  decoder.impl_->workers[0].forced_windows = &windows;
+  size_t total = 0;
+  for (const CropGroup& g : options.groups) total += crop_group_sample_bytes(g, options.type);
+  std::vector<uint8_t> out(total);
+  std::vector<std::span<std::byte>> outputs;
+  size_t offset = 0;
+  for (const CropGroup& g : options.groups) {
+    outputs.emplace_back(reinterpret_cast<std::byte*>(out.data()) + offset, crop_group_sample_bytes(g, options.type));
+    offset += crop_group_sample_bytes(g, options.type);
+  }
+  const uint64_t ids[] = {sample};
+  decoder.decode(ids, 0, outputs);
+  return out;
+}
+
+}  // namespace detail
 
 RgbImage engine_decode_full(std::span<const std::byte> payload) {
   if (is_jpeg(payload)) {

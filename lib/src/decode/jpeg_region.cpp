@@ -34,6 +34,12 @@ JpegRegionDecoder::JpegRegionDecoder() {
 JpegRegionDecoder::~JpegRegionDecoder() { jpeg_destroy_decompress(&cinfo_); }
 
 bool JpegRegionDecoder::read_header(std::span<const std::byte> data, JpegImageInfo& info) {
+  // A fresh decompressor per image: libjpeg-turbo 2.1 keeps state from jpeg_crop_scanline /
+  // jpeg_skip_scanlines across jpeg_abort_decompress, which changed later images' pixels.
+  jpeg_destroy_decompress(&cinfo_);
+  cinfo_ = {};
+  cinfo_.err = &error_.base;
+  jpeg_create_decompress(&cinfo_);
   warned_ = false;
   message_.clear();
   if (setjmp(error_.jump)) {

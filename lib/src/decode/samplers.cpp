@@ -38,13 +38,29 @@ CropWindow direct_rrc_window(CounterRng& gen, int64_t width, int64_t height, dou
 }
 
 CropWindow center_window(int64_t width, int64_t height, double center_ratio) {
-  // Resize(short -> S) + CenterCrop(C) with C/S = center_ratio is the square window of side
-  // short * center_ratio, centred as CenterCrop centres (round half to even of the margin / 2).
-  const int64_t side = std::clamp<int64_t>(round_half_even(static_cast<double>(std::min(width, height)) * center_ratio), 1,
-                                           std::min(width, height));
-  const int64_t left = round_half_even(static_cast<double>(width - side) / 2.0);
-  const int64_t top = round_half_even(static_cast<double>(height - side) / 2.0);
-  return {static_cast<int32_t>(left), static_cast<int32_t>(top), static_cast<int32_t>(side), static_cast<int32_t>(side), false};
+  // torchvision's Resize(S) + CenterCrop(C), C/S = center_ratio, as one resize: the short side
+  // becomes S, the long side int(S * long / short); the crop starts at round((resized - C) / 2)
+  // (half to even). The box is that crop mapped back to source pixels; the window is its hull.
+  const double s = 256.0, c = s * center_ratio;
+  const bool wide = width >= height;
+  const auto short_side = static_cast<double>(std::min(width, height)), long_side = static_cast<double>(std::max(width, height));
+  const double resized_long = std::floor(s * long_side / short_side);
+  const double rw = wide ? resized_long : s, rh = wide ? s : resized_long;
+  const double left = static_cast<double>(round_half_even((rw - c) / 2.0)), top = static_cast<double>(round_half_even((rh - c) / 2.0));
+  const double sx = static_cast<double>(width) / rw, sy = static_cast<double>(height) / rh;
+  CropWindow w;
+  w.box_x0 = std::clamp(left * sx, 0.0, static_cast<double>(width));
+  w.box_x1 = std::clamp((left + c) * sx, w.box_x0, static_cast<double>(width));
+  w.box_y0 = std::clamp(top * sy, 0.0, static_cast<double>(height));
+  w.box_y1 = std::clamp((top + c) * sy, w.box_y0, static_cast<double>(height));
+  w.x = static_cast<int32_t>(std::floor(w.box_x0));
+  w.y = static_cast<int32_t>(std::floor(w.box_y0));
+  w.width = std::max<int32_t>(1, static_cast<int32_t>(std::ceil(w.box_x1)) - w.x);
+  w.height = std::max<int32_t>(1, static_cast<int32_t>(std::ceil(w.box_y1)) - w.y);
+  w.width = std::min<int32_t>(w.width, static_cast<int32_t>(width - w.x));
+  w.height = std::min<int32_t>(w.height, static_cast<int32_t>(height - w.y));
+  if (!(w.box_x1 > w.box_x0 && w.box_y1 > w.box_y0)) w.box_x0 = w.box_x1 = w.box_y0 = w.box_y1 = 0;
+  return w;
 }
 
 }  // namespace detail

@@ -1,0 +1,453 @@
+// The decode engine: samplers against torchvision's own draws, pixels against Pillow's
+// resized_crop outputs (../shared/reference), crop-aware decoding against full decode + crop,
+// determinism across thread counts, awkward images and corrupt JPEGs.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "decode/samplers.hpp"
+#include "slip/cache.hpp"
+#include "slip/convert.hpp"
+#include "slip/decode.hpp"
+#include "slip/error.hpp"
+#include "slip/image.hpp"
+#include "slip/npy.hpp"
+#include "slip/source.hpp"
+#include "test_support.hpp"
+
+namespace slip {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<std::byte> file_bytes(const fs::path& p) {
+  const std::string s = test::read_file(p);
+  std::vector<std::byte> out(s.size());
+  std::memcpy(out.data(), s.data(), s.size());
+  return out;
+}
+
+// (top, left, height, width) rows of a reference draws file.
+std::vector<std::array<int32_t, 4>> read_draws(const fs::path& p) {
+  const auto bytes = file_bytes(p);
+  const NpyHeader h = parse_npy_header(bytes, p.string());
+  EXPECT_EQ(h.descr, "'<i4'");
+  EXPECT_EQ(h.shape.size(), 2u);
+  std::vector<std::array<int32_t, 4>> rows(h.shape.at(0));
+  EXPECT_EQ(bytes.size() - h.data_offset, rows.size() * 16);
+  std::memcpy(rows.data(), bytes.data() + h.data_offset, rows.size() * 16);
+  return rows;
+}
+
+struct DrawsFile {
+  const char* name;
+  int width, height;
+  double scale_lo, scale_hi;
+};
+const DrawsFile kDraws[] = {
+    {"rrc_W500_H375_scale0.08-1.npy", 500, 375, 0.08, 1.0},   {"rrc_W375_H500_scale0.08-1.npy", 375, 500, 0.08, 1.0},
+    {"rrc_W250_H250_scale0.08-1.npy", 250, 250, 0.08, 1.0},   {"rrc_W4000_H3000_scale0.08-1.npy", 4000, 3000, 0.08, 1.0},
+    {"rrc_W100_H30_scale0.08-1.npy", 100, 30, 0.08, 1.0},     {"rrc_W500_H375_scale0.32-1.npy", 500, 375, 0.32, 1.0},
+    {"rrc_W500_H375_scale0.05-0.32.npy", 500, 375, 0.05, 0.32},
+};
+
+// Fed torch's own generator (MT19937 seeded with 0), the sampler reproduces torchvision's
+// get_params row for row; the reference README explains the rare +-1 differences (float32 exp
+// rounding in torch), expected at about 1 row in 100,000.
+TEST(RrcSampler, ReproducesTorchvisionDrawsRowForRow) {
+  for (const DrawsFile& f : kDraws) {
+    const auto rows = read_draws(test::shared_dir() / "reference/rrc_draws" / f.name);
+    ASSERT_EQ(rows.size(), 100000u);
+    std::mt19937 torch_generator(0);
+    size_t differing = 0;
+    for (const auto& row : rows) {
+      const CropWindow w = detail::rrc_window(torch_generator, f.width, f.height, f.scale_lo, f.scale_hi, 3.0 / 4.0, 4.0 / 3.0);
+      if (w.y != row[0] || w.x != row[1] || w.height != row[2] || w.width != row[3]) ++differing;
+    }
+    EXPECT_LE(differing, 5u) << f.name;
+    RecordProperty(f.name, static_cast<int>(differing));
+  }
+}
+
+// Two-sample Kolmogorov-Smirnov statistic.
+double ks_statistic(std::vector<double> a, std::vector<double> b) {
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  size_t i = 0, j = 0;
+  double d = 0;
+  while (i < a.size() && j < b.size()) {
+    const double x = std::min(a[i], b[j]);
+    while (i < a.size() && a[i] <= x) ++i;
+    while (j < b.size() && b[j] <= x) ++j;
+    d = std::max(d, std::abs(static_cast<double>(i) / a.size() - static_cast<double>(j) / b.size()));
+  }
+  return d;
+}
+
+// slip's own generator (counter-based, keyed by seed/epoch/sample/crop) draws from the same
+// distribution as torchvision: 100k windows per configuration against the reference draws,
+// two-sample KS on area fraction, log aspect ratio and the window centre (x and y). Threshold:
+// the KS critical value at alpha = 0.001 for n = m = 100000, 1.949 * sqrt(2 / 100000) = 0.00872.
+TEST(RrcSampler, CounterGeneratorMatchesTorchvisionDistribution) {
+  const double critical = 1.949 * std::sqrt(2.0 / 100000.0);
+  for (const DrawsFile& f : kDraws) {
+    const auto rows = read_draws(test::shared_dir() / "reference/rrc_draws" / f.name);
+    CropGroup g;
+    g.scale_lo = f.scale_lo;
+    g.scale_hi = f.scale_hi;
+    std::array<std::vector<double>, 4> ref, ours;
+    const double area = static_cast<double>(f.width) * f.height;
+    for (size_t k = 0; k < rows.size(); ++k) {
+      const auto& r = rows[k];
+      ref[0].push_back(r[2] * static_cast<double>(r[3]) / area);
+      ref[1].push_back(std::log(static_cast<double>(r[3]) / r[2]));
+      ref[2].push_back((r[1] + r[3] / 2.0) / f.width);
+      ref[3].push_back((r[0] + r[2] / 2.0) / f.height);
+      const CropWindow w = sample_crop_window(g, f.width, f.height, 7, 3, k, 0, 0.0);
+      ours[0].push_back(w.height * static_cast<double>(w.width) / area);
+      ours[1].push_back(std::log(static_cast<double>(w.width) / w.height));
+      ours[2].push_back((w.x + w.width / 2.0) / f.width);
+      ours[3].push_back((w.y + w.height / 2.0) / f.height);
+    }
+    const char* names[] = {"area fraction", "log aspect", "centre x", "centre y"};
+    for (int s = 0; s < 4; ++s) EXPECT_LT(ks_statistic(ref[s], ours[s]), critical) << f.name << ": " << names[s];
+  }
+}
+
+TEST(Samplers, WindowsLieInsideAndAreFixedBySeed) {
+  std::mt19937 sizes(1);
+  const std::vector<CropGroup> groups = {pipeline_crop_groups("center")[0], pipeline_crop_groups("rrc")[0],
+                                         pipeline_crop_groups("direct-rrc")[0], parse_crop_groups("dino")[1]};
+  std::vector<std::pair<uint32_t, uint32_t>> dims = {{1, 1}, {3, 7}, {7, 3}, {1, 500}, {4000, 3000}, {100, 30}, {499, 375}};
+  for (int i = 0; i < 200; ++i) dims.emplace_back(1 + sizes() % 1500, 1 + sizes() % 1500);
+  for (const CropGroup& g : groups)
+    for (auto [w, h] : dims)
+      for (uint64_t sample = 0; sample < 20; ++sample) {
+        const CropWindow a = sample_crop_window(g, w, h, 42, 1, sample, 3, 0.5);
+        ASSERT_GE(a.x, 0);
+        ASSERT_GE(a.y, 0);
+        ASSERT_GE(a.width, 1);
+        ASSERT_GE(a.height, 1);
+        ASSERT_LE(a.x + a.width, static_cast<int64_t>(w)) << w << "x" << h;
+        ASSERT_LE(a.y + a.height, static_cast<int64_t>(h)) << w << "x" << h;
+        const CropWindow b = sample_crop_window(g, w, h, 42, 1, sample, 3, 0.5);
+        ASSERT_TRUE(a.x == b.x && a.y == b.y && a.width == b.width && a.height == b.height && a.flip == b.flip);
+      }
+  // Seeds, epochs and crop indices change the windows (rrc on a large image).
+  const CropGroup rrc = pipeline_crop_groups("rrc")[0];
+  int same = 0;
+  for (uint64_t s = 0; s < 100; ++s) {
+    const CropWindow a = sample_crop_window(rrc, 500, 375, 1, 0, s, 0, 0);
+    const CropWindow b = sample_crop_window(rrc, 500, 375, 2, 0, s, 0, 0);
+    const CropWindow c = sample_crop_window(rrc, 500, 375, 1, 1, s, 0, 0);
+    same += (a.x == b.x && a.width == b.width) + (a.x == c.x && a.width == c.width);
+  }
+  EXPECT_LT(same, 5);
+}
+
+TEST(Samplers, CropSpecsParseAndRejectNonsense) {
+  const auto dino = parse_crop_groups("dino");
+  ASSERT_EQ(dino.size(), 2u);
+  EXPECT_EQ(dino[0].count, 2u);
+  EXPECT_EQ(dino[0].size, 224u);
+  EXPECT_DOUBLE_EQ(dino[0].scale_lo, 0.32);
+  EXPECT_EQ(dino[1].count, 8u);
+  EXPECT_EQ(dino[1].size, 96u);
+  EXPECT_DOUBLE_EQ(dino[1].scale_hi, 0.32);
+  EXPECT_EQ(parse_crop_groups("128")[0].count, 1u);
+  for (const char* bad : {"", "x224", "2x", "2x224@0.5", "2x224@0.9-0.1", "0x224", "2x0", "2x224@0-1", "a", "2x224@0.1-1.5"})
+    EXPECT_THROW(parse_crop_groups(bad), Error) << bad;
+}
+
+// A cache of the six reference images of ../shared/reference/resized_crop, in windows.json order.
+struct ReferenceCache {
+  test::TempDir tmp;
+  nlohmann::json windows;
+  std::optional<Cache> cache;
+  ReferenceCache() {
+    const fs::path ref = test::shared_dir() / "reference/resized_crop";
+    windows = nlohmann::json::parse(test::read_file(ref / "windows.json"));
+    fs::create_directories(tmp.path() / "src/c");
+    int i = 0;
+    for (const auto& img : windows["images"]) {
+      char name[32];
+      std::snprintf(name, sizeof name, "%02d.JPEG", i++);
+      fs::copy_file(test::shared_dir() / "corpus/imagenet_like" / img["image"].get<std::string>(), tmp.path() / "src/c" / name);
+    }
+    auto source = open_source((tmp.path() / "src").string());
+    ConvertOptions opt;
+    opt.output_dir = tmp.path() / "out";
+    cache.emplace(Cache::open(convert(*source, opt).cache_path));
+  }
+};
+
+struct PixelDiff {
+  double mean = 0, psnr = 0;
+  int max = 0;
+};
+PixelDiff compare(const std::vector<uint8_t>& ours, const RgbImage& ref) {
+  EXPECT_EQ(ours.size(), ref.pixels.size());
+  PixelDiff d;
+  double sq = 0;
+  for (size_t i = 0; i < std::min(ours.size(), ref.pixels.size()); ++i) {
+    const int e = std::abs(int(ours[i]) - int(ref.pixels[i]));
+    d.max = std::max(d.max, e);
+    d.mean += e;
+    sq += e * e;
+  }
+  d.mean /= static_cast<double>(ours.size());
+  sq /= static_cast<double>(ours.size());
+  d.psnr = sq == 0 ? 99.0 : 10 * std::log10(255.0 * 255.0 / sq);
+  return d;
+}
+
+RgbImage read_png(const fs::path& p) { return decode_to_rgb(file_bytes(p)); }
+
+// Full decode + crop + resize (the engine's reference path) is Pillow's crop().resize() to the
+// byte, for bilinear and bicubic, downscaling and upscaling, grayscale and 4:4:4 included:
+// both decode with libjpeg-turbo's ISLOW IDCT and fancy upsampling, and the resampler is
+// Pillow's fixed-point algorithm.
+TEST(DecodePixels, FullDecodePathEqualsPillowResizedCrop) {
+  ReferenceCache ref;
+  const fs::path dir = test::shared_dir() / "reference/resized_crop";
+  uint64_t sample = 0;
+  for (const auto& img : ref.windows["images"]) {
+    for (const auto& win : img["windows"])
+      for (const char* filter : {"bilinear", "bicubic"}) {
+        DecodeOptions o;
+        o.crop_aware = false;
+        o.filter = std::string(filter) == "bicubic" ? ResampleFilter::bicubic : ResampleFilter::bilinear;
+        o.threads = 1;
+        const std::vector<CropWindow> w = {{win["left"], win["top"], win["width"], win["height"], false}};
+        const auto ours = detail::decode_crops_for_test(*ref.cache, sample, o, w);
+        const PixelDiff d = compare(ours, read_png(dir / win["outputs"][filter].get<std::string>()));
+        EXPECT_EQ(d.max, 0) << img["image"] << " " << win << " " << filter << " mean " << d.mean;
+      }
+    ++sample;
+  }
+}
+
+// Crop-aware decoding (rows skipped, columns cropped, DCT scaling when the window is >= 2x the
+// output) stays close to Pillow. Documented bound (README "slip bench"): mean absolute
+// difference <= 1.5 and PSNR >= 33 dB per crop; without DCT scaling the output is exact.
+TEST(DecodePixels, CropAwarePathWithinBoundOfPillow) {
+  ReferenceCache ref;
+  const fs::path dir = test::shared_dir() / "reference/resized_crop";
+  uint64_t sample = 0;
+  double worst_mean = 0, worst_psnr = 99;
+  for (const auto& img : ref.windows["images"]) {
+    for (const auto& win : img["windows"]) {
+      DecodeOptions o;
+      o.threads = 1;
+      const std::vector<CropWindow> w = {{win["left"], win["top"], win["width"], win["height"], false}};
+      const auto ours = detail::decode_crops_for_test(*ref.cache, sample, o, w);
+      const PixelDiff d = compare(ours, read_png(dir / win["outputs"]["bilinear"].get<std::string>()));
+      const bool scaled = win["width"].get<int>() >= 448 && win["height"].get<int>() >= 448;
+      if (!scaled) EXPECT_EQ(d.max, 0) << img["image"] << " " << win;
+      EXPECT_LE(d.mean, 1.5) << img["image"] << " " << win;
+      EXPECT_GE(d.psnr, 33.0) << img["image"] << " " << win;
+      worst_mean = std::max(worst_mean, d.mean);
+      worst_psnr = std::min(worst_psnr, d.psnr);
+    }
+    ++sample;
+  }
+  std::printf("crop-aware vs Pillow: worst mean abs diff %.3f, worst PSNR %.2f dB\n", worst_mean, worst_psnr);
+}
+
+// The center pipeline (one resize of the exact source box) against torchvision's Resize(256) +
+// CenterCrop(224) (a resize of the whole image, then a crop): equal but for the filter taps at
+// the crop's border and DCT scaling of large images. Bound: mean <= 1, PSNR >= 40 dB.
+TEST(DecodePixels, CenterPipelineCloseToResize256CenterCrop224) {
+  ReferenceCache ref;
+  const fs::path dir = test::shared_dir() / "reference/resized_crop";
+  uint64_t sample = 0;
+  for (const auto& img : ref.windows["images"]) {
+    const std::string stem = fs::path(img["image"].get<std::string>()).stem().string();
+    DecodeOptions o;
+    o.threads = 1;
+    o.groups = pipeline_crop_groups("center");
+    const CropWindow w = sample_crop_window(o.groups[0], img["width"], img["height"], 0, 0, sample, 0, 0);
+    const auto ours = detail::decode_crops_for_test(*ref.cache, sample, o, {w});
+    const PixelDiff d = compare(ours, read_png(dir / (stem + "_val_resize256_center224.png")));
+    EXPECT_LE(d.mean, 1.0) << stem;
+    EXPECT_GE(d.psnr, 40.0) << stem;
+    std::printf("center %s: mean %.3f max %d PSNR %.2f\n", stem.c_str(), d.mean, d.max, d.psnr);
+    ++sample;
+  }
+}
+
+struct SampleCache {
+  test::TempDir tmp;
+  std::optional<Cache> cache;
+  explicit SampleCache(const fs::path& src) {
+    auto source = open_source(src.string());
+    ConvertOptions opt;
+    opt.output_dir = tmp.path() / "out";
+    opt.non_jpeg = NonJpegPolicy::keep;
+    cache.emplace(Cache::open(convert(*source, opt).cache_path));
+  }
+};
+
+std::vector<std::vector<std::byte>> run_batch(const Cache& cache, DecodeOptions o, uint64_t epoch) {
+  BatchDecoder engine(cache, o);
+  std::vector<uint64_t> ids(cache.size());
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = ids.size() - 1 - i;  // any order
+  std::vector<std::vector<std::byte>> buffers;
+  std::vector<std::span<std::byte>> outputs;
+  for (const CropGroup& g : o.groups) buffers.emplace_back(ids.size() * crop_group_sample_bytes(g, o.type));
+  for (auto& b : buffers) outputs.emplace_back(b);
+  engine.decode(ids, epoch, outputs);
+  return buffers;
+}
+
+TEST(DecodeEngine, OneAndTwoThreadsGiveIdenticalBatches) {
+  SampleCache c(fs::path(SLIP_SOURCE_DIR) / "examples/sample");
+  for (const char* pipeline : {"rrc", "direct-rrc", "center", "multicrop"}) {
+    DecodeOptions o;
+    o.groups = pipeline_crop_groups(pipeline);
+    o.flip_probability = 0.5;
+    o.seed = 11;
+    o.threads = 1;
+    const auto one = run_batch(*c.cache, o, 2);
+    o.threads = 2;
+    const auto two = run_batch(*c.cache, o, 2);
+    EXPECT_EQ(one, two) << pipeline;
+    o.threads = 3;
+    o.type = PixelType::float32;
+    o.layout = PixelLayout::chw;
+    const auto f = run_batch(*c.cache, o, 2);
+    // float32 CHW is the normalised transpose of the uint8 HWC batch.
+    const CropGroup& g = o.groups[0];
+    const size_t pixels = static_cast<size_t>(g.size) * g.size;
+    const auto* u8 = reinterpret_cast<const uint8_t*>(one[0].data());
+    const auto* f32 = reinterpret_cast<const float*>(f[0].data());
+    for (size_t p = 0; p < pixels; p += 97)
+      for (int ch = 0; ch < 3; ++ch)
+        ASSERT_NEAR(f32[ch * pixels + p], (u8[p * 3 + ch] / 255.0f - o.mean[ch]) / o.std[ch], 1e-5) << pipeline;
+  }
+}
+
+// Flip mirrors the unflipped crop exactly.
+TEST(DecodeEngine, FlipMirrorsTheCrop) {
+  SampleCache c(fs::path(SLIP_SOURCE_DIR) / "examples/sample");
+  DecodeOptions o;
+  o.threads = 1;
+  const CropWindow w0 = {10, 20, 150, 120, false}, w1 = {10, 20, 150, 120, true};
+  const auto a = detail::decode_crops_for_test(*c.cache, 3, o, {w0});
+  const auto b = detail::decode_crops_for_test(*c.cache, 3, o, {w1});
+  for (int y = 0; y < 224; ++y)
+    for (int x = 0; x < 224; ++x)
+      for (int ch = 0; ch < 3; ++ch)
+        ASSERT_EQ(a[(y * 224 + x) * 3 + ch], b[(y * 224 + 223 - x) * 3 + ch]);
+}
+
+// Crop-aware decoding against full decode + crop over every image of the corpus sample and
+// random windows: exact without DCT scaling, within the documented bound with it.
+TEST(DecodeEngine, CropAwareMatchesFullDecodeWithinBound) {
+  SampleCache c(fs::path(SLIP_SOURCE_DIR) / "examples/sample");
+  for (const char* pipeline : {"rrc", "center", "multicrop"}) {
+    DecodeOptions o;
+    o.groups = pipeline_crop_groups(pipeline);
+    o.threads = 2;
+    const auto aware = run_batch(*c.cache, o, 5);
+    o.crop_aware = false;
+    const auto full = run_batch(*c.cache, o, 5);
+    for (size_t g = 0; g < aware.size(); ++g) {
+      std::vector<uint8_t> a(aware[g].size()), b(full[g].size());
+      std::memcpy(a.data(), aware[g].data(), a.size());
+      std::memcpy(b.data(), full[g].data(), b.size());
+      RgbImage ref;
+      ref.pixels = b;
+      const PixelDiff d = compare(a, ref);
+      EXPECT_LE(d.mean, 1.5) << pipeline;
+      EXPECT_GE(d.psnr, 33.0) << pipeline;
+      std::printf("%s group %zu: crop-aware vs full: mean %.4f max %d PSNR %.2f\n", pipeline, g, d.mean, d.max, d.psnr);
+    }
+  }
+}
+
+// Awkward images: 1x1, 3x7, grayscale, CMYK (transcoded at convert), PNG named .JPEG (kept),
+// 4000x3000; every pipeline decodes them with windows inside the image.
+TEST(DecodeEngine, AwkwardImagesDecodeInEveryPipeline) {
+  test::TempDir tmp;
+  const fs::path src = tmp.path() / "src/c";
+  fs::create_directories(src);
+  auto write_jpeg = [&](const char* name, uint32_t w, uint32_t h) {
+    RgbImage img;
+    img.width = w;
+    img.height = h;
+    for (uint32_t i = 0; i < w * h * 3; ++i) img.pixels.push_back(static_cast<uint8_t>(i * 37));
+    const auto jpeg = encode_rgb_jpeg(img, 90);
+    std::ofstream(src / name, std::ios::binary).write(reinterpret_cast<const char*>(jpeg.data()), jpeg.size());
+  };
+  write_jpeg("a_1x1.jpg", 1, 1);
+  write_jpeg("b_3x7.jpg", 3, 7);
+  const std::string tsv = test::read_file(test::shared_dir() / "corpus/imagenet_like.manifest.tsv");
+  std::istringstream lines(tsv);
+  std::string line;
+  std::set<std::string> wanted_kinds;
+  int k = 0;
+  while (std::getline(lines, line)) {
+    std::vector<std::string> col;
+    std::istringstream cells(line);
+    for (std::string cell; std::getline(cells, cell, '\t');) col.push_back(cell);
+    if (col.size() < 6 || col[0] == "path") continue;
+    const std::string kind = col[4] + "/" + col[5] + (std::stoi(col[2]) * std::stoi(col[3]) > 10000000 ? "/huge" : "");
+    if (kind == "jpeg/rgb" || !wanted_kinds.insert(kind).second) continue;
+    fs::copy_file(test::shared_dir() / "corpus/imagenet_like" / col[0], src / ("z" + std::to_string(k++) + ".JPEG"));
+  }
+  ASSERT_GE(k, 5);  // gray, cmyk, png gray/rgb/rgba, huge
+  SampleCache c(tmp.path() / "src");
+  for (const char* pipeline : {"center", "rrc", "direct-rrc", "multicrop"}) {
+    DecodeOptions o;
+    o.groups = pipeline_crop_groups(pipeline);
+    o.flip_probability = 0.5;
+    EXPECT_NO_THROW(run_batch(*c.cache, o, 0)) << pipeline;
+  }
+  BatchDecoder engine(*c.cache, DecodeOptions{});
+  std::vector<uint64_t> ids(c.cache->size());
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = i;
+  uint64_t expected = 0;
+  for (uint64_t id : ids) {
+    const RgbImage img = decode_to_rgb(c.cache->payload(0, id));
+    expected += img.pixels.size();
+  }
+  EXPECT_EQ(engine.decode_full(ids), expected);
+}
+
+TEST(DecodeEngine, CorruptJpegIsAnErrorNamingTheSample) {
+  test::TempDir tmp;
+  const fs::path src = tmp.path() / "src/c";
+  fs::create_directories(src);
+  fs::copy_file(fs::path(SLIP_SOURCE_DIR) / "examples/sample" / fs::directory_iterator(fs::path(SLIP_SOURCE_DIR) / "examples/sample")->path().filename() /
+                    fs::directory_iterator(*fs::directory_iterator(fs::path(SLIP_SOURCE_DIR) / "examples/sample"))->path().filename(),
+                src / "a.jpg");
+  fs::copy_file(test::shared_dir() / "corpus/bad/garbage_in_entropy.JPEG", src / "b.jpg");
+  SampleCache c(tmp.path() / "src");
+  ASSERT_EQ(c.cache->size(), 2u);
+  for (const char* pipeline : {"center", "rrc", "decode"}) {
+    DecodeOptions o;
+    o.groups = pipeline_crop_groups(pipeline);
+    o.crop_aware = std::string(pipeline) != "rrc";
+    o.groups[0].sampler = CropSampler::full == o.groups[0].sampler ? CropSampler::center : o.groups[0].sampler;
+    try {
+      run_batch(*c.cache, o, 0);
+      FAIL() << pipeline << ": a corrupt JPEG decoded without error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::bad_input);
+      ASSERT_TRUE(e.sample().has_value());
+      EXPECT_EQ(*e.sample(), 1u) << e.describe();
+      EXPECT_NE(e.describe().find("image.bin"), std::string::npos) << e.describe();
+    }
+  }
+  EXPECT_THROW(engine_decode_full(c.cache->payload(0, 1)), Error);
+}
+
+}  // namespace
+}  // namespace slip
