@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 
+#include <immintrin.h>
+
 namespace slip::detail {
 namespace {
 
@@ -69,10 +71,10 @@ void precompute_axis(ResampleAxis& axis, int in_size, double in0, double in1, in
 
 namespace {
 
-// One output row of the horizontal pass.
-void horizontal_row(const uint8_t* in_row, const ResampleAxis& axis, int out_w, uint8_t* out_row) {
+// One output row of the horizontal pass (scalar: the reference and the fallback).
+void horizontal_row_scalar(const uint8_t* in_row, const ResampleAxis& axis, int first, int last, uint8_t* out_row) {
   const int32_t* bounds = axis.bounds.data();
-  for (int xx = 0; xx < out_w; ++xx) {
+  for (int xx = first; xx < last; ++xx) {
     const int xmin = bounds[xx * 2], n = bounds[xx * 2 + 1];
     const int32_t* k = &axis.coeffs[static_cast<size_t>(xx) * axis.ksize];
     int32_t s0 = 1 << (kPrecisionBits - 1), s1 = s0, s2 = s0;
@@ -86,6 +88,51 @@ void horizontal_row(const uint8_t* in_row, const ResampleAxis& axis, int out_w, 
     out_row[xx * 3 + 1] = clip8(s1);
     out_row[xx * 3 + 2] = clip8(s2);
   }
+}
+
+// SSE4.1: the three channels of a tap in one 32-bit multiply (the fourth lane, the next
+// pixel's red, is computed and dropped). Same integer sums as the scalar code, so the same
+// bytes. Reads 4 bytes per 3-byte pixel, so the last pixel of a row takes the scalar path.
+__attribute__((target("sse4.1"))) void horizontal_row_sse41(const uint8_t* in_row, int in_width, const ResampleAxis& axis,
+                                                             int first, int out_w, uint8_t* out_row) {
+  const int32_t* bounds = axis.bounds.data();
+  const __m128i half = _mm_set1_epi32(1 << (kPrecisionBits - 1));
+  int xx = first;
+  for (; xx < out_w; ++xx) {
+    const int xmin = bounds[xx * 2], n = bounds[xx * 2 + 1];
+    if (xmin + n >= in_width) break;  // would read past the row's last byte
+    const int32_t* k = &axis.coeffs[static_cast<size_t>(xx) * axis.ksize];
+    const uint8_t* p = in_row + static_cast<size_t>(xmin) * 3;
+    __m128i sum = half;
+    for (int x = 0; x < n; ++x, p += 3) {
+      int32_t four;
+      std::memcpy(&four, p, 4);
+      const __m128i px = _mm_cvtepu8_epi32(_mm_cvtsi32_si128(four));
+      sum = _mm_add_epi32(sum, _mm_mullo_epi32(px, _mm_set1_epi32(k[x])));
+    }
+    alignas(16) int32_t lanes[4];
+    _mm_store_si128(reinterpret_cast<__m128i*>(lanes), sum);
+    out_row[xx * 3] = clip8(lanes[0]);
+    out_row[xx * 3 + 1] = clip8(lanes[1]);
+    out_row[xx * 3 + 2] = clip8(lanes[2]);
+  }
+  // Output pixels whose taps reach the row's end (at most a few per row).
+  for (int rest = xx; rest < out_w;) {
+    horizontal_row_scalar(in_row, axis, rest, rest + 1, out_row);
+    ++rest;
+  }
+}
+
+const bool kHaveSse41 = __builtin_cpu_supports("sse4.1");
+
+void horizontal_row(const uint8_t* in_row, int in_width, const ResampleAxis& axis, int out_w, uint8_t* out_row) {
+  if (kHaveSse41) horizontal_row_sse41(in_row, in_width, axis, 0, out_w, out_row);
+  else horizontal_row_scalar(in_row, axis, 0, out_w, out_row);
+}
+
+// The vertical pass's inner loop, cloned for AVX2 and baseline (runtime dispatch).
+__attribute__((target_clones("avx2", "default"))) void accumulate_row(int32_t* acc, const uint8_t* p, int32_t w, int values) {
+  for (int i = 0; i < values; ++i) acc[i] += p[i] * w;
 }
 
 }  // namespace
@@ -111,7 +158,7 @@ void resample_rgb(const RgbView& in, double x0, double y0, double x1, double y1,
     const int rows = std::max(ybox_last - ybox_first, 0);
     scratch.temp.resize(static_cast<size_t>(rows) * out_stride);
     for (int y = 0; y < rows; ++y)
-      horizontal_row(in.data + static_cast<size_t>(y + ybox_first) * in.stride, hz, out_w,
+      horizontal_row(in.data + static_cast<size_t>(y + ybox_first) * in.stride, in.width, hz, out_w,
                      scratch.temp.data() + static_cast<size_t>(y) * out_stride);
     src = scratch.temp.data();
     src_stride = out_stride;
@@ -135,8 +182,7 @@ void resample_rgb(const RgbView& in, double x0, double y0, double x1, double y1,
     std::fill_n(acc, values, 1 << (kPrecisionBits - 1));
     for (int y = 0; y < n; ++y) {
       const uint8_t* p = src + static_cast<size_t>(ymin + y) * src_stride;
-      const int32_t w = k[y];
-      for (int i = 0; i < values; ++i) acc[i] += p[i] * w;
+      accumulate_row(acc, p, k[y], values);
     }
     for (int i = 0; i < values; ++i) out_row[i] = clip8(acc[i]);
   }
