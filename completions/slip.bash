@@ -5,10 +5,10 @@ _slip() {
   prev=${COMP_WORDS[COMP_CWORD-1]}
   cmd=
   for ((i = 1; i < COMP_CWORD; i++)); do
-    case ${COMP_WORDS[i]} in convert|info|verify|cat|ls|index|subset|order|merge|completions|man) cmd=${COMP_WORDS[i]}; break ;; esac
+    case ${COMP_WORDS[i]} in convert|info|verify|cat|ls|index|subset|order|merge|bench|completions|man) cmd=${COMP_WORDS[i]}; break ;; esac
   done
   if [ -z "$cmd" ]; then
-    COMPREPLY=($(compgen -W "convert info verify cat ls index subset order merge completions man --help -h --version --verbose -v --quiet -q --progress --no-progress" -- "$cur"))
+    COMPREPLY=($(compgen -W "convert info verify cat ls index subset order merge bench completions man --help -h --version --verbose -v --quiet -q --progress --no-progress" -- "$cur"))
     return
   fi
   case $cmd in
@@ -50,8 +50,11 @@ _slip() {
       --threads|-j) return ;;
       --max-issues) return ;;
       --json) return ;;
+      --decode) return ;;
+      --max-diff) return ;;
+      --mean-diff) return ;;
     esac
-    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version --verbose -v --quiet -q --progress --no-progress --help -h --threads -j --max-issues --json" -- "$cur")); return; fi
+    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version --verbose -v --quiet -q --progress --no-progress --help -h --threads -j --max-issues --json --decode --max-diff --mean-diff" -- "$cur")); return; fi
     COMPREPLY=($(compgen -f -- "$cur")) ;;
   cat)
     case $prev in
@@ -118,6 +121,29 @@ _slip() {
       --json) return ;;
     esac
     if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version --verbose -v --quiet -q --progress --no-progress --help -h --from --status --output -o --link --force -f --json" -- "$cur")); return; fi
+    COMPREPLY=($(compgen -f -- "$cur")) ;;
+  bench)
+    case $prev in
+      --help|-h) return ;;
+      --pipeline|-p) COMPREPLY=($(compgen -W "raw decode center rrc direct-rrc multicrop" -- "$cur")); return ;;
+      --threads|-j) return ;;
+      --batch-size|-b) return ;;
+      --epochs|-e) return ;;
+      --cold) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+      --order) COMPREPLY=($(compgen -W "sequential shuffle" -- "$cur")); return ;;
+      --seed) return ;;
+      --crops) return ;;
+      --flip) return ;;
+      --layout) COMPREPLY=($(compgen -W "hwc chw" -- "$cur")); return ;;
+      --dtype) COMPREPLY=($(compgen -W "uint8 float32" -- "$cur")); return ;;
+      --filter) COMPREPLY=($(compgen -W "bilinear bicubic" -- "$cur")); return ;;
+      --no-crop-aware) return ;;
+      --field) return ;;
+      --max-samples) return ;;
+      --no-limit) return ;;
+      --json) return ;;
+    esac
+    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version --verbose -v --quiet -q --progress --no-progress --help -h --pipeline -p --threads -j --batch-size -b --epochs -e --cold --order --seed --crops --flip --layout --dtype --filter --no-crop-aware --field --max-samples --no-limit --json" -- "$cur")); return; fi
     COMPREPLY=($(compgen -f -- "$cur")) ;;
   completions)
     case $prev in

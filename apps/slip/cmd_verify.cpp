@@ -14,14 +14,23 @@ Action setup_verify(CLI::App& sub, const GlobalOptions& global) {
     unsigned threads = 0;
     size_t max_issues = 100;
     bool json = false;
+    bool decode = false;
+    int max_diff = 1;
+    double mean_diff = 0.01;
   };
   auto a = std::make_shared<Args>();
   sub.add_option("cache", a->cache, "Cache directory")->required();
   sub.add_option("-j,--threads", a->threads, "Worker threads (default: CPUs available to the process)");
   sub.add_option("--max-issues", a->max_issues, "Issues to list in detail")->default_val(100);
   sub.add_flag("--json", a->json, "Print one JSON report object");
+  sub.add_flag("--decode", a->decode, "Also decode every image with the engine and with TurboJPEG and compare the pixels");
+  sub.add_option("--max-diff", a->max_diff, "--decode: largest allowed absolute pixel difference")->default_val(1);
+  sub.add_option("--mean-diff", a->mean_diff, "--decode: largest allowed mean absolute difference per image")->default_val(0.01);
   return [a, &global]() -> int {
     VerifyOptions options;
+    options.decode = a->decode;
+    options.max_diff = a->max_diff;
+    options.mean_diff = a->mean_diff;
     options.threads = a->threads;
     options.max_issues = a->max_issues;
     Progress progress("verify", global.show_progress());
@@ -46,6 +55,8 @@ Action setup_verify(CLI::App& sub, const GlobalOptions& global) {
                           {"field", i.field}, {"message", i.message}});
       j["issues"] = std::move(issues);
       j["notes"] = r.notes;
+      if (r.decode_checked)
+        j["decode"] = {{"images", r.images_decoded}, {"max_diff", r.decode_max_diff}, {"mean_diff", r.decode_mean_diff}};
       j["seconds"] = r.seconds;
       print_json(j);
     } else {
@@ -62,6 +73,9 @@ Action setup_verify(CLI::App& sub, const GlobalOptions& global) {
       std::cout << (r.ok() ? "OK " : "FAILED ") << r.path.string() << ": " << r.samples << " samples, "
                 << r.payloads_checked << " payloads checked, " << r.checksums_checked << " checksums verified"
                 << (r.checksums_present ? "" : " (checksums absent)");
+      if (r.decode_checked)
+        std::cout << ", " << r.images_decoded << " images decoded (max diff " << r.decode_max_diff << ", mean "
+                  << r.decode_mean_diff << ")";
       if (!r.ok()) std::cout << ", " << r.issue_count << " issues";
       std::cout << "\n";
     }

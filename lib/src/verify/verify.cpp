@@ -11,6 +11,7 @@
 #include "format/layout.hpp"
 #include "format/staging.hpp"
 #include "slip/cache.hpp"
+#include "slip/decode.hpp"
 #include "slip/error.hpp"
 #include "slip/hash.hpp"
 #include "slip/image.hpp"
@@ -298,6 +299,52 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
     }
   } catch (const std::exception& e) {
     sink.add("manifest.json", std::nullopt, "", std::string("slip checksums: ") + e.what());
+  }
+  if (options.decode) {
+    // The engine's full decode against an accurate TurboJPEG decode, image by image. Both are
+    // libjpeg-turbo with the ISLOW IDCT and fancy upsampling, so they should agree exactly;
+    // the default thresholds (max 1, mean 0.01) leave room for a SIMD variant, nothing more.
+    report.decode_checked = true;
+    std::mutex m;
+    for (size_t fi = 0; fi < cache->fields().size(); ++fi) {
+      const CacheField& f = cache->fields()[fi];
+      if (f.type != FieldType::image || f.image_format == "yuv420") continue;
+      parallel_for(cache->size(), threads, [&](size_t i) {
+        if (i % 64 == 0) throw_if_interrupted();
+        std::span<const std::byte> payload;
+        try {
+          payload = cache->payload(fi, i);
+        } catch (const Error&) {
+          return;  // already reported by the structural checks
+        }
+        if (sniff_image_format(payload) != ImageFormat::jpeg || !jpeg_decodes_to_rgb(payload)) return;
+        try {
+          const RgbImage ours = engine_decode_full(payload);
+          const RgbImage ref = decode_jpeg_rgb(payload);
+          int max_diff = 0;
+          uint64_t total = 0;
+          if (ours.pixels.size() != ref.pixels.size()) {
+            sink.add(f.files[0], i, f.name, "engine decode has a different size than TurboJPEG's");
+            return;
+          }
+          for (size_t k = 0; k < ours.pixels.size(); ++k) {
+            const int d = std::abs(int(ours.pixels[k]) - int(ref.pixels[k]));
+            max_diff = std::max(max_diff, d);
+            total += static_cast<uint64_t>(d);
+          }
+          const double mean = ours.pixels.empty() ? 0.0 : static_cast<double>(total) / static_cast<double>(ours.pixels.size());
+          std::lock_guard lock(m);
+          ++report.images_decoded;
+          report.decode_max_diff = std::max(report.decode_max_diff, max_diff);
+          report.decode_mean_diff = std::max(report.decode_mean_diff, mean);
+          if (max_diff > options.max_diff || mean > options.mean_diff)
+            sink.add(f.files[0], i, f.name, "decoded pixels differ from TurboJPEG's: max " + std::to_string(max_diff) +
+                                                ", mean " + std::to_string(mean));
+        } catch (const Error& e) {
+          sink.add(f.files[0], i, f.name, "image does not decode: " + e.message());
+        }
+      });
+    }
   }
   return finish();
 }
