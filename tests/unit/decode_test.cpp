@@ -453,3 +453,36 @@ TEST(DecodeEngine, CorruptJpegIsAnErrorNamingTheSample) {
 
 }  // namespace
 }  // namespace slip
+
+namespace slip {
+namespace {
+
+// The YUV420 path of the engine (nearest-neighbour chroma, fixed-point BT.601 inverse) on the
+// Python-built fixture against the JPEG path on the JPEG fixture of the same 24 images, same
+// windows. Bound: mean absolute difference <= 3 and PSNR >= 30 dB per crop (4:2:0 chroma and
+// the truncating forward transform cost about 1 level on average).
+TEST(DecodeEngine, Yuv420FixtureDecodesCloseToItsJpegTwin) {
+  const Cache jpeg = Cache::open(test::shared_dir() / "fixtures/pyslipstream/slipcache-3131b662");
+  const Cache yuv = Cache::open(test::shared_dir() / "fixtures/pyslipstream/slipcache-3131b662-yuv420");
+  ASSERT_EQ(jpeg.size(), yuv.size());
+  DecodeOptions o;
+  o.threads = 1;
+  double worst_mean = 0, worst_psnr = 99;
+  for (uint64_t i = 0; i < jpeg.size(); ++i) {
+    const MetaRecord r = jpeg.record(0, i);
+    const CropWindow w = sample_crop_window(pipeline_crop_groups("rrc")[0], r.width, r.height, 3, 0, i, 0, 0);
+    const auto a = detail::decode_crops_for_test(jpeg, i, o, {w});
+    const auto b = detail::decode_crops_for_test(yuv, i, o, {w});
+    RgbImage ref;
+    ref.pixels = a;
+    const PixelDiff d = compare(b, ref);
+    EXPECT_LE(d.mean, 3.0) << i;
+    EXPECT_GE(d.psnr, 30.0) << i;
+    worst_mean = std::max(worst_mean, d.mean);
+    worst_psnr = std::min(worst_psnr, d.psnr);
+  }
+  std::printf("yuv420 vs jpeg fixture: worst mean %.3f, worst PSNR %.2f dB\n", worst_mean, worst_psnr);
+}
+
+}  // namespace
+}  // namespace slip
