@@ -12,6 +12,7 @@
 #include "decode/worker_pool.hpp"
 #include "slip/cache.hpp"
 #include "slip/error.hpp"
+#include "slip/image.hpp"
 #include "slip/runtime.hpp"
 #include "slip/shuffle.hpp"
 
@@ -21,10 +22,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
-bool is_jpeg(std::span<const std::byte> data) {
-  return data.size() >= 2 && data[0] == std::byte{0xFF} && data[1] == std::byte{0xD8};
-}
 
 // One-thread full TurboJPEG decodes of the JPEG samples among `ids` (for at least ~1.5 s or
 // every sample once): images per second.
@@ -37,7 +34,7 @@ double turbojpeg_single_thread_rate(const Cache& cache, size_t field, const std:
   for (size_t round = 0;; ++round) {
     for (uint64_t id : ids) {
       const auto payload = cache.payload(field, id);
-      if (!is_jpeg(payload)) continue;
+      if (sniff_image_format(payload) != ImageFormat::jpeg) continue;
       int width = 0, height = 0, subsamp = 0, colorspace = 0;
       const auto* data = reinterpret_cast<const unsigned char*>(payload.data());
       if (tjDecompressHeader3(handle.get(), data, static_cast<unsigned long>(payload.size()), &width, &height, &subsamp,

@@ -29,10 +29,6 @@ using detail::JpegRegionDecoder;
 using detail::ResampleScratch;
 using detail::RgbView;
 
-bool is_jpeg(std::span<const std::byte> data) {
-  return data.size() >= 2 && data[0] == std::byte{0xFF} && data[1] == std::byte{0xD8};
-}
-
 // The largest DCT scale denominator (8, 4, 2, else 1) at which every window is still at least
 // as large as its output: decoding at 1/d costs about 1/d^2 of the IDCT work, and the
 // antialiased resize that follows needs no more pixels than that.
@@ -166,7 +162,7 @@ struct BatchDecoder::Impl {
       return true;
     }
     JpegImageInfo info;
-    if (is_jpeg(payload) && w.jpeg.read_header(payload, info) && info.rgb_capable) {
+    if (sniff_image_format(payload) == ImageFormat::jpeg && w.jpeg.read_header(payload, info) && info.rgb_capable) {
       if (info.width <= 0 || info.height <= 0 || static_cast<uint64_t>(info.width) * info.height > (1ull << 28)) {
         fail(w, slot, id, "JPEG of " + std::to_string(info.width) + "x" + std::to_string(info.height) + " refused");
         return false;
@@ -403,7 +399,7 @@ std::vector<uint8_t> decode_crops_for_test(const Cache& cache, uint64_t sample, 
 }  // namespace detail
 
 RgbImage engine_decode_full(std::span<const std::byte> payload) {
-  if (is_jpeg(payload)) {
+  if (sniff_image_format(payload) == ImageFormat::jpeg) {
     JpegRegionDecoder jpeg;
     JpegImageInfo info;
     if (jpeg.read_header(payload, info) && info.rgb_capable) {
