@@ -7,7 +7,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
 cmake --preset fuzz >/dev/null
-cmake --build build-fuzz -j "$(nproc)" >/dev/null
+if ! cmake --build build-fuzz -j "$(nproc)" >build-fuzz/build.log 2>&1; then
+  tail -n 60 build-fuzz/build.log
+  exit 1
+fi
 export SLIP=${SLIP:-$PWD/build-fuzz/apps/slip/slip} SLIP_SOURCE_DIR=$PWD
 export SLIP_SHARED_DIR=${SLIP_SHARED_DIR:-$PWD/../shared} SLIP_PYTHON=${SLIP_PYTHON:-/usr/bin/python3}
 export ASAN_OPTIONS=detect_leaks=0

@@ -123,17 +123,32 @@ __attribute__((target("sse4.1"))) void horizontal_row_sse41(const uint8_t* in_ro
   }
 }
 
-const bool kHaveSse41 = __builtin_cpu_supports("sse4.1");
+bool cpu_supports_sse41() {
+  __builtin_cpu_init();  // static initialisers may run before libgcc's own CPU probe
+  return __builtin_cpu_supports("sse4.1");
+}
+const bool kHaveSse41 = cpu_supports_sse41();
 
 void horizontal_row(const uint8_t* in_row, int in_width, const ResampleAxis& axis, int out_w, uint8_t* out_row) {
   if (kHaveSse41) horizontal_row_sse41(in_row, in_width, axis, 0, out_w, out_row);
   else horizontal_row_scalar(in_row, axis, 0, out_w, out_row);
 }
 
-// The vertical pass's inner loop, cloned for AVX2 and baseline (runtime dispatch).
-__attribute__((target_clones("avx2", "default"))) void accumulate_row(int32_t* acc, const uint8_t* p, int32_t w, int values) {
+// The vertical pass's inner loop, compiled twice (AVX2 and baseline) and picked once at load time.
+// Plain function pointers rather than target_clones: an IFUNC resolver runs during relocation,
+// before a sanitizer runtime is up, and crashes TSan/ASan builds.
+void accumulate_row_baseline(int32_t* acc, const uint8_t* p, int32_t w, int values) {
   for (int i = 0; i < values; ++i) acc[i] += p[i] * w;
 }
+__attribute__((target("avx2"))) void accumulate_row_avx2(int32_t* acc, const uint8_t* p, int32_t w, int values) {
+  for (int i = 0; i < values; ++i) acc[i] += p[i] * w;
+}
+using AccumulateRow = void (*)(int32_t*, const uint8_t*, int32_t, int);
+AccumulateRow pick_accumulate_row() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") ? accumulate_row_avx2 : accumulate_row_baseline;
+}
+const AccumulateRow accumulate_row = pick_accumulate_row();
 
 }  // namespace
 
