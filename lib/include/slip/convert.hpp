@@ -14,6 +14,9 @@ namespace slip {
 
 enum class NonJpegPolicy { transcode, keep, fail };
 enum class OnError { fail, skip };
+// How image fields are stored: the encoded files (JPEG, verbatim where possible), or decoded
+// planar YUV 4:2:0 pixels (spec §1.6.1; larger, but no entropy decoding when training).
+enum class StoredFormat { jpeg, yuv420 };
 
 struct ProgressUpdate {
   uint64_t done = 0;
@@ -36,7 +39,11 @@ struct ConvertOptions {
   std::string name;                  // empty: the source's default name
   unsigned threads = 0;              // 0: available_cpus()
   bool force = false;                // rebuild even when a complete cache exists
-  NonJpegPolicy non_jpeg = NonJpegPolicy::transcode;
+  NonJpegPolicy non_jpeg = NonJpegPolicy::transcode;  // jpeg storage only
+  // yuv420: every image is decoded once (TurboJPEG; other formats as decode_to_rgb) and stored
+  // as its exact §1.6.1 conversion; the cache is named <name>-yuv420-<id8> and its content id
+  // differs from the JPEG cache's of the same source.
+  StoredFormat image_format = StoredFormat::jpeg;
   OnError on_error = OnError::fail;
   // Images whose header claims more pixels are refused (decompression bombs); Pillow's
   // default MAX_IMAGE_PIXELS warning threshold.
@@ -69,8 +76,9 @@ struct ConvertResult {
 
 // $SLIPSTREAM_CACHE_DIR if set, else ~/.slipstream.
 std::filesystem::path default_cache_root();
-// SHA-256 over kind, normalised URI, fingerprint and "slipstream-v1" (docs/FORMAT.md).
-std::string content_id(const SourceIdentity& identity);
+// SHA-256 over kind, normalised URI, fingerprint and "slipstream-v1" (docs/FORMAT.md), and
+// the stored format when it is not JPEG.
+std::string content_id(const SourceIdentity& identity, StoredFormat format = StoredFormat::jpeg);
 // "<name>-<id8>.slipstream"
 std::string cache_dir_name(const std::string& name, const std::string& content_id);
 

@@ -32,6 +32,8 @@ struct FieldSpec {
   // ndarray only: numpy dtype string ("<f4", ">i2", ...) and per-sample shape.
   std::string dtype;
   std::vector<uint64_t> shape;
+  // image/bytes: the manifest's image_format, "jpeg" (encoded files) or "yuv420" (spec §1.6).
+  std::string image_format = "jpeg";
 };
 
 struct Schema {

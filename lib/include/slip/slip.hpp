@@ -24,3 +24,4 @@
 #include "slip/source.hpp"
 #include "slip/subset.hpp"
 #include "slip/verify.hpp"
+#include "slip/yuv420.hpp"

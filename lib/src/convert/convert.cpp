@@ -22,6 +22,7 @@
 #include "slip/hash.hpp"
 #include "slip/image.hpp"
 #include "slip/runtime.hpp"
+#include "slip/yuv420.hpp"
 #include "util/file_io.hpp"
 
 namespace slip {
@@ -41,7 +42,7 @@ fs::path default_cache_root() {
   return fs::path(home && *home ? home : ".") / ".slipstream";
 }
 
-std::string content_id(const SourceIdentity& id) {
+std::string content_id(const SourceIdentity& id, StoredFormat format) {
   Sha256 h;
   h.update(id.kind);
   h.update("\n");
@@ -50,6 +51,7 @@ std::string content_id(const SourceIdentity& id) {
   h.update(id.fingerprint);
   h.update("\n");
   h.update(detail::kContentIdSalt);
+  if (format == StoredFormat::yuv420) h.update("\nimage_format=yuv420");
   return h.hex_digest();
 }
 
@@ -68,7 +70,16 @@ struct Prepared {
   std::string transcode_reason;
 };
 
-void prepare_image(Value& v, NonJpegPolicy policy, uint64_t max_pixels, Prepared& out, const std::string& field) {
+// YUV420 storage: decode (or take the raw pixels), convert exactly as spec §1.6.1.
+void store_as_yuv420(Value& v, const RgbImage& rgb) {
+  Yuv420Image yuv = rgb_to_yuv420(rgb);
+  v.bytes = std::move(yuv.planes);
+  v.width = yuv.width;
+  v.height = yuv.height;
+  v.raw_channels = 0;
+}
+
+void prepare_image(Value& v, NonJpegPolicy policy, bool to_yuv420, uint64_t max_pixels, Prepared& out, const std::string& field) {
   auto problem = [&](std::string why) {
     out.problem = std::move(why);
     out.problem_field = field;
@@ -89,6 +100,7 @@ void prepare_image(Value& v, NonJpegPolicy policy, uint64_t max_pixels, Prepared
     const auto* src = reinterpret_cast<const uint8_t*>(v.bytes.data());
     for (uint64_t i = 0, n = uint64_t{v.width} * v.height; i < n; ++i)
       for (uint64_t k = 0; k < 3; ++k) rgb.pixels[i * 3 + k] = src[i * c + (c == 1 ? 0 : k)];
+    if (to_yuv420) return store_as_yuv420(v, rgb);
     v.bytes = encode_rgb_jpeg(rgb, 100);
     v.raw_channels = 0;
     out.transcoded_fields.push_back(field);
@@ -109,6 +121,13 @@ void prepare_image(Value& v, NonJpegPolicy policy, uint64_t max_pixels, Prepared
     if (v.height != 0 && (v.height != h.height || v.width != h.width))
       return problem("source says " + std::to_string(v.width) + "x" + std::to_string(v.height) + " but the JPEG is " +
                      std::to_string(h.width) + "x" + std::to_string(h.height));
+    if (to_yuv420) {
+      try {
+        return store_as_yuv420(v, decode_to_rgb(v.bytes));
+      } catch (const Error& e) {
+        return problem("JPEG that does not decode: " + e.message());
+      }
+    }
     if (h.components != 4) {
       v.width = h.width;
       v.height = h.height;
@@ -120,6 +139,7 @@ void prepare_image(Value& v, NonJpegPolicy policy, uint64_t max_pixels, Prepared
   } else {
     why_not_jpeg = std::string(image_format_name(format)) + " image";
   }
+  if (to_yuv420) policy = NonJpegPolicy::transcode;  // pixels are stored whatever the source format
   switch (policy) {
     case NonJpegPolicy::fail: return problem(why_not_jpeg + " and --non-jpeg fail");
     case NonJpegPolicy::keep: {
@@ -134,6 +154,7 @@ void prepare_image(Value& v, NonJpegPolicy policy, uint64_t max_pixels, Prepared
                        " pixels exceeds --max-image-pixels " + std::to_string(max_pixels) + " (decompression bomb?)");
       try {
         RgbImage rgb = decode_to_rgb(v.bytes);
+        if (to_yuv420) return store_as_yuv420(v, rgb);
         v.bytes = encode_rgb_jpeg(rgb, 100);
         v.width = rgb.width;
         v.height = rgb.height;
@@ -148,6 +169,7 @@ void prepare_image(Value& v, NonJpegPolicy policy, uint64_t max_pixels, Prepared
 }
 
 void prepare(Sample& s, const Schema& schema, NonJpegPolicy policy, uint64_t max_pixels, Prepared& out) {
+  // An image field's stored format travels in its FieldSpec (set by convert()).
   out = Prepared{};
   out.sums.assign(schema.fields.size(), 0);
   if (s.skip) return;
@@ -164,19 +186,23 @@ void prepare(Sample& s, const Schema& schema, NonJpegPolicy policy, uint64_t max
       return;
     }
     if (spec.type == FieldType::image) {
-      prepare_image(v, policy, max_pixels, out, spec.name);
+      prepare_image(v, policy, spec.image_format == "yuv420", max_pixels, out, spec.name);
       if (out.problem) return;
     }
     if (is_payload_type(spec.type)) out.sums[f] = xxh3_64(v.bytes);
   }
 }
 
+std::string default_cache_name(const SourceIdentity& identity, const ConvertOptions& options) {
+  return options.image_format == StoredFormat::yuv420 ? identity.default_name + "-yuv420" : identity.default_name;
+}
+
 }  // namespace
 
 fs::path planned_cache_path(const Source& source, const ConvertOptions& options) {
   const SourceIdentity identity = source.identity();
-  const std::string id = content_id(identity);
-  const std::string name = options.name.empty() ? identity.default_name : options.name;
+  const std::string id = content_id(identity, options.image_format);
+  const std::string name = options.name.empty() ? default_cache_name(identity, options) : options.name;
   const fs::path root = options.output_dir.empty() ? default_cache_root() : options.output_dir;
   const std::string whole = cache_dir_name(name, id);
   if (!options.shard) return root / whole;
@@ -187,10 +213,13 @@ fs::path planned_cache_path(const Source& source, const ConvertOptions& options)
 ConvertResult convert(Source& source, const ConvertOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   const SourceIdentity identity = source.identity();
-  const Schema schema = source.schema();
+  Schema schema = source.schema();
+  if (options.image_format == StoredFormat::yuv420)
+    for (FieldSpec& spec : schema.fields)
+      if (spec.type == FieldType::image) spec.image_format = "yuv420";
   ConvertResult result;
-  result.content_id = content_id(identity);
-  const std::string name = options.name.empty() ? identity.default_name : options.name;
+  result.content_id = content_id(identity, options.image_format);
+  const std::string name = options.name.empty() ? default_cache_name(identity, options) : options.name;
   if (name.empty() || name.find('/') != std::string::npos || name[0] == '.')
     throw Error(Errc::usage, "invalid cache name \"" + name + "\" (no '/', not starting with '.')");
   fs::path root = options.output_dir.empty() ? default_cache_root() : options.output_dir;

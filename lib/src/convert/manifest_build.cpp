@@ -78,7 +78,7 @@ ojson build_manifest(const Schema& schema, const SourceIdentity& identity, const
     if (is_payload_type(spec.type)) {
       // Upstream: int(1.2 * largest payload), truncating.
       f["max_size"] = static_cast<uint64_t>(static_cast<double>(files.max_payload.at(spec.name)) * 1.2);
-      f["image_format"] = "jpeg";
+      f["image_format"] = spec.type == FieldType::image ? spec.image_format : std::string("jpeg");
     }
     if (spec.type == FieldType::ndarray) {
       f["dtype"] = spec.dtype;

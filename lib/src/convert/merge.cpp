@@ -143,7 +143,7 @@ MergeResult merge_parts(const std::vector<fs::path>& inputs, const MergeOptions&
   const Cache& c0 = caches.front();
   Schema schema;
   for (const CacheField& f : c0.fields()) {
-    FieldSpec spec{f.name, f.type, f.dtype, {}};
+    FieldSpec spec{f.name, f.type, f.dtype, {}, f.image_format.empty() ? "jpeg" : f.image_format};
     if (f.type == FieldType::ndarray) spec.shape.assign(f.shape.begin() + 1, f.shape.end());
     schema.fields.push_back(std::move(spec));
   }

@@ -9,6 +9,7 @@
 #include "decode/jpeg_region.hpp"
 #include "decode/resample.hpp"
 #include "decode/worker_pool.hpp"
+#include "image/yuv420_kernels.hpp"
 #include "slip/cache.hpp"
 #include "slip/decode.hpp"
 #include "slip/error.hpp"
@@ -40,29 +41,6 @@ int choose_denominator(std::span<const CropWindow> windows, std::span<const uint
     if (fits) return d;
   }
   return 1;
-}
-
-// YUV420 payload (spec §1.6) rows [y0, y1) x columns [x0, x1) to RGB: the inverse full-range
-// BT.601 transform in 16.16 fixed point, chroma upsampled by nearest neighbour (each chroma
-// sample covers its 2x2 block, as the Python loader's reference yuv420_to_rgb does).
-void yuv420_region_to_rgb(std::span<const std::byte> payload, int width, int height, int x0, int y0, int x1, int y1,
-                          uint8_t* out, size_t stride) {
-  const auto* yp = reinterpret_cast<const uint8_t*>(payload.data());
-  const uint8_t* up = yp + static_cast<size_t>(width) * height;
-  const uint8_t* vp = up + static_cast<size_t>(width / 2) * (height / 2);
-  constexpr int32_t kR = 91881, kGu = 22554, kGv = 46802, kB = 116130;  // 1.402, 0.344136, 0.714136, 1.772 * 65536
-  for (int y = y0; y < y1; ++y) {
-    const uint8_t* yrow = yp + static_cast<size_t>(y) * width;
-    const uint8_t* urow = up + static_cast<size_t>(y / 2) * (width / 2);
-    const uint8_t* vrow = vp + static_cast<size_t>(y / 2) * (width / 2);
-    uint8_t* o = out + static_cast<size_t>(y - y0) * stride;
-    for (int x = x0; x < x1; ++x, o += 3) {
-      const int32_t luma = yrow[x] << 16 | 1 << 15, u = urow[x / 2] - 128, v = vrow[x / 2] - 128;
-      o[0] = static_cast<uint8_t>(std::clamp((luma + kR * v) >> 16, 0, 255));
-      o[1] = static_cast<uint8_t>(std::clamp((luma - kGu * u - kGv * v) >> 16, 0, 255));
-      o[2] = static_cast<uint8_t>(std::clamp((luma + kB * u) >> 16, 0, 255));
-    }
-  }
 }
 
 struct Worker {
@@ -155,7 +133,8 @@ struct BatchDecoder::Impl {
       union_box(x0, y0, x1, y1);
       const size_t stride = static_cast<size_t>(x1 - x0) * 3;
       if (w.region.size() < stride * static_cast<size_t>(y1 - y0)) w.region.resize(stride * static_cast<size_t>(y1 - y0));
-      yuv420_region_to_rgb(payload, width, height, x0, y0, x1, y1, w.region.data(), stride);
+      detail::yuv420_region_to_rgb(reinterpret_cast<const uint8_t*>(payload.data()), width, height, x0, y0, x1, y1,
+                                   w.region.data(), stride);
       view = {w.region.data(), x1 - x0, y1 - y0, stride};
       origin_x = x0;
       origin_y = y0;

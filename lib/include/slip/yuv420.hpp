@@ -1,0 +1,96 @@
+// slip/yuv420.hpp — the YUV420 image payloads of spec §1.6: the exact RGB -> I420 conversion,
+// its inverse, the sibling files inside a JPEG cache (§1.6.2) and building them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "slip/cache.hpp"
+#include "slip/image.hpp"
+
+namespace slip {
+
+// A YUV420 payload: planar Y (h*w) then U then V (h/2 * w/2 each), with even padded sizes.
+struct Yuv420Image {
+  uint32_t width = 0;   // padded: the source width rounded up to even
+  uint32_t height = 0;  // padded: the source height rounded up to even
+  std::vector<std::byte> planes;
+};
+
+// Bytes of the payload of a width x height image after padding to even sizes.
+uint64_t yuv420_payload_size(uint32_t width, uint32_t height) noexcept;
+
+// Spec §1.6.1 steps 2-5, bit-exact with the Python builder: odd sizes padded by replicating the
+// last row/column, full-range BT.601 in float32 (no fused multiply-add) clipped and truncated,
+// chroma the floor of each 2x2 block's mean. Throws Error(bad_input) for an empty image or a
+// pixel buffer of the wrong size.
+Yuv420Image rgb_to_yuv420(const RgbImage& rgb);
+
+// The inverse transform (16.16 fixed point, nearest-neighbour chroma: each chroma sample covers
+// its 2x2 block, as the Python loader's reference yuv420_to_rgb). Throws Error(bad_input) when
+// the payload size does not match the (even) dimensions.
+RgbImage yuv420_to_rgb(std::span<const std::byte> payload, uint32_t width, uint32_t height);
+
+// "<field>_yuv420": the stem of the sibling files <stem>.bin and <stem>.meta.npy.
+std::string yuv420_sibling_stem(std::string_view field);
+
+// The sibling YUV420 copy of a JPEG image field (spec §1.6.2), memory-mapped. Opening checks
+// the .npy header, the record count (the cache's N) and every record against the payload file
+// and its dimensions, so payload() never reads out of bounds.
+class Yuv420Siblings {
+ public:
+  // nullopt when either file is missing (the Python loader's rule); throws Error(bad_input)
+  // naming the file, the sample and the offset when the files are present but malformed.
+  static std::optional<Yuv420Siblings> open(const Cache& cache, std::string_view field);
+  ~Yuv420Siblings();
+  Yuv420Siblings(Yuv420Siblings&&) noexcept;
+  Yuv420Siblings& operator=(Yuv420Siblings&&) noexcept;
+
+  uint64_t size() const noexcept;
+  MetaRecord record(uint64_t sample) const;
+  std::span<const std::byte> payload(uint64_t sample) const;
+  uint64_t payload_bytes() const noexcept;  // size of <stem>.bin
+  const std::filesystem::path& bin_path() const noexcept;
+
+ private:
+  Yuv420Siblings();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+struct SiblingOptions {
+  std::string field;    // empty: every JPEG image field
+  unsigned threads = 0;  // 0: available_cpus()
+  bool force = false;    // rebuild even when valid siblings exist
+  // Called with (samples converted, total) from the calling thread.
+  std::function<void(uint64_t, uint64_t)> progress;
+};
+
+struct SiblingResult {
+  std::string field;
+  uint64_t samples = 0;
+  uint64_t bytes = 0;        // size of <stem>.bin
+  uint64_t jpeg_bytes = 0;   // size of <field>.bin, for the storage ratio
+  bool reused = false;       // valid siblings were already there
+  double seconds = 0;
+};
+
+// Adds <f>_yuv420.bin + <f>_yuv420.meta.npy beside each JPEG image field of the cache at
+// `dir`: every payload decoded once (TurboJPEG; other formats through decode_to_rgb) on all
+// threads and converted by rgb_to_yuv420. Files are written under temporary names, fsynced and
+// renamed (payloads first, table last, so a crash never leaves a table without its payloads).
+// In a slip-written cache both files' XXH3-64 are added to the manifest's checksums. Existing
+// siblings with N records (and matching checksums, where recorded) are kept unless `force`.
+// Throws Error(usage) when no field qualifies, Error(bad_input) naming the sample when a
+// payload does not decode.
+std::vector<SiblingResult> add_yuv420_siblings(const std::filesystem::path& dir, const SiblingOptions& options = {});
+
+}  // namespace slip
