@@ -15,6 +15,7 @@
 #include "slip/error.hpp"
 #include "slip/image.hpp"
 #include "slip/runtime.hpp"
+#include "slip/yuv420.hpp"
 
 namespace slip {
 
@@ -64,6 +65,10 @@ struct BatchDecoder::Impl {
   DecodeOptions options;
   size_t field = 0;
   bool yuv420 = false;
+  std::optional<Yuv420Siblings> siblings;  // options.yuv420_siblings: payloads from <f>_yuv420.*
+
+  std::span<const std::byte> payload_of(uint64_t id) const { return siblings ? siblings->payload(id) : cache.payload(field, id); }
+  MetaRecord record_of(uint64_t id) const { return siblings ? siblings->record(id) : cache.record(field, id); }
   std::vector<Worker> workers;
   detail::WorkerPool pool;
   std::array<float, 3> scale{}, bias{};
@@ -75,8 +80,12 @@ struct BatchDecoder::Impl {
   void fail(Worker& w, size_t slot, uint64_t id, std::string message) {
     if (slot < w.error_slot) {
       w.error = Error(Errc::bad_input, std::move(message));
-      w.error->with_path((cache.path() / (cache.fields()[field].name + ".bin")).string()).with_sample(id);
-      if (auto record = cache.record(field, id); true) w.error->with_offset(record.data_ptr);
+      w.error->with_path(siblings ? siblings->bin_path().string() : (cache.path() / (cache.fields()[field].name + ".bin")).string())
+          .with_sample(id);
+      try {
+        w.error->with_offset(record_of(id).data_ptr);
+      } catch (const Error&) {
+      }
       w.error_slot = slot;
     }
   }
@@ -85,7 +94,7 @@ struct BatchDecoder::Impl {
   // view and the scale (1/denominator) windows must be mapped by. Fills w.windows.
   bool prepare(Worker& w, size_t slot, uint64_t id, bool full, RgbView& view, double& inv_scale, double& origin_x,
                double& origin_y) {
-    const std::span<const std::byte> payload = cache.payload(field, id);
+    const std::span<const std::byte> payload = payload_of(id);
     auto make_windows = [&](int width, int height) {
       w.windows.clear();
       w.sizes.clear();
@@ -120,7 +129,7 @@ struct BatchDecoder::Impl {
     inv_scale = 1.0;
     origin_x = origin_y = 0;
     if (yuv420) {
-      const MetaRecord record = cache.record(field, id);
+      const MetaRecord record = record_of(id);
       const auto width = static_cast<int>(record.width), height = static_cast<int>(record.height);
       if (width < 2 || height < 2 || width % 2 || height % 2 ||
           payload.size() != static_cast<size_t>(width) * static_cast<size_t>(height) * 3 / 2) {
@@ -293,6 +302,14 @@ BatchDecoder::BatchDecoder(const Cache& cache, DecodeOptions options) {
   impl_ = std::make_unique<Impl>(cache, std::move(options), threads);
   impl_->field = *field;
   impl_->yuv420 = cache.fields()[*field].image_format == "yuv420";
+  if (impl_->options.yuv420_siblings) {
+    if (impl_->yuv420) throw Error(Errc::usage, "the field is already stored as YUV420; it has no sibling files");
+    impl_->siblings = Yuv420Siblings::open(cache, cache.fields()[*field].name);
+    if (!impl_->siblings)
+      throw Error(Errc::usage, "no YUV420 sibling files for field '" + cache.fields()[*field].name + "' (make them with slip yuv420)")
+          .with_path(cache.path().string());
+    impl_->yuv420 = true;
+  }
   for (int c = 0; c < 3; ++c) {
     if (!(impl_->options.std[c] > 0)) throw Error(Errc::usage, "normalisation std must be > 0");
     impl_->scale[c] = 1.0f / (255.0f * impl_->options.std[c]);
