@@ -1,7 +1,8 @@
 // slip bench CACHE --pipeline raw|decode|center|rrc|direct-rrc|multicrop [--threads N] [--batch-size B]
-//                  [--epochs E] [--cold] [--order sequential|shuffle] [--seed S] [--json]
+//                  [--epochs E] [--cold] [--order sequential|shuffle] [--seed S] [--compare YUVCACHE|siblings] [--json]
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
 #include "command.hpp"
 #include "output.hpp"
@@ -19,6 +20,7 @@ nlohmann::ordered_json report_json(const BenchReport& r) {
   j["pipeline"] = r.pipeline;
   j["field"] = r.field;
   j["image_format"] = r.image_format;
+  j["yuv420_siblings"] = r.yuv420_siblings;
   j["threads"] = r.threads;
   j["batch_size"] = r.batch_size;
   j["samples"] = r.samples;
@@ -55,6 +57,7 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
     bool no_crop_aware = false;
     bool no_limit = false;
     bool json = false;
+    std::string compare;
   };
   auto a = std::make_shared<Args>();
   sub.add_option("cache", a->cache, "Cache directory")->required();
@@ -82,6 +85,11 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("--field", a->options.decode.field, "Image field (default: the first)");
   sub.add_option("--max-samples", a->options.max_samples, "Use only the first N samples");
   sub.add_flag("--no-limit", a->no_limit, "Skip the limit measurement");
+  sub.add_flag("--yuv420-siblings", a->options.decode.yuv420_siblings,
+               "Measure the field's YUV420 sibling files (slip yuv420) instead of its JPEGs");
+  sub.add_option("--compare", a->compare,
+                 "Run the same pipeline on a second storage of the same images (a YUV420 cache, or 'siblings' for this "
+                 "cache's YUV420 sibling files) and print the speed and storage ratios");
   sub.add_flag("--json", a->json, "Print one JSON report object");
   return [a, &global]() -> int {
     BenchOptions options = a->options;
@@ -93,29 +101,59 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
     options.measure_limit = !a->no_limit;
     const Cache cache = Cache::open(a->cache);
     const bool text = !a->json && !global.quiet;
-    const BenchReport report = run_bench(cache, options, [&](const BenchReport& r, size_t epoch) {
+    const auto print_epoch = [&](const BenchReport& r, size_t epoch) {
       if (!text) return;
       if (epoch == 0) {
         std::printf("%s: pipeline %s, %llu images (%s), %u threads, batch %zu%s%s\n", a->cache.c_str(), r.pipeline.c_str(),
                     static_cast<unsigned long long>(r.samples), human_bytes(r.payload_bytes).c_str(), r.threads, r.batch_size,
                     r.crops_per_image > 1 ? (", " + std::to_string(r.crops_per_image) + " crops/image").c_str() : "",
-                    r.image_format == "yuv420" ? ", yuv420" : "");
+                    r.yuv420_siblings ? ", yuv420 siblings" : r.image_format == "yuv420" ? ", yuv420" : "");
       }
       const BenchEpoch& e = r.epochs.back();
       std::printf("epoch %zu: %9.1f img/s %9.1f MB/s %8.2f ms/batch%s\n", epoch + 1, e.images_per_second,
                   e.megabytes_per_second, e.ms_per_batch, epoch == 0 && options.cold ? "  (cold)" : "");
       std::fflush(stdout);
-    });
-    if (a->json) {
-      print_json(report_json(report));
-    } else if (text && !report.limit_kind.empty()) {
+    };
+    const auto print_limit = [&](const BenchReport& report) {
+      if (!text || report.limit_kind.empty()) return;
       if (report.limit_kind == "memcpy")
         std::printf("limit:   %9.1f MB/s (memcpy, %u threads)\n", report.limit_megabytes_per_second, report.threads);
       else
         std::printf("limit:   %9.1f img/s (tjDecompress2 full decode %.1f img/s x %u threads)\n",
                     report.limit_images_per_second, report.limit_single_thread_images_per_second, report.threads);
       std::printf("efficiency: %.2f (best epoch / limit)\n", report.efficiency);
+    };
+    if (!a->compare.empty()) {
+      BenchOptions other_options = options;
+      std::optional<Cache> other_cache;
+      if (a->compare == "siblings") {
+        other_options.decode.yuv420_siblings = true;
+      } else {
+        other_cache.emplace(Cache::open(a->compare));
+        other_options.decode.field.clear();
+        other_options.decode.yuv420_siblings = false;
+      }
+      const Cache& other = other_cache ? *other_cache : cache;
+      if (other.size() != cache.size())
+        throw Error(Errc::usage, "--compare needs the same images: " + std::to_string(cache.size()) + " vs " +
+                                     std::to_string(other.size()) + " samples")
+            .with_path(a->compare);
+      const BenchComparison c = run_bench_comparison(cache, options, other, other_options, print_epoch);
+      if (a->json) {
+        print_json({{"command", "bench"}, {"base", report_json(c.base)}, {"other", report_json(c.other)},
+                    {"speed_ratio", c.speed_ratio}, {"storage_ratio", c.storage_ratio}});
+      } else if (!global.quiet) {
+        print_limit(c.base);
+        std::printf("%s vs %s, pipeline %s: %.1f vs %.1f img/s: %.2fx the speed at %.2fx the bytes\n",
+                    c.other.yuv420_siblings ? "yuv420 siblings" : c.other.image_format.c_str(), c.base.image_format.c_str(),
+                    c.base.pipeline.c_str(), c.other.best_images_per_second, c.base.best_images_per_second, c.speed_ratio,
+                    c.storage_ratio);
+      }
+      return 0;
     }
+    const BenchReport report = run_bench(cache, options, print_epoch);
+    if (a->json) print_json(report_json(report));
+    else print_limit(report);
     return 0;
   };
 }

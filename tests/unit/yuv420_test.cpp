@@ -18,6 +18,7 @@
 #include "slip/source.hpp"
 #include "slip/verify.hpp"
 #include "slip/yuv420.hpp"
+#include "image/yuv420_kernels.hpp"
 #include "test_support.hpp"
 
 namespace slip {
@@ -348,6 +349,66 @@ TEST(Yuv420, EngineOnSiblingsEqualsEngineOnDedicatedCache) {
   EXPECT_THROW(open_siblings(yuv), Error);  // a YUV420 field has no siblings
   const Cache plain = Cache::open(fixtures / "slipcache-3131b662");
   EXPECT_THROW(open_siblings(plain), Error);  // none built
+}
+
+}  // namespace
+}  // namespace slip
+
+namespace slip {
+namespace {
+
+// A payload whose luma is constant over d x d blocks and chroma over d/2 x d/2 blocks.
+std::vector<std::byte> blocky_payload(int w, int h, int d, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<std::byte> p(static_cast<size_t>(w) * h * 3 / 2);
+  auto* y = reinterpret_cast<uint8_t*>(p.data());
+  uint8_t* u = y + w * h;
+  uint8_t* v = u + (w / 2) * (h / 2);
+  std::vector<uint8_t> block(static_cast<size_t>((w / d + 1) * (h / d + 1)) * 3);
+  for (auto& b : block) b = static_cast<uint8_t>(rng() % 4 == 0 ? (rng() % 2) * 255 : rng() % 256);
+  const int bw = w / d + 1;
+  for (int r = 0; r < h; ++r)
+    for (int c = 0; c < w; ++c) y[r * w + c] = block[((r / d) * bw + c / d) * 3];
+  for (int r = 0; r < h / 2; ++r)
+    for (int c = 0; c < w / 2; ++c) {
+      u[r * (w / 2) + c] = block[((r * 2 / d) * bw + c * 2 / d) * 3 + 1];
+      v[r * (w / 2) + c] = block[((r * 2 / d) * bw + c * 2 / d) * 3 + 2];
+    }
+  return p;
+}
+
+// Any region (odd corners included) of the inverse transform equals that part of the whole
+// image's; the 1/d reduction of a payload that is constant over d-blocks equals the full
+// conversion sampled once per block.
+TEST(Yuv420, RegionsAndReductionsAgreeWithTheFullConversion) {
+  const int w = 64, h = 48;
+  for (int d : {2, 4, 8}) {
+    const auto payload = blocky_payload(w, h, d, static_cast<uint32_t>(d));
+    const RgbImage full = yuv420_to_rgb(payload, w, h);
+    const auto* data = reinterpret_cast<const uint8_t*>(payload.data());
+    std::mt19937 rng(d);
+    for (int trial = 0; trial < 20; ++trial) {
+      const int x0 = static_cast<int>(rng() % w), y0 = static_cast<int>(rng() % h);
+      const int x1 = x0 + 1 + static_cast<int>(rng() % (w - x0)), y1 = y0 + 1 + static_cast<int>(rng() % (h - y0));
+      std::vector<uint8_t> region(static_cast<size_t>(x1 - x0) * (y1 - y0) * 3);
+      detail::yuv420_region_to_rgb(data, w, h, x0, y0, x1, y1, region.data(), static_cast<size_t>(x1 - x0) * 3);
+      for (int y = y0; y < y1; ++y)
+        ASSERT_EQ(0, std::memcmp(region.data() + static_cast<size_t>(y - y0) * (x1 - x0) * 3,
+                                 full.pixels.data() + (static_cast<size_t>(y) * w + x0) * 3, static_cast<size_t>(x1 - x0) * 3))
+            << "row " << y << " of region " << x0 << "," << y0 << "-" << x1 << "," << y1;
+      const int rx0 = x0 / d, ry0 = y0 / d, rx1 = std::min((x1 + d - 1) / d, w / d), ry1 = std::min((y1 + d - 1) / d, h / d);
+      std::vector<uint8_t> reduced(static_cast<size_t>(rx1 - rx0) * (ry1 - ry0) * 3);
+      std::vector<uint16_t> scratch;
+      detail::yuv420_region_to_rgb_reduced(data, w, h, d, rx0, ry0, rx1, ry1, reduced.data(), static_cast<size_t>(rx1 - rx0) * 3,
+                                           scratch);
+      for (int ry = ry0; ry < ry1; ++ry)
+        for (int rx = rx0; rx < rx1; ++rx)
+          for (int c = 0; c < 3; ++c)
+            ASSERT_EQ(reduced[(static_cast<size_t>(ry - ry0) * (rx1 - rx0) + (rx - rx0)) * 3 + c],
+                      full.pixels[(static_cast<size_t>(ry * d) * w + rx * d) * 3 + c])
+                << "d " << d << " pixel " << rx << "," << ry;
+    }
+  }
 }
 
 }  // namespace

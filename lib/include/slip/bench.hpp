@@ -35,6 +35,7 @@ struct BenchEpoch {
 struct BenchReport {
   std::string pipeline;
   std::string field, image_format;
+  bool yuv420_siblings = false;  // the field's <f>_yuv420.* sibling files were measured
   unsigned threads = 1;
   size_t batch_size = 0;
   uint64_t samples = 0;
@@ -55,5 +56,17 @@ struct BenchReport {
 // Runs the benchmark; `on_epoch` (optional) is called after each epoch.
 BenchReport run_bench(const Cache& cache, const BenchOptions& options,
                       const std::function<void(const BenchReport&, size_t epoch)>& on_epoch = {});
+
+// The same pipeline on two storages of the same images (a JPEG cache and its YUV420 cache or
+// sibling files), run one after the other in this process: the speed ratio other/base of the
+// best epochs and the storage ratio other/base of the payload bytes.
+struct BenchComparison {
+  BenchReport base, other;
+  double speed_ratio = 0;
+  double storage_ratio = 0;
+};
+BenchComparison run_bench_comparison(const Cache& base, const BenchOptions& base_options, const Cache& other,
+                                     const BenchOptions& other_options,
+                                     const std::function<void(const BenchReport&, size_t epoch)>& on_epoch = {});
 
 }  // namespace slip

@@ -34,7 +34,8 @@ uint64_t yuv420_payload_size(uint32_t width, uint32_t height) noexcept;
 // pixel buffer of the wrong size.
 Yuv420Image rgb_to_yuv420(const RgbImage& rgb);
 
-// The inverse transform (16.16 fixed point, nearest-neighbour chroma: each chroma sample covers
+// The inverse transform (1/64 fixed point, within one level of the exact BT.601 inverse;
+// nearest-neighbour chroma: each chroma sample covers
 // its 2x2 block, as the Python loader's reference yuv420_to_rgb). Throws Error(bad_input) when
 // the payload size does not match the (even) dimensions.
 RgbImage yuv420_to_rgb(std::span<const std::byte> payload, uint32_t width, uint32_t height);

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <optional>
 
 #include "decode/worker_pool.hpp"
 #include "slip/cache.hpp"
@@ -15,6 +16,8 @@
 #include "slip/image.hpp"
 #include "slip/runtime.hpp"
 #include "slip/shuffle.hpp"
+#include "slip/yuv420.hpp"
+#include "util/file_io.hpp"
 
 namespace slip {
 namespace {
@@ -80,10 +83,24 @@ BenchReport run_bench(const Cache& cache, const BenchOptions& options,
       break;
     }
 
+  // The payloads measured: the field's own, or its YUV420 sibling files (spec §1.6.2).
+  std::optional<Yuv420Siblings> siblings;
+  if (decode.yuv420_siblings) siblings = Yuv420Siblings::open(cache, cache.fields()[field].name);  // the engine checked they exist
+  const auto record_of = [&](uint64_t id) { return siblings ? siblings->record(id) : cache.record(field, id); };
+  const auto payload_of = [&](uint64_t id) { return siblings ? siblings->payload(id) : cache.payload(field, id); };
+  uint64_t field_max_size = cache.fields()[field].max_size;
+  if (siblings) {
+    // The loader's own rule for siblings: floor(1.2 x the largest payload).
+    uint64_t largest = 0;
+    for (uint64_t id = 0; id < siblings->size(); ++id) largest = std::max(largest, siblings->record(id).data_size);
+    field_max_size = static_cast<uint64_t>(static_cast<double>(largest) * 1.2);
+  }
+
   BenchReport report;
   report.pipeline = pipeline;
   report.field = cache.fields()[field].name;
-  report.image_format = cache.fields()[field].image_format.empty() ? "jpeg" : cache.fields()[field].image_format;
+  report.image_format = siblings ? "yuv420" : cache.fields()[field].image_format.empty() ? "jpeg" : cache.fields()[field].image_format;
+  report.yuv420_siblings = siblings.has_value();
   report.threads = threads;
   report.batch_size = options.batch_size;
   report.samples = options.max_samples ? std::min<uint64_t>(options.max_samples, cache.size()) : cache.size();
@@ -91,8 +108,8 @@ BenchReport run_bench(const Cache& cache, const BenchOptions& options,
   for (const CropGroup& g : decode.groups) report.crops_per_image += raw || full ? 0 : g.count;
   if (report.samples == 0) throw Error(Errc::usage, "the cache has no samples to benchmark");
   for (uint64_t id = 0; id < report.samples; ++id) {
-    const MetaRecord record = cache.record(field, id);
-    if (record.data_size > cache.fields()[field].max_size)
+    const MetaRecord record = record_of(id);
+    if (record.data_size > field_max_size)
       throw Error(Errc::bad_input, "payload larger than the manifest's max_size").with_sample(id);
     report.payload_bytes += record.data_size;
   }
@@ -105,13 +122,22 @@ BenchReport run_bench(const Cache& cache, const BenchOptions& options,
     for (auto& b : buffers) outputs.emplace_back(b);
   }
   // raw: what a loader's I/O stage fills: payload bytes (max_size each), sizes, heights, widths.
-  const uint64_t max_size = std::max<uint64_t>(cache.fields()[field].max_size, 1);
+  const uint64_t max_size = std::max<uint64_t>(field_max_size, 1);
   std::vector<std::byte> raw_data(raw ? options.batch_size * max_size : 0);
   std::vector<uint64_t> raw_sizes(raw ? options.batch_size : 0);
   std::vector<uint32_t> raw_heights(raw_sizes.size()), raw_widths(raw_sizes.size());
   detail::WorkerPool raw_pool(raw ? threads : 1);
 
-  if (options.cold) cache.drop_page_cache();
+  if (options.cold) {
+    cache.drop_page_cache();
+    if (siblings) {
+      // The sibling files are not part of the Cache's mappings: drop them separately.
+      for (const char* ext : {".bin", ".meta.npy"}) {
+        const detail::MappedFile f(cache.path() / (yuv420_sibling_stem(report.field) + ext));
+        f.drop_page_cache();
+      }
+    }
+  }
   std::vector<uint64_t> ids(options.batch_size);
   for (unsigned epoch = 0; epoch < options.epochs; ++epoch) {
     std::unique_ptr<EpochOrder> order;
@@ -133,8 +159,8 @@ BenchReport run_bench(const Cache& cache, const BenchOptions& options,
         for (size_t i = 0; i < count; ++i) batch[i] = first + i;
       if (raw) {
         raw_pool.run(count, [&](unsigned, size_t i) {
-          const MetaRecord record = cache.record(field, batch[i]);
-          const auto payload = cache.payload(field, batch[i]);
+          const MetaRecord record = record_of(batch[i]);
+          const auto payload = payload_of(batch[i]);
           std::memcpy(raw_data.data() + i * max_size, payload.data(), payload.size());
           raw_sizes[i] = record.data_size;
           raw_heights[i] = record.height;
@@ -163,10 +189,10 @@ BenchReport run_bench(const Cache& cache, const BenchOptions& options,
       // The same copies (same sizes, same destinations, same threads) from a warm heap copy of
       // the payloads instead of the mapped cache file: memcpy bandwidth for this access pattern.
       std::vector<uint64_t> offsets(report.samples + 1);
-      for (uint64_t id = 0; id < report.samples; ++id) offsets[id + 1] = offsets[id] + cache.record(field, id).data_size;
+      for (uint64_t id = 0; id < report.samples; ++id) offsets[id + 1] = offsets[id] + record_of(id).data_size;
       std::vector<std::byte> heap(offsets.back());
       for (uint64_t id = 0; id < report.samples; ++id) {
-        const auto payload = cache.payload(field, id);
+        const auto payload = payload_of(id);
         std::memcpy(heap.data() + offsets[id], payload.data(), payload.size());
       }
       uint64_t copied = 0;
@@ -199,6 +225,18 @@ BenchReport run_bench(const Cache& cache, const BenchOptions& options,
       report.efficiency = report.best_images_per_second / report.limit_images_per_second;
   }
   return report;
+}
+
+BenchComparison run_bench_comparison(const Cache& base, const BenchOptions& base_options, const Cache& other,
+                                     const BenchOptions& other_options,
+                                     const std::function<void(const BenchReport&, size_t)>& on_epoch) {
+  BenchComparison c;
+  c.base = run_bench(base, base_options, on_epoch);
+  c.other = run_bench(other, other_options, on_epoch);
+  if (c.base.best_images_per_second > 0) c.speed_ratio = c.other.best_images_per_second / c.base.best_images_per_second;
+  if (c.base.payload_bytes > 0)
+    c.storage_ratio = static_cast<double>(c.other.payload_bytes) / static_cast<double>(c.base.payload_bytes);
+  return c;
 }
 
 }  // namespace slip

@@ -48,6 +48,7 @@ struct Worker {
   JpegRegionDecoder jpeg;
   std::vector<uint8_t> region;
   std::vector<uint8_t> crop;
+  std::vector<uint16_t> sums;  // YUV420 reduction
   ResampleScratch resample;
   std::vector<CropWindow> windows;
   std::vector<uint32_t> sizes;
@@ -140,6 +141,22 @@ struct BatchDecoder::Impl {
       make_windows(width, height);
       int x0, y0, x1, y1;
       union_box(x0, y0, x1, y1);
+      // Large windows: average the planes down by d first (what DCT scaling does for JPEG).
+      const int denom = options.crop_aware && !full ? choose_denominator(w.windows, w.sizes) : 1;
+      if (denom > 1) {
+        const int rx0 = x0 / denom, ry0 = y0 / denom;
+        const int rx1 = std::min((x1 + denom - 1) / denom, (width + denom - 1) / denom);
+        const int ry1 = std::min((y1 + denom - 1) / denom, (height + denom - 1) / denom);
+        const size_t stride = static_cast<size_t>(rx1 - rx0) * 3;
+        if (w.region.size() < stride * static_cast<size_t>(ry1 - ry0)) w.region.resize(stride * static_cast<size_t>(ry1 - ry0));
+        detail::yuv420_region_to_rgb_reduced(reinterpret_cast<const uint8_t*>(payload.data()), width, height, denom, rx0, ry0,
+                                             rx1, ry1, w.region.data(), stride, w.sums);
+        view = {w.region.data(), rx1 - rx0, ry1 - ry0, stride};
+        inv_scale = 1.0 / denom;
+        origin_x = rx0;
+        origin_y = ry0;
+        return true;
+      }
       const size_t stride = static_cast<size_t>(x1 - x0) * 3;
       if (w.region.size() < stride * static_cast<size_t>(y1 - y0)) w.region.resize(stride * static_cast<size_t>(y1 - y0));
       detail::yuv420_region_to_rgb(reinterpret_cast<const uint8_t*>(payload.data()), width, height, x0, y0, x1, y1,

@@ -17,6 +17,7 @@
 #include "slip/image.hpp"
 #include "slip/index.hpp"
 #include "slip/runtime.hpp"
+#include "slip/yuv420.hpp"
 #include "util/file_io.hpp"
 
 namespace slip {
@@ -119,6 +120,70 @@ void check_payload_field(const Cache& cache, size_t fi, IssueSink& sink, VerifyR
   report.payloads_checked += checked;
   report.checksums_checked += hashed;
   report.bytes_hashed += bytes;
+}
+
+// The sibling YUV420 files of a JPEG image field (spec §1.6.2), when present: well-formed
+// (Yuv420Siblings::open checks every record), each image the even-padded size of its JPEG
+// and, with --decode, equal to a fresh conversion of a TurboJPEG decode of that JPEG.
+void check_yuv420_siblings(const Cache& cache, size_t fi, IssueSink& sink, VerifyReport& report, const VerifyOptions& options,
+                           unsigned threads) {
+  const CacheField& f = cache.fields()[fi];
+  const std::string stem = yuv420_sibling_stem(f.name);
+  std::optional<Yuv420Siblings> siblings;
+  try {
+    siblings = Yuv420Siblings::open(cache, f.name);
+  } catch (const Error& e) {
+    sink.add(fs::path(e.path()).filename().string(), e.sample(), f.name,
+             e.message() + (e.offset() ? " (byte " + std::to_string(*e.offset()) + ")" : ""));
+    return;
+  }
+  if (!siblings) return;
+  report.notes.push_back("YUV420 sibling files of field \"" + f.name + "\" checked" + (options.decode ? " and compared with their JPEGs" : ""));
+  std::mutex m;
+  parallel_for(cache.size(), threads, [&](size_t i) {
+    if (i % 64 == 0) throw_if_interrupted();
+    MetaRecord jpeg_record, yuv_record;
+    try {
+      jpeg_record = cache.record(fi, i);
+      yuv_record = siblings->record(i);
+    } catch (const Error&) {
+      return;  // reported by the field's own checks
+    }
+    if (jpeg_record.width && jpeg_record.height &&
+        (yuv_record.width != jpeg_record.width + jpeg_record.width % 2 || yuv_record.height != jpeg_record.height + jpeg_record.height % 2)) {
+      sink.add(stem + ".meta.npy", i, f.name, "YUV420 copy is " + std::to_string(yuv_record.width) + "x" + std::to_string(yuv_record.height) +
+                                                  " but its JPEG is " + std::to_string(jpeg_record.width) + "x" +
+                                                  std::to_string(jpeg_record.height));
+      return;
+    }
+    if (!options.decode) return;
+    try {
+      const Yuv420Image fresh = rgb_to_yuv420(decode_to_rgb(cache.payload(fi, i)));
+      const auto stored = siblings->payload(i);
+      if (fresh.planes.size() != stored.size()) {
+        sink.add(stem + ".bin", i, f.name, "YUV420 copy has " + std::to_string(stored.size()) + " bytes, a fresh conversion " +
+                                               std::to_string(fresh.planes.size()));
+        return;
+      }
+      int max_diff = 0;
+      uint64_t total = 0;
+      for (size_t k = 0; k < stored.size(); ++k) {
+        const int d = std::abs(int(stored[k]) - int(fresh.planes[k]));
+        max_diff = std::max(max_diff, d);
+        total += static_cast<uint64_t>(d);
+      }
+      const double mean = stored.empty() ? 0.0 : static_cast<double>(total) / static_cast<double>(stored.size());
+      std::lock_guard lock(m);
+      ++report.images_decoded;
+      report.decode_max_diff = std::max(report.decode_max_diff, max_diff);
+      report.decode_mean_diff = std::max(report.decode_mean_diff, mean);
+      if (max_diff > options.max_diff || mean > options.mean_diff)
+        sink.add(stem + ".bin", i, f.name, "YUV420 copy differs from a fresh conversion of its JPEG: max " + std::to_string(max_diff) +
+                                               ", mean " + std::to_string(mean));
+    } catch (const Error& e) {
+      sink.add(f.files[0], i, f.name, "image does not decode: " + e.message());
+    }
+  });
 }
 
 void check_string_field(const Cache& cache, size_t fi, IssueSink& sink) {
@@ -229,6 +294,7 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
     throw_if_interrupted();
     const CacheField& f = cache->fields()[fi];
     if (is_payload_type(f.type)) check_payload_field(*cache, fi, sink, report, threads, options.progress);
+    if (f.type == FieldType::image && f.image_format == "jpeg") check_yuv420_siblings(*cache, fi, sink, report, options, threads);
     else if (f.type == FieldType::str) check_string_field(*cache, fi, sink);
   }
 
@@ -308,6 +374,8 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
     std::mutex m;
     for (size_t fi = 0; fi < cache->fields().size(); ++fi) {
       const CacheField& f = cache->fields()[fi];
+      if (f.type == FieldType::image && f.image_format == "yuv420")
+        report.notes.push_back("field \"" + f.name + "\" is stored as YUV420: no JPEG in the cache to compare its pixels with");
       if (f.type != FieldType::image || f.image_format == "yuv420") continue;
       parallel_for(cache->size(), threads, [&](size_t i) {
         if (i % 64 == 0) throw_if_interrupted();
