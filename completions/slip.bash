@@ -5,10 +5,10 @@ _slip() {
   prev=${COMP_WORDS[COMP_CWORD-1]}
   cmd=
   for ((i = 1; i < COMP_CWORD; i++)); do
-    case ${COMP_WORDS[i]} in convert|info|verify|cat|ls|index|subset|order|merge|bench|completions|man) cmd=${COMP_WORDS[i]}; break ;; esac
+    case ${COMP_WORDS[i]} in convert|info|verify|cat|ls|index|subset|order|merge|bench|yuv420|completions|man) cmd=${COMP_WORDS[i]}; break ;; esac
   done
   if [ -z "$cmd" ]; then
-    COMPREPLY=($(compgen -W "convert info verify cat ls index subset order merge bench completions man --help -h --version --verbose -v --quiet -q --progress --no-progress" -- "$cur"))
+    COMPREPLY=($(compgen -W "convert info verify cat ls index subset order merge bench yuv420 completions man --help -h --version --verbose -v --quiet -q --progress --no-progress" -- "$cur"))
     return
   fi
   case $cmd in
@@ -20,6 +20,7 @@ _slip() {
       --threads|-j) return ;;
       --force|-f) return ;;
       --non-jpeg) COMPREPLY=($(compgen -W "transcode keep fail" -- "$cur")); return ;;
+      --image-format) COMPREPLY=($(compgen -W "jpeg yuv420" -- "$cur")); return ;;
       --on-error) COMPREPLY=($(compgen -W "fail skip" -- "$cur")); return ;;
       --dry-run|-n) return ;;
       --json) return ;;
@@ -35,7 +36,7 @@ _slip() {
       --rename) return ;;
       --raw-field) return ;;
     esac
-    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version --verbose -v --quiet -q --progress --no-progress --help -h --output -o --name --threads -j --force -f --non-jpeg --on-error --dry-run -n --json --max-image-pixels --shard --fingerprint --field --image-field --label-field --missing --fields --layout --rename --raw-field" -- "$cur")); return; fi
+    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version --verbose -v --quiet -q --progress --no-progress --help -h --output -o --name --threads -j --force -f --non-jpeg --image-format --on-error --dry-run -n --json --max-image-pixels --shard --fingerprint --field --image-field --label-field --missing --fields --layout --rename --raw-field" -- "$cur")); return; fi
     COMPREPLY=($(compgen -f -- "$cur")) ;;
   info)
     case $prev in
@@ -141,9 +142,21 @@ _slip() {
       --field) return ;;
       --max-samples) return ;;
       --no-limit) return ;;
+      --yuv420-siblings) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+      --compare) COMPREPLY=($(compgen -f -- "$cur")); return ;;
       --json) return ;;
     esac
-    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version --verbose -v --quiet -q --progress --no-progress --help -h --pipeline -p --threads -j --batch-size -b --epochs -e --cold --order --seed --crops --flip --layout --dtype --filter --no-crop-aware --field --max-samples --no-limit --json" -- "$cur")); return; fi
+    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version --verbose -v --quiet -q --progress --no-progress --help -h --pipeline -p --threads -j --batch-size -b --epochs -e --cold --order --seed --crops --flip --layout --dtype --filter --no-crop-aware --field --max-samples --no-limit --yuv420-siblings --compare --json" -- "$cur")); return; fi
+    COMPREPLY=($(compgen -f -- "$cur")) ;;
+  yuv420)
+    case $prev in
+      --help|-h) return ;;
+      --field) return ;;
+      --threads|-j) return ;;
+      --force|-f) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+      --json) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+    esac
+    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version --verbose -v --quiet -q --progress --no-progress --help -h --field --threads -j --force -f --json" -- "$cur")); return; fi
     COMPREPLY=($(compgen -f -- "$cur")) ;;
   completions)
     case $prev in
