@@ -90,36 +90,73 @@ void horizontal_row_scalar(const uint8_t* in_row, const ResampleAxis& axis, int 
   }
 }
 
-// SSE4.1: the three channels of a tap in one 32-bit multiply (the fourth lane, the next
-// pixel's red, is computed and dropped). Same integer sums as the scalar code, so the same
-// bytes. Reads 4 bytes per 3-byte pixel, so the last pixel of a row takes the scalar path.
-__attribute__((target("sse4.1"))) void horizontal_row_sse41(const uint8_t* in_row, int in_width, const ResampleAxis& axis,
-                                                             int first, int out_w, uint8_t* out_row) {
-  const int32_t* bounds = axis.bounds.data();
-  const __m128i half = _mm_set1_epi32(1 << (kPrecisionBits - 1));
-  int xx = first;
-  for (; xx < out_w; ++xx) {
-    const int xmin = bounds[xx * 2], n = bounds[xx * 2 + 1];
-    if (xmin + n >= in_width) break;  // would read past the row's last byte
-    const int32_t* k = &axis.coeffs[static_cast<size_t>(xx) * axis.ksize];
-    const uint8_t* p = in_row + static_cast<size_t>(xmin) * 3;
-    __m128i sum = half;
-    for (int x = 0; x < n; ++x, p += 3) {
-      int32_t four;
-      std::memcpy(&four, p, 4);
-      const __m128i px = _mm_cvtepu8_epi32(_mm_cvtsi32_si128(four));
-      sum = _mm_add_epi32(sum, _mm_mullo_epi32(px, _mm_set1_epi32(k[x])));
-    }
-    alignas(16) int32_t lanes[4];
-    _mm_store_si128(reinterpret_cast<__m128i*>(lanes), sum);
-    out_row[xx * 3] = clip8(lanes[0]);
-    out_row[xx * 3 + 1] = clip8(lanes[1]);
-    out_row[xx * 3 + 2] = clip8(lanes[2]);
+// clip8 over a row of sums, 16 at a time with SSE2 (baseline x86-64): >> 22, then the packs
+// saturate to [0, 255] exactly as clip8's two comparisons do.
+void clip_row(const int32_t* acc, int n, uint8_t* out) {
+  int i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const auto* a = reinterpret_cast<const __m128i*>(acc + i);
+    const __m128i s0 = _mm_srai_epi32(_mm_loadu_si128(a), kPrecisionBits);
+    const __m128i s1 = _mm_srai_epi32(_mm_loadu_si128(a + 1), kPrecisionBits);
+    const __m128i s2 = _mm_srai_epi32(_mm_loadu_si128(a + 2), kPrecisionBits);
+    const __m128i s3 = _mm_srai_epi32(_mm_loadu_si128(a + 3), kPrecisionBits);
+    const __m128i bytes = _mm_packus_epi16(_mm_packs_epi32(s0, s1), _mm_packs_epi32(s2, s3));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), bytes);
   }
-  // Output pixels whose taps reach the row's end (at most a few per row).
-  for (int rest = xx; rest < out_w;) {
-    horizontal_row_scalar(in_row, axis, rest, rest + 1, out_row);
-    ++rest;
+  for (; i < n; ++i) out[i] = clip8(acc[i]);
+}
+
+// Exact 16-bit split of the fixed-point coefficients (see ResampleAxis::pairs_lo).
+void pack_coefficient_pairs(ResampleAxis& axis, int out_size) {
+  const int pairs = (axis.ksize + 1) / 2;
+  axis.pairs_lo.resize(static_cast<size_t>(out_size) * pairs);
+  axis.pairs_hi.resize(static_cast<size_t>(out_size) * pairs);
+  for (int xx = 0; xx < out_size; ++xx) {
+    const int32_t* k = &axis.coeffs[static_cast<size_t>(xx) * axis.ksize];
+    for (int j = 0; j < pairs; ++j) {
+      const int32_t a = k[2 * j], b = 2 * j + 1 < axis.ksize ? k[2 * j + 1] : 0;
+      const auto lo = [](int32_t v) { return static_cast<uint32_t>(v & 0x7FF); };
+      const auto hi = [](int32_t v) { return static_cast<uint32_t>(static_cast<uint16_t>(static_cast<int16_t>(v >> 11))); };
+      axis.pairs_lo[static_cast<size_t>(xx) * pairs + j] = static_cast<int32_t>(lo(a) | lo(b) << 16);
+      axis.pairs_hi[static_cast<size_t>(xx) * pairs + j] = static_cast<int32_t>(hi(a) | hi(b) << 16);
+    }
+  }
+}
+
+// SSE4.1 + SSSE3: two taps per step. The 8 bytes at a tap pair hold both pixels; one shuffle
+// puts (r0, r1, g0, g1, b0, b1, 0, 0) in 16-bit lanes and two multiply-adds against the split
+// coefficients give the three channel sums of both taps. Integer sums identical to Pillow's.
+// Pixels whose 8-byte loads would pass the row's end take the scalar path.
+__attribute__((target("sse4.1"))) void horizontal_row_madd(const uint8_t* in_row, int in_width, const ResampleAxis& axis,
+                                                            int out_w, uint8_t* out_row) {
+  const int32_t* bounds = axis.bounds.data();
+  const int pairs_per_output = (axis.ksize + 1) / 2;
+  const __m128i shuffle = _mm_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1);
+  const __m128i half = _mm_set1_epi32(1 << (kPrecisionBits - 1));
+  for (int xx = 0; xx < out_w; ++xx) {
+    const int xmin = bounds[xx * 2], n = bounds[xx * 2 + 1];
+    const int pairs = (n + 1) / 2;
+    // The last load starts at pixel xmin + 2 * (pairs - 1) and reads 8 bytes.
+    if (3 * (xmin + 2 * (pairs - 1)) + 8 > 3 * in_width) {
+      horizontal_row_scalar(in_row, axis, xx, xx + 1, out_row);
+      continue;
+    }
+    const int32_t* lo = &axis.pairs_lo[static_cast<size_t>(xx) * pairs_per_output];
+    const int32_t* hi = &axis.pairs_hi[static_cast<size_t>(xx) * pairs_per_output];
+    const uint8_t* p = in_row + static_cast<size_t>(xmin) * 3;
+    __m128i sum_lo = _mm_setzero_si128(), sum_hi = _mm_setzero_si128();
+    for (int j = 0; j < pairs; ++j, p += 6) {
+      // An odd tap count's last pair has a zero second coefficient: the extra pixel adds 0.
+      const __m128i px = _mm_shuffle_epi8(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)), shuffle);
+      sum_lo = _mm_add_epi32(sum_lo, _mm_madd_epi16(px, _mm_set1_epi32(lo[j])));
+      sum_hi = _mm_add_epi32(sum_hi, _mm_madd_epi16(px, _mm_set1_epi32(hi[j])));
+    }
+    const __m128i sum = _mm_add_epi32(_mm_add_epi32(_mm_slli_epi32(sum_hi, 11), sum_lo), half);
+    // clip8 on all lanes: >> 22, then saturate to [0, 255] by the two packs.
+    const __m128i shifted = _mm_srai_epi32(sum, kPrecisionBits);
+    const int32_t rgbx = _mm_cvtsi128_si32(_mm_packus_epi16(_mm_packs_epi32(shifted, shifted), shifted));
+    // 4 bytes at once; the fourth is overwritten by the next pixel (3 bytes for the last one).
+    std::memcpy(out_row + xx * 3, &rgbx, xx + 1 < out_w ? 4 : 3);
   }
 }
 
@@ -130,7 +167,7 @@ bool cpu_supports_sse41() {
 const bool kHaveSse41 = cpu_supports_sse41();
 
 void horizontal_row(const uint8_t* in_row, int in_width, const ResampleAxis& axis, int out_w, uint8_t* out_row) {
-  if (kHaveSse41) horizontal_row_sse41(in_row, in_width, axis, 0, out_w, out_row);
+  if (kHaveSse41) horizontal_row_madd(in_row, in_width, axis, out_w, out_row);
   else horizontal_row_scalar(in_row, axis, 0, out_w, out_row);
 }
 
@@ -160,6 +197,7 @@ void resample_rgb(const RgbView& in, double x0, double y0, double x1, double y1,
   ResampleAxis& vt = scratch.vertical;
   precompute_axis(hz, in.width, x0, x1, out_w, filter);
   precompute_axis(vt, in.height, y0, y1, out_h, filter);
+  if (need_horizontal && kHaveSse41) pack_coefficient_pairs(hz, out_w);
   const size_t out_stride = static_cast<size_t>(out_w) * 3;
 
   // Rows the vertical pass reads.
@@ -199,7 +237,7 @@ void resample_rgb(const RgbView& in, double x0, double y0, double x1, double y1,
       const uint8_t* p = src + static_cast<size_t>(ymin + y) * src_stride;
       accumulate_row(acc, p, k[y], values);
     }
-    for (int i = 0; i < values; ++i) out_row[i] = clip8(acc[i]);
+    clip_row(acc, values, out_row);
   }
 }
 

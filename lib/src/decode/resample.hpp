@@ -18,6 +18,10 @@ struct ResampleAxis {
   std::vector<int32_t> bounds;  // per output pixel: first input index, tap count
   std::vector<int32_t> coeffs;  // per output pixel: ksize fixed-point weights
   std::vector<double> weights;  // scratch for one pixel's weights
+  // The coefficients of each pair of taps split as k = hi * 2^11 + lo (lo in [0, 2^11), hi
+  // signed), both halves fitting int16, packed two taps per int32: the horizontal kernel's
+  // 16-bit multiply-adds then give exactly Pillow's 32-bit sums. Per output: ksize/2 rounded up.
+  std::vector<int32_t> pairs_lo, pairs_hi;
 };
 
 // Coefficients mapping input range [in0, in1) of an axis of in_size pixels onto out_size pixels.
