@@ -7,6 +7,8 @@
 
 #include <algorithm>
 
+#include <immintrin.h>
+
 #include "image/yuv420_kernels.hpp"
 #include "slip/error.hpp"
 
@@ -68,6 +70,57 @@ inline void yuv_to_rgb_pixel(int y, int u, int v, uint8_t* o) {
 
 }  // namespace
 
+namespace {
+
+void interleave_rgb_scalar(const uint8_t* r, const uint8_t* g, const uint8_t* b, int n, uint8_t* out) {
+  for (int i = 0; i < n; ++i) {
+    out[3 * i] = r[i];
+    out[3 * i + 1] = g[i];
+    out[3 * i + 2] = b[i];
+  }
+}
+
+// Byte k of the 48 packed bytes of 16 pixels is channel k % 3 of pixel k / 3: for each 16-byte
+// third of the output and each plane, a pshufb mask picking that plane's bytes (0x80: none).
+struct InterleaveMasks {
+  alignas(16) uint8_t mask[3][3][16];  // [output third][plane][byte]
+  InterleaveMasks() {
+    for (int third = 0; third < 3; ++third)
+      for (int plane = 0; plane < 3; ++plane)
+        for (int j = 0; j < 16; ++j) {
+          const int k = third * 16 + j;
+          mask[third][plane][j] = k % 3 == plane ? static_cast<uint8_t>(k / 3) : 0x80;
+        }
+  }
+};
+const InterleaveMasks kMasks;
+
+__attribute__((target("ssse3"))) void interleave_rgb_ssse3(const uint8_t* r, const uint8_t* g, const uint8_t* b, int n,
+                                                           uint8_t* out) {
+  int i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m128i pr = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r + i));
+    const __m128i pg = _mm_loadu_si128(reinterpret_cast<const __m128i*>(g + i));
+    const __m128i pb = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i));
+    for (int third = 0; third < 3; ++third) {
+      const auto* m = reinterpret_cast<const __m128i*>(kMasks.mask[third]);
+      const __m128i v = _mm_or_si128(_mm_or_si128(_mm_shuffle_epi8(pr, _mm_load_si128(m)), _mm_shuffle_epi8(pg, _mm_load_si128(m + 1))),
+                                     _mm_shuffle_epi8(pb, _mm_load_si128(m + 2)));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 3 * i + 16 * third), v);
+    }
+  }
+  interleave_rgb_scalar(r + i, g + i, b + i, n - i, out + 3 * i);
+}
+
+using Interleave = void (*)(const uint8_t*, const uint8_t*, const uint8_t*, int, uint8_t*);
+Interleave pick_interleave() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("ssse3") ? interleave_rgb_ssse3 : interleave_rgb_scalar;
+}
+const Interleave interleave_rgb = pick_interleave();
+
+}  // namespace
+
 void yuv420_region_to_rgb(const uint8_t* yp, int width, int height, int x0, int y0, int x1, int y1, uint8_t* out,
                           size_t stride) {
   // Row by row in three passes the compiler vectorises (-O3): chroma upsampled to full width,
@@ -118,12 +171,7 @@ void yuv420_region_to_rgb(const uint8_t* yp, int width, int height, int x0, int 
         gg[i] = static_cast<uint8_t>(g < 0 ? 0 : g > 255 ? 255 : g);
         bb[i] = static_cast<uint8_t>(b < 0 ? 0 : b > 255 ? 255 : b);
       }
-      uint8_t* oo = o + static_cast<size_t>(start) * 3;
-      for (int i = 0; i < m; ++i) {
-        oo[3 * i] = rr[i];
-        oo[3 * i + 1] = gg[i];
-        oo[3 * i + 2] = bb[i];
-      }
+      interleave_rgb(rr, gg, bb, m, o + static_cast<size_t>(start) * 3);
     }
   }
 }
