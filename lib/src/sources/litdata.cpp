@@ -211,12 +211,24 @@ class LitDataSource final : public Source {
       out.push_back(prefix.empty() ? "0" : prefix);
       return;
     }
-    const std::string type = node["type"].is_string() ? node["type"].get<std::string>() : "";
+    // Untrusted JSON: find(), never const operator[] on a key that may be absent (UB).
+    const auto type_it = node.find("type");
+    const std::string type = type_it != node.end() && type_it->is_string() ? type_it->get<std::string>() : "";
     std::vector<std::string> keys;
     if (type == "builtins.dict" || type == "collections.OrderedDict" || type == "collections.defaultdict") {
-      json ctx = node["context"];
-      if (ctx.is_string()) ctx = json::parse(ctx.get<std::string>());
-      if (type == "collections.defaultdict" && ctx.is_object()) ctx = ctx["dict_context"];
+      const auto ctx_it = node.find("context");
+      json ctx = ctx_it != node.end() ? *ctx_it : json();
+      if (ctx.is_string()) {
+        try {
+          ctx = json::parse(ctx.get<std::string>());
+        } catch (const json::exception&) {
+          throw bad("dict context is not JSON");
+        }
+      }
+      if (type == "collections.defaultdict" && ctx.is_object()) {
+        const auto inner = ctx.find("dict_context");
+        ctx = inner != ctx.end() ? json(*inner) : json();
+      }
       if (!ctx.is_array() || ctx.size() != children.size()) throw bad("dict context does not name every child");
       for (const auto& k : ctx) keys.push_back(k.is_string() ? k.get<std::string>() : k.dump());
     } else {
