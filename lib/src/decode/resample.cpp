@@ -156,7 +156,8 @@ __attribute__((target("sse4.1"))) void horizontal_row_madd(const uint8_t* in_row
     const __m128i shifted = _mm_srai_epi32(sum, kPrecisionBits);
     const int32_t rgbx = _mm_cvtsi128_si32(_mm_packus_epi16(_mm_packs_epi32(shifted, shifted), shifted));
     // 4 bytes at once; the fourth is overwritten by the next pixel (3 bytes for the last one).
-    std::memcpy(out_row + xx * 3, &rgbx, xx + 1 < out_w ? 4 : 3);
+    if (xx + 1 < out_w) std::memcpy(out_row + xx * 3, &rgbx, 4);  // constant sizes: single stores
+    else std::memcpy(out_row + xx * 3, &rgbx, 3);
   }
 }
 

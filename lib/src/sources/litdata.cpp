@@ -79,7 +79,12 @@ class LitDataSource final : public Source {
     } catch (const json::exception& e) {
       throw Error(Errc::bad_input, std::string("index.json is not valid JSON: ") + e.what()).with_path(index_path_);
     }
-    parse_index(index, options);
+    try {
+      parse_index(index, options);
+    } catch (const json::exception& e) {
+      // Whatever typed access the checks above missed: a wrong JSON type is bad input too.
+      throw Error(Errc::bad_input, std::string("index.json has an unexpected structure: ") + e.what()).with_path(index_path_);
+    }
     identity_ = {"litdata", dir_.string(), "sha256:" + sha256_hex(text), dir_.filename().string()};
     prescan_arrays();
   }

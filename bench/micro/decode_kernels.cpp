@@ -1,0 +1,131 @@
+// Micro-benchmarks of the kernels behind slip bench: full JPEG decode (TurboJPEG, the limit,
+// against the engine's libjpeg path), crop-aware region decode, the Pillow-exact resampler,
+// and the YUV420 conversions. One thread each; items/s are images (or crops) per second.
+#include <benchmark/benchmark.h>
+#include <turbojpeg.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <vector>
+
+#include "decode/jpeg_region.hpp"
+#include "decode/resample.hpp"
+#include "image/yuv420_kernels.hpp"
+#include "slip/decode.hpp"
+#include "slip/image.hpp"
+#include "slip/yuv420.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path shared_dir() {
+  if (const char* env = std::getenv("SLIP_SHARED_DIR"); env && *env) return env;
+  return SLIP_SHARED_DIR;
+}
+
+// A typical ImageNet training image: 500x375, 4:2:0 baseline.
+const std::vector<std::byte>& sample_jpeg() {
+  static const std::vector<std::byte> bytes = [] {
+    std::ifstream in(shared_dir() / "corpus/imagenet_like/n01440764/n01440764_10235.JPEG", std::ios::binary);
+    const std::vector<char> raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::vector<std::byte> out(raw.size());
+    std::memcpy(out.data(), raw.data(), raw.size());
+    return out;
+  }();
+  return bytes;
+}
+
+void BM_TurboJpegFullDecode(benchmark::State& state) {
+  const auto& jpeg = sample_jpeg();
+  std::unique_ptr<void, int (*)(tjhandle)> handle(tjInitDecompress(), tjDestroy);
+  int w = 0, h = 0, ss = 0, cs = 0;
+  const auto* data = reinterpret_cast<const unsigned char*>(jpeg.data());
+  tjDecompressHeader3(handle.get(), data, jpeg.size(), &w, &h, &ss, &cs);
+  std::vector<uint8_t> rgb(static_cast<size_t>(w) * h * 3);
+  for (auto _ : state)
+    benchmark::DoNotOptimize(tjDecompress2(handle.get(), data, jpeg.size(), rgb.data(), w, 0, h, TJPF_RGB, 0));
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_TurboJpegFullDecode);
+
+void BM_EngineFullDecode(benchmark::State& state) {
+  const auto& jpeg = sample_jpeg();
+  for (auto _ : state) benchmark::DoNotOptimize(slip::engine_decode_full(jpeg));
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_EngineFullDecode);
+
+// Region decode of a centred window of side arg (px) at DCT scale 1 (arg 0: the whole image at 1/2).
+void BM_CropAwareDecode(benchmark::State& state) {
+  const auto& jpeg = sample_jpeg();
+  slip::detail::JpegRegionDecoder decoder;
+  slip::detail::JpegImageInfo info;
+  std::vector<uint8_t> scratch;
+  slip::detail::DecodedRegion region;
+  const int side = static_cast<int>(state.range(0));
+  for (auto _ : state) {
+    decoder.read_header(jpeg, info);
+    if (side == 0) {
+      decoder.decode_region(2, 0, 0, (info.width + 1) / 2, (info.height + 1) / 2, scratch, region);
+    } else {
+      const int x0 = (info.width - side) / 2, y0 = (info.height - side) / 2;
+      decoder.decode_region(1, x0, y0, x0 + side, y0 + side, scratch, region);
+    }
+    benchmark::DoNotOptimize(region.data);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_CropAwareDecode)->Arg(0)->Arg(128)->Arg(256)->Arg(375);
+
+// The resampler: a side x side RGB window to 224x224 (bilinear), as rrc does after decoding.
+void BM_ResampleTo224(benchmark::State& state) {
+  const int side = static_cast<int>(state.range(0));
+  std::vector<uint8_t> in(static_cast<size_t>(side) * side * 3);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<uint8_t>(i * 2654435761u >> 24);
+  std::vector<uint8_t> out(224 * 224 * 3);
+  slip::detail::ResampleScratch scratch;
+  const slip::detail::RgbView view{in.data(), side, side, static_cast<size_t>(side) * 3};
+  for (auto _ : state) {
+    slip::detail::resample_rgb(view, 0, 0, side, side, 224, 224, state.range(1) ? slip::ResampleFilter::bicubic : slip::ResampleFilter::bilinear,
+                               scratch, out.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_ResampleTo224)->Args({160, 0})->Args({300, 0})->Args({448, 0})->Args({300, 1});
+
+void BM_RgbToYuv420(benchmark::State& state) {
+  const slip::RgbImage rgb = slip::decode_to_rgb(sample_jpeg());
+  for (auto _ : state) benchmark::DoNotOptimize(slip::rgb_to_yuv420(rgb));
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_RgbToYuv420);
+
+// YUV420 -> packed RGB of a side x side region (the engine's YUV420 decode), and the 1/2 reduction.
+void BM_Yuv420RegionToRgb(benchmark::State& state) {
+  const slip::Yuv420Image yuv = slip::rgb_to_yuv420(slip::decode_to_rgb(sample_jpeg()));
+  const int side = static_cast<int>(state.range(0)), reduce = static_cast<int>(state.range(1));
+  std::vector<uint8_t> out(static_cast<size_t>(side) * side * 3);
+  std::vector<uint16_t> sums;
+  const auto* data = reinterpret_cast<const uint8_t*>(yuv.planes.data());
+  const int w = static_cast<int>(yuv.width), h = static_cast<int>(yuv.height);
+  for (auto _ : state) {
+    if (reduce > 1)
+      slip::detail::yuv420_region_to_rgb_reduced(data, w, h, reduce, 0, 0, side / reduce, side / reduce, out.data(),
+                                                 static_cast<size_t>(side / reduce) * 3, sums);
+    else
+      slip::detail::yuv420_region_to_rgb(data, w, h, 0, 0, side, side, out.data(), static_cast<size_t>(side) * 3);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_Yuv420RegionToRgb)->Args({300, 1})->Args({374, 2});
+
+}  // namespace
+
+BENCHMARK_MAIN();
