@@ -13,19 +13,19 @@ struct OptionInfo {
   std::vector<std::string> short_names;  // without "-"
   std::string positional;                // name, for positionals
   std::string help;
-  std::string type;                      // "TEXT", "UINT", ... empty for flags
-  std::vector<std::string> choices;      // from IsMember checks
+  std::string type;                  // "TEXT", "UINT", ... empty for flags
+  std::vector<std::string> choices;  // from IsMember checks
   std::string default_value;
   std::string envname;
   bool takes_value = false;
   bool required = false;
-  bool is_path = false;                  // complete file names
+  bool is_path = false;  // complete file names
 };
 
 struct CommandInfo {
   std::string name;
   std::string help;
-  std::vector<OptionInfo> options;      // named options and flags
+  std::vector<OptionInfo> options;  // named options and flags
   std::vector<OptionInfo> positionals;
 };
 

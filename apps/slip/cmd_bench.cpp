@@ -107,11 +107,13 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
         std::printf("%s: pipeline %s, %llu images (%s), %u threads, batch %zu%s%s\n", a->cache.c_str(), r.pipeline.c_str(),
                     static_cast<unsigned long long>(r.samples), human_bytes(r.payload_bytes).c_str(), r.threads, r.batch_size,
                     r.crops_per_image > 1 ? (", " + std::to_string(r.crops_per_image) + " crops/image").c_str() : "",
-                    r.yuv420_siblings ? ", yuv420 siblings" : r.image_format == "yuv420" ? ", yuv420" : "");
+                    r.yuv420_siblings            ? ", yuv420 siblings"
+                    : r.image_format == "yuv420" ? ", yuv420"
+                                                 : "");
       }
       const BenchEpoch& e = r.epochs.back();
-      std::printf("epoch %zu: %9.1f img/s %9.1f MB/s %8.2f ms/batch%s\n", epoch + 1, e.images_per_second,
-                  e.megabytes_per_second, e.ms_per_batch, epoch == 0 && options.cold ? "  (cold)" : "");
+      std::printf("epoch %zu: %9.1f img/s %9.1f MB/s %8.2f ms/batch%s\n", epoch + 1, e.images_per_second, e.megabytes_per_second,
+                  e.ms_per_batch, epoch == 0 && options.cold ? "  (cold)" : "");
       std::fflush(stdout);
     };
     const auto print_limit = [&](const BenchReport& report) {
@@ -119,8 +121,8 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
       if (report.limit_kind == "memcpy")
         std::printf("limit:   %9.1f MB/s (memcpy, %u threads)\n", report.limit_megabytes_per_second, report.threads);
       else
-        std::printf("limit:   %9.1f img/s (tjDecompress2 full decode %.1f img/s x %u threads)\n",
-                    report.limit_images_per_second, report.limit_single_thread_images_per_second, report.threads);
+        std::printf("limit:   %9.1f img/s (tjDecompress2 full decode %.1f img/s x %u threads)\n", report.limit_images_per_second,
+                    report.limit_single_thread_images_per_second, report.threads);
       std::printf("efficiency: %.2f (best epoch / limit)\n", report.efficiency);
     };
     if (!a->compare.empty()) {
@@ -135,25 +137,29 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
       }
       const Cache& other = other_cache ? *other_cache : cache;
       if (other.size() != cache.size())
-        throw Error(Errc::usage, "--compare needs the same images: " + std::to_string(cache.size()) + " vs " +
-                                     std::to_string(other.size()) + " samples")
+        throw Error(Errc::usage,
+                    "--compare needs the same images: " + std::to_string(cache.size()) + " vs " + std::to_string(other.size()) + " samples")
             .with_path(a->compare);
       const BenchComparison c = run_bench_comparison(cache, options, other, other_options, print_epoch);
       if (a->json) {
-        print_json({{"command", "bench"}, {"base", report_json(c.base)}, {"other", report_json(c.other)},
-                    {"speed_ratio", c.speed_ratio}, {"storage_ratio", c.storage_ratio}});
+        print_json({{"command", "bench"},
+                    {"base", report_json(c.base)},
+                    {"other", report_json(c.other)},
+                    {"speed_ratio", c.speed_ratio},
+                    {"storage_ratio", c.storage_ratio}});
       } else if (!global.quiet) {
         print_limit(c.base);
         std::printf("%s vs %s, pipeline %s: %.1f vs %.1f img/s: %.2fx the speed at %.2fx the bytes\n",
                     c.other.yuv420_siblings ? "yuv420 siblings" : c.other.image_format.c_str(), c.base.image_format.c_str(),
-                    c.base.pipeline.c_str(), c.other.best_images_per_second, c.base.best_images_per_second, c.speed_ratio,
-                    c.storage_ratio);
+                    c.base.pipeline.c_str(), c.other.best_images_per_second, c.base.best_images_per_second, c.speed_ratio, c.storage_ratio);
       }
       return 0;
     }
     const BenchReport report = run_bench(cache, options, print_epoch);
-    if (a->json) print_json(report_json(report));
-    else print_limit(report);
+    if (a->json)
+      print_json(report_json(report));
+    else
+      print_limit(report);
     return 0;
   };
 }

@@ -48,8 +48,12 @@ Action setup_cat(CLI::App& sub, const GlobalOptions&) {
         raw = cache.array_bytes(fi, a->index);
         binary = true;
         break;
-      case FieldType::str: text = std::string(cache.string(fi, a->index)) + "\n"; break;
-      case FieldType::int64: text = std::to_string(cache.int_value(fi, a->index)) + "\n"; break;
+      case FieldType::str:
+        text = std::string(cache.string(fi, a->index)) + "\n";
+        break;
+      case FieldType::int64:
+        text = std::to_string(cache.int_value(fi, a->index)) + "\n";
+        break;
       case FieldType::float64: {
         char buf[64];
         std::snprintf(buf, sizeof buf, "%.17g\n", cache.float_value(fi, a->index));
@@ -59,8 +63,7 @@ Action setup_cat(CLI::App& sub, const GlobalOptions&) {
     }
     if (!binary) raw = std::as_bytes(std::span(text.data(), text.size()));
     if (a->output.empty()) {
-      if (binary && stdout_is_terminal())
-        throw Error(Errc::usage, "refusing to write binary data to a terminal; use -o FILE or a pipe");
+      if (binary && stdout_is_terminal()) throw Error(Errc::usage, "refusing to write binary data to a terminal; use -o FILE or a pipe");
       if (std::fwrite(raw.data(), 1, raw.size(), stdout) != raw.size() || std::fflush(stdout) != 0)
         throw Error(Errc::io, "cannot write to stdout");
     } else {

@@ -72,9 +72,7 @@ Action setup_convert(CLI::App& sub, const GlobalOptions& global) {
     options.name = a->name;
     options.threads = a->threads;
     options.force = a->force;
-    options.non_jpeg = a->non_jpeg == "keep" ? NonJpegPolicy::keep
-                       : a->non_jpeg == "fail" ? NonJpegPolicy::fail
-                                               : NonJpegPolicy::transcode;
+    options.non_jpeg = a->non_jpeg == "keep" ? NonJpegPolicy::keep : a->non_jpeg == "fail" ? NonJpegPolicy::fail : NonJpegPolicy::transcode;
     options.on_error = a->on_error == "skip" ? OnError::skip : OnError::fail;
     options.image_format = a->image_format == "yuv420" ? StoredFormat::yuv420 : StoredFormat::jpeg;
     if (!a->shard.empty()) options.shard = parse_shard(a->shard);
@@ -87,14 +85,15 @@ Action setup_convert(CLI::App& sub, const GlobalOptions& global) {
       if (a->json) {
         nlohmann::ordered_json fields = nlohmann::ordered_json::array();
         for (const auto& f : source->schema().fields) fields.push_back({{"name", f.name}, {"type", std::string(field_type_name(f.type))}});
-        nlohmann::ordered_json j{{"command", "convert"}, {"dry_run", true}, {"path", path.string()}, {"content_id", cid},
-                                 {"exists", exists}, {"source", {{"kind", id.kind}, {"uri", id.uri}}}, {"fields", fields}};
+        nlohmann::ordered_json j{{"command", "convert"}, {"dry_run", true},  {"path", path.string()},
+                                 {"content_id", cid},    {"exists", exists}, {"source", {{"kind", id.kind}, {"uri", id.uri}}},
+                                 {"fields", fields}};
         j["samples"] = source->size() ? nlohmann::ordered_json(*source->size()) : nlohmann::ordered_json(nullptr);
         print_json(j);
       } else {
         std::cerr << "slip: dry run: would " << (exists && !a->force ? "reuse" : "write") << " " << path.string() << " ("
-                  << (source->size() ? std::to_string(*source->size()) : std::string("?")) << " samples from " << id.kind
-                  << " " << id.uri << ")\n";
+                  << (source->size() ? std::to_string(*source->size()) : std::string("?")) << " samples from " << id.kind << " " << id.uri
+                  << ")\n";
         std::cout << path.string() << "\n";
       }
       return 0;
@@ -103,9 +102,9 @@ Action setup_convert(CLI::App& sub, const GlobalOptions& global) {
     options.progress = [&](const ProgressUpdate& p) { progress.update(p.done, p.total); };
     const ConvertResult r = convert(*source, options);
     progress.finish();
-    for (const LedgerEntry& e : r.ledger)
-      spdlog::debug("{} sample {} ({}): {}", e.action, e.source_index, e.origin, e.reason);
-    if (r.reused) spdlog::info("a complete cache of this source already exists; nothing to do (--force rebuilds)");
+    for (const LedgerEntry& e : r.ledger) spdlog::debug("{} sample {} ({}): {}", e.action, e.source_index, e.origin, e.reason);
+    if (r.reused)
+      spdlog::info("a complete cache of this source already exists; nothing to do (--force rebuilds)");
     else if (!global.quiet)
       spdlog::info("{} samples written, {} skipped, {} transcoded, {} in {:.2f} s", r.written, r.skipped, r.transcoded,
                    human_bytes(r.bytes_written), r.seconds);
@@ -123,8 +122,8 @@ Action setup_convert(CLI::App& sub, const GlobalOptions& global) {
       j["seconds"] = r.seconds;
       nlohmann::ordered_json ledger = nlohmann::ordered_json::array();
       for (const LedgerEntry& e : r.ledger)
-        ledger.push_back({{"source_index", e.source_index}, {"origin", e.origin}, {"field", e.field},
-                          {"action", e.action}, {"reason", e.reason}});
+        ledger.push_back(
+            {{"source_index", e.source_index}, {"origin", e.origin}, {"field", e.field}, {"action", e.action}, {"reason", e.reason}});
       j["ledger"] = std::move(ledger);
       print_json(j);
     } else {

@@ -10,9 +10,7 @@
 namespace slip::cli {
 
 namespace {
-nlohmann::ordered_json dist_json(const Distribution& d) {
-  return {{"min", d.min}, {"median", d.median}, {"max", d.max}, {"mean", d.mean}};
-}
+nlohmann::ordered_json dist_json(const Distribution& d) { return {{"min", d.min}, {"median", d.median}, {"max", d.max}, {"mean", d.mean}}; }
 }  // namespace
 
 Action setup_info(CLI::App& sub, const GlobalOptions&) {
@@ -48,10 +46,12 @@ Action setup_info(CLI::App& sub, const GlobalOptions&) {
         }
         fields.push_back(std::move(j));
       }
-      nlohmann::ordered_json j{{"command", "info"}, {"path", s.path.string()}, {"samples", s.samples},
-                               {"bytes", s.total_bytes}, {"fields", fields}};
+      nlohmann::ordered_json j{
+          {"command", "info"}, {"path", s.path.string()}, {"samples", s.samples}, {"bytes", s.total_bytes}, {"fields", fields}};
       if (p.present)
-        j["provenance"] = {{"tool_version", p.tool_version}, {"content_id", p.content_id}, {"created", p.created},
+        j["provenance"] = {{"tool_version", p.tool_version},
+                           {"content_id", p.content_id},
+                           {"created", p.created},
                            {"source", {{"kind", p.source_kind}, {"uri", p.source_uri}, {"fingerprint", p.source_fingerprint}}},
                            {"source_samples", p.source_samples}};
       else
@@ -86,8 +86,8 @@ Action setup_info(CLI::App& sub, const GlobalOptions&) {
     }
     if (p.present) {
       std::printf("provenance:\n  source:      %s %s\n  fingerprint: %s\n  content id:  %s\n  created:     %s by slip %s\n",
-                  p.source_kind.c_str(), p.source_uri.c_str(), p.source_fingerprint.c_str(), p.content_id.c_str(),
-                  p.created.c_str(), p.tool_version.c_str());
+                  p.source_kind.c_str(), p.source_uri.c_str(), p.source_fingerprint.c_str(), p.content_id.c_str(), p.created.c_str(),
+                  p.tool_version.c_str());
       std::printf("  source samples %llu, skipped %llu, transcoded %llu\n", static_cast<unsigned long long>(p.source_samples),
                   static_cast<unsigned long long>(p.skipped), static_cast<unsigned long long>(p.transcoded));
     } else {

@@ -23,15 +23,19 @@ Action setup_ls(CLI::App& sub, const GlobalOptions&) {
     if (a->json) {
       nlohmann::ordered_json list = nlohmann::ordered_json::array();
       for (const auto& c : caches)
-        list.push_back({{"name", c.name}, {"path", c.path.string()}, {"complete", c.complete}, {"state", c.state},
-                        {"samples", c.samples}, {"bytes", c.bytes}, {"source", c.source}});
+        list.push_back({{"name", c.name},
+                        {"path", c.path.string()},
+                        {"complete", c.complete},
+                        {"state", c.state},
+                        {"samples", c.samples},
+                        {"bytes", c.bytes},
+                        {"source", c.source}});
       print_json({{"command", "ls"}, {"dir", dir.string()}, {"caches", list}});
       return 0;
     }
     for (const auto& c : caches) {
-      std::printf("%-40s %10llu %10s  %-10s %s\n", c.name.c_str(), static_cast<unsigned long long>(c.samples),
-                  human_bytes(c.bytes).c_str(), c.complete ? "complete" : "INCOMPLETE",
-                  c.complete ? c.source.c_str() : c.state.c_str());
+      std::printf("%-40s %10llu %10s  %-10s %s\n", c.name.c_str(), static_cast<unsigned long long>(c.samples), human_bytes(c.bytes).c_str(),
+                  c.complete ? "complete" : "INCOMPLETE", c.complete ? c.source.c_str() : c.state.c_str());
     }
     return 0;
   };

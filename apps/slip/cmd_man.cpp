@@ -43,9 +43,12 @@ std::string wrap(const std::string& text) {
 std::string roff(const std::string& text) {
   std::string out;
   for (char c : text) {
-    if (c == '\\') out += "\\e";
-    else if (c == '-') out += "\\-";
-    else out += c;
+    if (c == '\\')
+      out += "\\e";
+    else if (c == '-')
+      out += "\\-";
+    else
+      out += c;
   }
   return wrap(out);
 }
@@ -63,7 +66,8 @@ const std::map<std::string, std::vector<std::pair<std::string, std::string>>>& e
       {"index", {{"Index the labels as the Python loader expects:", "slip index CACHE \\-\\-field label"}}},
       {"subset",
        {{"Keep three classes as a new cache:", "slip subset CACHE \\-\\-names n01440764,n02102040,n02979186"},
-        {"Five samples per class, as an id list:", "slip subset CACHE \\-\\-values 0,1,2 \\-\\-per\\-class 5 \\-\\-mode ids \\-o ids.npy"}}},
+        {"Five samples per class, as an id list:",
+         "slip subset CACHE \\-\\-values 0,1,2 \\-\\-per\\-class 5 \\-\\-mode ids \\-o ids.npy"}}},
       {"order", {{"Rank 1 of 8, epoch 3:", "slip order CACHE \\-\\-seed 0 \\-\\-epoch 3 \\-\\-rank 1 \\-\\-world\\-size 8"}}},
       {"completions", {{"Install bash completion:", "slip completions bash > /etc/bash_completion.d/slip"}}},
       {"man", {{"Write the pages into a directory:", "slip man \\-o /usr/local/share/man/man1"}}},
@@ -76,12 +80,15 @@ void option_entries(std::ostream& o, const std::vector<OptionInfo>& options) {
     std::string head;
     for (const auto& s : opt.short_names) head += (head.empty() ? "" : ", ") + std::string("\\fB\\-") + s + "\\fR";
     for (const auto& l : opt.long_names) head += (head.empty() ? "" : ", ") + std::string("\\fB\\-\\-") + roff(l) + "\\fR";
-    if (!opt.positional.empty()) head = "\\fI" + roff(opt.positional) + "\\fR";
-    else if (opt.takes_value) head += " \\fI" + (opt.choices.empty() ? roff(opt.type.empty() ? "VALUE" : opt.type) : roff([&] {
-      std::string c;
-      for (const auto& x : opt.choices) c += (c.empty() ? "" : "|") + x;
-      return c;
-    }())) + "\\fR";
+    if (!opt.positional.empty())
+      head = "\\fI" + roff(opt.positional) + "\\fR";
+    else if (opt.takes_value)
+      head += " \\fI" + (opt.choices.empty() ? roff(opt.type.empty() ? "VALUE" : opt.type) : roff([&] {
+                std::string c;
+                for (const auto& x : opt.choices) c += (c.empty() ? "" : "|") + x;
+                return c;
+              }())) +
+              "\\fR";
     std::string help = opt.help;
     if (!help.empty() && help.back() != '.' && help.back() != ')') help += ".";
     o << ".TP\n" << head << "\n" << roff(help);
@@ -154,7 +161,8 @@ std::string page_for(const CLI::App& root, const CommandInfo* cmd, const std::ve
   option_entries(o, opts);
   common_tail(o, cmd ? cmd->name : "");
   o << ".SH SEE ALSO\n";
-  if (cmd) o << "\\fBslip\\fR(1)\n";
+  if (cmd)
+    o << "\\fBslip\\fR(1)\n";
   else {
     for (size_t i = 0; i < all.size(); ++i) o << (i ? ",\n" : "") << "\\fBslip\\-" << roff(all[i].name) << "\\fR(1)";
     o << "\n";

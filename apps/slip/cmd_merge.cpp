@@ -49,8 +49,14 @@ Action setup_merge(CLI::App& sub, const GlobalOptions& global) {
     const MergeResult r = merge_parts(inputs, options);
     progress.finish();
     if (a->json)
-      print_json({{"command", "merge"}, {"path", r.cache_path.string()}, {"content_id", r.content_id}, {"reused", r.reused},
-                  {"parts", r.parts}, {"samples", r.samples}, {"bytes", r.bytes}, {"seconds", r.seconds}});
+      print_json({{"command", "merge"},
+                  {"path", r.cache_path.string()},
+                  {"content_id", r.content_id},
+                  {"reused", r.reused},
+                  {"parts", r.parts},
+                  {"samples", r.samples},
+                  {"bytes", r.bytes},
+                  {"seconds", r.seconds}});
     else
       std::cout << r.cache_path.string() << "\n";
     return 0;

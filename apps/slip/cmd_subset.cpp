@@ -88,9 +88,8 @@ Action setup_subset(CLI::App& sub, const GlobalOptions& global) {
       if (!a->json) std::cerr << "slip: dry run: would write " << ids.size() << " samples to " << path << "\n";
     } else if (a->mode == "ids") {
       // Default: ./<parent>-<n>.ids.npy (never inside the cache, which is checksummed).
-      const std::string out = a->output.empty()
-                                  ? cache.path().filename().string() + "-" + std::to_string(ids.size()) + ".ids.npy"
-                                  : a->output;
+      const std::string out =
+          a->output.empty() ? cache.path().filename().string() + "-" + std::to_string(ids.size()) + ".ids.npy" : a->output;
       write_ids_npy(out, ids);
       j["path"] = out;
     } else {
@@ -107,8 +106,10 @@ Action setup_subset(CLI::App& sub, const GlobalOptions& global) {
       j["content_id"] = r.content_id;
       j["reused"] = r.reused;
     }
-    if (a->json) print_json(j);
-    else std::cout << j["path"].get<std::string>() << "\n";
+    if (a->json)
+      print_json(j);
+    else
+      std::cout << j["path"].get<std::string>() << "\n";
     return 0;
   };
 }

@@ -51,8 +51,10 @@ Action setup_verify(CLI::App& sub, const GlobalOptions& global) {
       j["issue_count"] = r.issue_count;
       nlohmann::ordered_json issues = nlohmann::ordered_json::array();
       for (const VerifyIssue& i : r.issues)
-        issues.push_back({{"file", i.file}, {"sample", i.sample ? nlohmann::ordered_json(*i.sample) : nullptr},
-                          {"field", i.field}, {"message", i.message}});
+        issues.push_back({{"file", i.file},
+                          {"sample", i.sample ? nlohmann::ordered_json(*i.sample) : nullptr},
+                          {"field", i.field},
+                          {"message", i.message}});
       j["issues"] = std::move(issues);
       j["notes"] = r.notes;
       if (r.decode_checked)
@@ -66,16 +68,15 @@ Action setup_verify(CLI::App& sub, const GlobalOptions& global) {
         if (!i.field.empty()) std::cout << ": field " << i.field;
         std::cout << ": " << i.message << "\n";
       }
-      if (r.issue_count > r.issues.size())
-        std::cout << "... and " << (r.issue_count - r.issues.size()) << " more issues\n";
+      if (r.issue_count > r.issues.size()) std::cout << "... and " << (r.issue_count - r.issues.size()) << " more issues\n";
       if (!global.quiet)
         for (const std::string& n : r.notes) std::cerr << "slip: note: " << n << "\n";
-      std::cout << (r.ok() ? "OK " : "FAILED ") << r.path.string() << ": " << r.samples << " samples, "
-                << r.payloads_checked << " payloads checked, " << r.checksums_checked << " checksums verified"
+      std::cout << (r.ok() ? "OK " : "FAILED ") << r.path.string() << ": " << r.samples << " samples, " << r.payloads_checked
+                << " payloads checked, " << r.checksums_checked << " checksums verified"
                 << (r.checksums_present ? "" : " (checksums absent)");
       if (r.decode_checked)
-        std::cout << ", " << r.images_decoded << " images decoded (max diff " << r.decode_max_diff << ", mean "
-                  << r.decode_mean_diff << ")";
+        std::cout << ", " << r.images_decoded << " images decoded (max diff " << r.decode_max_diff << ", mean " << r.decode_mean_diff
+                  << ")";
       if (!r.ok()) std::cout << ", " << r.issue_count << " issues";
       std::cout << "\n";
     }

@@ -41,15 +41,20 @@ Action setup_yuv420(CLI::App& sub, const GlobalOptions& global) {
     for (const SiblingResult& r : results) {
       const double ratio = r.jpeg_bytes ? static_cast<double>(r.bytes) / static_cast<double>(r.jpeg_bytes) : 0.0;
       if (a->json) {
-        out.push_back({{"field", r.field}, {"files", {yuv420_sibling_stem(r.field) + ".bin", yuv420_sibling_stem(r.field) + ".meta.npy"}},
-                       {"samples", r.samples}, {"bytes", r.bytes}, {"jpeg_bytes", r.jpeg_bytes}, {"storage_ratio", ratio},
-                       {"reused", r.reused}, {"seconds", r.seconds}});
+        out.push_back({{"field", r.field},
+                       {"files", {yuv420_sibling_stem(r.field) + ".bin", yuv420_sibling_stem(r.field) + ".meta.npy"}},
+                       {"samples", r.samples},
+                       {"bytes", r.bytes},
+                       {"jpeg_bytes", r.jpeg_bytes},
+                       {"storage_ratio", ratio},
+                       {"reused", r.reused},
+                       {"seconds", r.seconds}});
         continue;
       }
-      if (r.reused) spdlog::info("{}: valid YUV420 siblings already present (--force rebuilds)", r.field);
+      if (r.reused)
+        spdlog::info("{}: valid YUV420 siblings already present (--force rebuilds)", r.field);
       else if (!global.quiet)
-        spdlog::info("{}: {} samples, {} ({:.2f}x the JPEG bytes) in {:.2f} s", r.field, r.samples, human_bytes(r.bytes), ratio,
-                     r.seconds);
+        spdlog::info("{}: {} samples, {} ({:.2f}x the JPEG bytes) in {:.2f} s", r.field, r.samples, human_bytes(r.bytes), ratio, r.seconds);
       std::cout << yuv420_sibling_stem(r.field) << ".bin\n" << yuv420_sibling_stem(r.field) << ".meta.npy\n";
     }
     if (a->json) print_json({{"command", "yuv420"}, {"path", a->cache}, {"fields", out}});

@@ -81,9 +81,12 @@ int main(int argc, char** argv) {
     app.exit(e);
     return slip::exit_code(slip::Errc::usage);
   }
-  if (global.quiet) spdlog::set_level(spdlog::level::err);
-  else if (global.verbose >= 2) spdlog::set_level(spdlog::level::trace);
-  else if (global.verbose == 1) spdlog::set_level(spdlog::level::debug);
+  if (global.quiet)
+    spdlog::set_level(spdlog::level::err);
+  else if (global.verbose >= 2)
+    spdlog::set_level(spdlog::level::trace);
+  else if (global.verbose == 1)
+    spdlog::set_level(spdlog::level::debug);
 
   for (CLI::App* sub : app.get_subcommands()) {
     try {

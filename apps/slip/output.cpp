@@ -18,9 +18,8 @@ uint64_t parse_count(const std::string& text) {
     throw Error(Errc::usage, "not a number: \"" + text + "\"");
   }
   const std::string unit = text.substr(used);
-  static const std::pair<const char*, uint64_t> units[] = {{"", 1},          {"K", 1000},          {"M", 1000000},
-                                                           {"G", 1000000000}, {"KiB", 1ull << 10}, {"MiB", 1ull << 20},
-                                                           {"GiB", 1ull << 30}, {"k", 1000}};
+  static const std::pair<const char*, uint64_t> units[] = {
+      {"", 1}, {"K", 1000}, {"M", 1000000}, {"G", 1000000000}, {"KiB", 1ull << 10}, {"MiB", 1ull << 20}, {"GiB", 1ull << 30}, {"k", 1000}};
   for (const auto& [name, mult] : units)
     if (unit == name) {
       if (v > UINT64_MAX / mult) throw Error(Errc::usage, "too large: \"" + text + "\"");
@@ -69,9 +68,8 @@ void Progress::update(uint64_t done, std::optional<uint64_t> total) {
   char line[160];
   if (total && *total > 0) {
     const double eta = rate > 0 ? static_cast<double>(*total - std::min(done, *total)) / rate : 0;
-    std::snprintf(line, sizeof line, "\r%s %llu/%llu (%3.0f%%) %.0f/s ETA %.0fs   ", label_.c_str(),
-                  static_cast<unsigned long long>(done), static_cast<unsigned long long>(*total),
-                  100.0 * static_cast<double>(done) / static_cast<double>(*total), rate, eta);
+    std::snprintf(line, sizeof line, "\r%s %llu/%llu (%3.0f%%) %.0f/s ETA %.0fs   ", label_.c_str(), static_cast<unsigned long long>(done),
+                  static_cast<unsigned long long>(*total), 100.0 * static_cast<double>(done) / static_cast<double>(*total), rate, eta);
   } else {
     std::snprintf(line, sizeof line, "\r%s %llu %.0f/s   ", label_.c_str(), static_cast<unsigned long long>(done), rate);
   }

@@ -4,11 +4,11 @@ namespace slip::cli {
 
 namespace {
 // A repeatable KEY=VALUE style flag stored as ("key", value) settings in flag order.
-CLI::Option* add_setting(CLI::App& sub, SourceOptions& options, const std::string& flag, const std::string& key,
-                         const std::string& help) {
+CLI::Option* add_setting(CLI::App& sub, SourceOptions& options, const std::string& flag, const std::string& key, const std::string& help) {
   return sub
       .add_option_function<std::vector<std::string>>(
-          flag, [&options, key](const std::vector<std::string>& values) {
+          flag,
+          [&options, key](const std::vector<std::string>& values) {
             for (const auto& v : values) options.set(key, v);
           },
           help)
@@ -25,8 +25,10 @@ void add_source_flags(CLI::App& sub, SourceOptions& options) {
       ->check(CLI::IsMember({"stat", "content"}));
   // WebDataset tar shards.
   add_setting(sub, options, "--field", "field", "Tar: type of a member extension, EXT=image|int|float|str|bytes (repeatable)");
-  add_setting(sub, options, "--image-field", "image-field", "Tar: member extension that feeds the image field (default: the first image member)");
-  add_setting(sub, options, "--label-field", "label-field", "Tar: member extension that feeds the label field (default: cls, label, cls2, index, id)");
+  add_setting(sub, options, "--image-field", "image-field",
+              "Tar: member extension that feeds the image field (default: the first image member)");
+  add_setting(sub, options, "--label-field", "label-field",
+              "Tar: member extension that feeds the label field (default: cls, label, cls2, index, id)");
   add_setting(sub, options, "--missing", "missing", "Tar: a sample missing a field: error, skip (ledger) or empty")
       ->check(CLI::IsMember({"error", "skip", "empty"}));
   // LitData.

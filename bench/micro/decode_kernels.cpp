@@ -47,8 +47,7 @@ void BM_TurboJpegFullDecode(benchmark::State& state) {
   const auto* data = reinterpret_cast<const unsigned char*>(jpeg.data());
   tjDecompressHeader3(handle.get(), data, jpeg.size(), &w, &h, &ss, &cs);
   std::vector<uint8_t> rgb(static_cast<size_t>(w) * h * 3);
-  for (auto _ : state)
-    benchmark::DoNotOptimize(tjDecompress2(handle.get(), data, jpeg.size(), rgb.data(), w, 0, h, TJPF_RGB, 0));
+  for (auto _ : state) benchmark::DoNotOptimize(tjDecompress2(handle.get(), data, jpeg.size(), rgb.data(), w, 0, h, TJPF_RGB, 0));
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_TurboJpegFullDecode);
@@ -91,8 +90,8 @@ void BM_ResampleTo224(benchmark::State& state) {
   slip::detail::ResampleScratch scratch;
   const slip::detail::RgbView view{in.data(), side, side, static_cast<size_t>(side) * 3};
   for (auto _ : state) {
-    slip::detail::resample_rgb(view, 0, 0, side, side, 224, 224, state.range(1) ? slip::ResampleFilter::bicubic : slip::ResampleFilter::bilinear,
-                               scratch, out.data());
+    slip::detail::resample_rgb(view, 0, 0, side, side, 224, 224,
+                               state.range(1) ? slip::ResampleFilter::bicubic : slip::ResampleFilter::bilinear, scratch, out.data());
     benchmark::DoNotOptimize(out.data());
   }
   state.SetItemsProcessed(state.iterations());

@@ -14,9 +14,8 @@
 namespace slip::fuzz {
 
 inline constexpr const char* kFiles[] = {
-    "manifest.json",       "manifest.json.xxh3",    "image.bin",           "image.meta.npy",
-    "image.xxh3.npy",      "label.npy",             "index.npy",           "path.bin",
-    "path.offsets.npy",    "label.index.keys.npy",  "label.index.offsets.npy", "label.index.ids.npy",
+    "manifest.json",  "manifest.json.xxh3", "image.bin",        "image.meta.npy",       "image.xxh3.npy",          "label.npy",
+    "index.npy",      "path.bin",           "path.offsets.npy", "label.index.keys.npy", "label.index.offsets.npy", "label.index.ids.npy",
     "label_index.npy"};
 inline constexpr size_t kFileCount = sizeof(kFiles) / sizeof(kFiles[0]);
 
@@ -46,8 +45,7 @@ class ScratchCache {
       std::memcpy(&len, data + pos + 1, 4);
       pos += 5;
       if (len > size - pos) len = static_cast<uint32_t>(size - pos);
-      std::ofstream(dir_ / kFiles[id % kFileCount], std::ios::binary | std::ios::app)
-          .write(reinterpret_cast<const char*>(data + pos), len);
+      std::ofstream(dir_ / kFiles[id % kFileCount], std::ios::binary | std::ios::app).write(reinterpret_cast<const char*>(data + pos), len);
       pos += len;
     }
   }

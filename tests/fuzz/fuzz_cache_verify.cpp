@@ -22,11 +22,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         try {
           switch (field.type) {
             case slip::FieldType::image:
-            case slip::FieldType::bytes: (void)cache.payload(f, i); (void)cache.payload_checksum(f, i); break;
-            case slip::FieldType::str: (void)cache.string(f, i); break;
-            case slip::FieldType::int64: (void)cache.int_value(f, i); break;
-            case slip::FieldType::float64: (void)cache.float_value(f, i); break;
-            case slip::FieldType::ndarray: (void)cache.array_bytes(f, i); break;
+            case slip::FieldType::bytes:
+              (void)cache.payload(f, i);
+              (void)cache.payload_checksum(f, i);
+              break;
+            case slip::FieldType::str:
+              (void)cache.string(f, i);
+              break;
+            case slip::FieldType::int64:
+              (void)cache.int_value(f, i);
+              break;
+            case slip::FieldType::float64:
+              (void)cache.float_value(f, i);
+              break;
+            case slip::FieldType::ndarray:
+              (void)cache.array_bytes(f, i);
+              break;
           }
         } catch (const slip::Error&) {
         }

@@ -51,9 +51,9 @@ struct DrawsFile {
   double scale_lo, scale_hi;
 };
 const DrawsFile kDraws[] = {
-    {"rrc_W500_H375_scale0.08-1.npy", 500, 375, 0.08, 1.0},   {"rrc_W375_H500_scale0.08-1.npy", 375, 500, 0.08, 1.0},
-    {"rrc_W250_H250_scale0.08-1.npy", 250, 250, 0.08, 1.0},   {"rrc_W4000_H3000_scale0.08-1.npy", 4000, 3000, 0.08, 1.0},
-    {"rrc_W100_H30_scale0.08-1.npy", 100, 30, 0.08, 1.0},     {"rrc_W500_H375_scale0.32-1.npy", 500, 375, 0.32, 1.0},
+    {"rrc_W500_H375_scale0.08-1.npy", 500, 375, 0.08, 1.0},     {"rrc_W375_H500_scale0.08-1.npy", 375, 500, 0.08, 1.0},
+    {"rrc_W250_H250_scale0.08-1.npy", 250, 250, 0.08, 1.0},     {"rrc_W4000_H3000_scale0.08-1.npy", 4000, 3000, 0.08, 1.0},
+    {"rrc_W100_H30_scale0.08-1.npy", 100, 30, 0.08, 1.0},       {"rrc_W500_H375_scale0.32-1.npy", 500, 375, 0.32, 1.0},
     {"rrc_W500_H375_scale0.05-0.32.npy", 500, 375, 0.05, 0.32},
 };
 
@@ -345,8 +345,7 @@ TEST(DecodeEngine, FlipMirrorsTheCrop) {
   const auto b = detail::decode_crops_for_test(*c.cache, 3, o, {w1});
   for (int y = 0; y < 224; ++y)
     for (int x = 0; x < 224; ++x)
-      for (int ch = 0; ch < 3; ++ch)
-        ASSERT_EQ(a[(y * 224 + x) * 3 + ch], b[(y * 224 + 223 - x) * 3 + ch]);
+      for (int ch = 0; ch < 3; ++ch) ASSERT_EQ(a[(y * 224 + x) * 3 + ch], b[(y * 224 + 223 - x) * 3 + ch]);
 }
 
 // Crop-aware decoding against full decode + crop over every image of the corpus sample and
@@ -427,7 +426,8 @@ TEST(DecodeEngine, CorruptJpegIsAnErrorNamingTheSample) {
   test::TempDir tmp;
   const fs::path src = tmp.path() / "src/c";
   fs::create_directories(src);
-  fs::copy_file(fs::path(SLIP_SOURCE_DIR) / "examples/sample" / fs::directory_iterator(fs::path(SLIP_SOURCE_DIR) / "examples/sample")->path().filename() /
+  fs::copy_file(fs::path(SLIP_SOURCE_DIR) / "examples/sample" /
+                    fs::directory_iterator(fs::path(SLIP_SOURCE_DIR) / "examples/sample")->path().filename() /
                     fs::directory_iterator(*fs::directory_iterator(fs::path(SLIP_SOURCE_DIR) / "examples/sample"))->path().filename(),
                 src / "a.jpg");
   fs::copy_file(test::shared_dir() / "corpus/bad/garbage_in_entropy.JPEG", src / "b.jpg");

@@ -65,8 +65,12 @@ TEST_P(FfcvFixture, ConvertsToWhatFfcvReads) {
       const size_t fi = *cache.field_index(name);
       SCOPED_TRACE(GetParam() + " sample " + std::to_string(s) + " field " + name);
       switch (type) {
-        case 1: EXPECT_EQ(cache.int_value(fi, s), want["value"].get<int64_t>()); break;
-        case 0: EXPECT_EQ(hex_bits(cache.float_value(fi, s)), want["bits_hex"].get<std::string>()); break;
+        case 1:
+          EXPECT_EQ(cache.int_value(fi, s), want["value"].get<int64_t>());
+          break;
+        case 0:
+          EXPECT_EQ(hex_bits(cache.float_value(fi, s)), want["bits_hex"].get<std::string>());
+          break;
         case 2: {
           const MetaRecord rec = cache.record(fi, s);
           EXPECT_EQ(rec.width, want["width"].get<uint32_t>());
@@ -93,8 +97,12 @@ TEST_P(FfcvFixture, ConvertsToWhatFfcvReads) {
           }
           break;
         }
-        case 3: EXPECT_EQ(sha256_hex(cache.payload(fi, s)), want["sha256"].get<std::string>()); break;
-        case 5: EXPECT_EQ(cache.string(fi, s), want["text"].get<std::string>()); break;
+        case 3:
+          EXPECT_EQ(sha256_hex(cache.payload(fi, s)), want["sha256"].get<std::string>());
+          break;
+        case 5:
+          EXPECT_EQ(cache.string(fi, s), want["text"].get<std::string>());
+          break;
         case 4:
         case 6: {
           EXPECT_EQ(cache.field(name).dtype, want["dtype"].get<std::string>());
@@ -162,8 +170,10 @@ TEST(FfcvErrors, TruncatedCopiesAreRejectedNeverCrash) {
     ++total;
     std::string msg;
     std::optional<uint64_t> off;
-    if (open_and_read(f, &msg, &off) == Errc::bad_input && off) ++rejected;
-    else ADD_FAILURE() << "cut at " << cut << " accepted or unclear: " << msg;
+    if (open_and_read(f, &msg, &off) == Errc::bad_input && off)
+      ++rejected;
+    else
+      ADD_FAILURE() << "cut at " << cut << " accepted or unclear: " << msg;
   }
   EXPECT_EQ(rejected, total);
 }

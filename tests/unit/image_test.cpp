@@ -61,11 +61,10 @@ constexpr const char* kGrayProgressive = "n03888605/n03888605_3878.JPEG";
 constexpr const char* kGray = "n01440764/n01440764_2578.JPEG";
 constexpr const char* kExif = "n02102040/n02102040_13645.JPEG";  // 594x742, 128x160 thumbnail
 constexpr const char* kTiny = "n03888605/n03888605_7974.JPEG";   // 3x7, 651 bytes
-const std::vector<std::string> kCmyk = {"n02102040/n02102040_3343.JPEG", "n03394916/n03394916_3591.JPEG",
-                                        "n03888605/n03888605_4557.JPEG", "n03888605/n03888605_6050.JPEG"};
-const std::vector<std::string> kPng = {"n01440764/n01440764_12741.JPEG", "n01440764/n01440764_13396.JPEG",
-                                       "n02979186/n02979186_7595.JPEG",  "n03445777/n03445777_10337.JPEG",
-                                       "n03888605/n03888605_10054.JPEG", "n03888605/n03888605_4775.JPEG"};
+const std::vector<std::string> kCmyk = {"n02102040/n02102040_3343.JPEG", "n03394916/n03394916_3591.JPEG", "n03888605/n03888605_4557.JPEG",
+                                        "n03888605/n03888605_6050.JPEG"};
+const std::vector<std::string> kPng = {"n01440764/n01440764_12741.JPEG", "n01440764/n01440764_13396.JPEG", "n02979186/n02979186_7595.JPEG",
+                                       "n03445777/n03445777_10337.JPEG", "n03888605/n03888605_10054.JPEG", "n03888605/n03888605_4775.JPEG"};
 
 struct ManifestRow {
   std::string path, format, color, progressive;
@@ -82,8 +81,7 @@ std::vector<ManifestRow> manifest() {
     std::stringstream ss(line);
     for (std::string c; std::getline(ss, c, '\t');) col.push_back(c);
     if (col.size() < 8) continue;
-    rows.push_back({col[0], col[4], col[5], col[7], static_cast<uint32_t>(std::stoul(col[2])),
-                    static_cast<uint32_t>(std::stoul(col[3]))});
+    rows.push_back({col[0], col[4], col[5], col[7], static_cast<uint32_t>(std::stoul(col[2])), static_cast<uint32_t>(std::stoul(col[3]))});
   }
   return rows;
 }
@@ -188,8 +186,7 @@ struct PillowImage {
 };
 
 // Runs the script; returns name -> Pillow's RGB pixels (and, for "synth", the image files).
-std::map<std::string, PillowImage> run_pillow(const TempDir& tmp, const std::string& mode,
-                                              const std::vector<fs::path>& paths = {}) {
+std::map<std::string, PillowImage> run_pillow(const TempDir& tmp, const std::string& mode, const std::vector<fs::path>& paths = {}) {
   const fs::path script = tmp.path() / "pillow_ref.py";
   std::ofstream(script) << kPillowScript;
   std::string cmd = test::python() + " " + script.string() + " " + mode + " " + tmp.path().string();
@@ -336,10 +333,8 @@ TEST(ImageJpegHeader, ExifThumbnailWithEarlyEoiIsSkipped) {
   EXPECT_LT(early_eoi, h.sof_offset);
   ASSERT_LT(thumb_sof + 9, b.size());
   // A naive scan for the first FFC0 would report the 128x160 thumbnail instead.
-  const uint32_t thumb_h = uint32_t(std::to_integer<uint8_t>(b[thumb_sof + 5])) << 8 |
-                           std::to_integer<uint8_t>(b[thumb_sof + 6]);
-  const uint32_t thumb_w = uint32_t(std::to_integer<uint8_t>(b[thumb_sof + 7])) << 8 |
-                           std::to_integer<uint8_t>(b[thumb_sof + 8]);
+  const uint32_t thumb_h = uint32_t(std::to_integer<uint8_t>(b[thumb_sof + 5])) << 8 | std::to_integer<uint8_t>(b[thumb_sof + 6]);
+  const uint32_t thumb_w = uint32_t(std::to_integer<uint8_t>(b[thumb_sof + 7])) << 8 | std::to_integer<uint8_t>(b[thumb_sof + 8]);
   EXPECT_EQ(thumb_w, 128u);
   EXPECT_EQ(thumb_h, 160u);
   // Truncating right after the thumbnail's EOI leaves no frame header.
@@ -354,8 +349,15 @@ TEST(ImageJpegHeader, SpecWalkRules) {
     return std::make_pair(ok, h);
   };
   // Stray bytes, fill bytes, standalone markers (incl. a second SOI/EOI) and a COM segment.
-  auto [ok, h] = parse(lit("\xFF\xD8" "ab" "\xFF\xFF\xFF\x01" "\xFF\xD0\xFF\xD9\xFF\x00" "\xFF\xFE\x00\x04" "zz"
-                           "\xFF\xC1\x00\x0B\x08\x01\x02\x03\x04\x03" "xx"));
+  auto [ok, h] =
+      parse(lit("\xFF\xD8"
+                "ab"
+                "\xFF\xFF\xFF\x01"
+                "\xFF\xD0\xFF\xD9\xFF\x00"
+                "\xFF\xFE\x00\x04"
+                "zz"
+                "\xFF\xC1\x00\x0B\x08\x01\x02\x03\x04\x03"
+                "xx"));
   ASSERT_TRUE(ok);
   EXPECT_EQ(h.height, 0x0102u);
   EXPECT_EQ(h.width, 0x0304u);
@@ -367,8 +369,8 @@ TEST(ImageJpegHeader, SpecWalkRules) {
   for (const char m : {'\xC4', '\xC8', '\xCC'}) {
     Bytes b = lit("\xFF\xD8\xFF");
     b.push_back(std::byte(m));
-    for (const Bytes& part : {lit("\x00\x0A\x08\x00\x10\x00\x20\x03\x00\x00"),
-                              lit("\xFF\xCA\x00\x0B\x08\x00\x05\x00\x06\x01" "xx")})
+    for (const Bytes& part : {lit("\x00\x0A\x08\x00\x10\x00\x20\x03\x00\x00"), lit("\xFF\xCA\x00\x0B\x08\x00\x05\x00\x06\x01"
+                                                                                   "xx")})
       b.insert(b.end(), part.begin(), part.end());
     std::tie(ok, h) = parse(b);
     ASSERT_TRUE(ok) << int(uint8_t(m));
@@ -386,8 +388,11 @@ TEST(ImageJpegHeader, SpecWalkRules) {
   // Zero-length segments still advance the walk (no infinite loop).
   EXPECT_TRUE(parse(lit("\xFF\xD8\xFF\xE0\x00\x00\xFF\xC0\x00\x11\x08\x00\x05\x00\x06\x03")).first);
   // A complete Adobe APP14 before the frame is noticed; a cut-off one is not.
-  const Bytes adobe = lit("\xFF\xD8\xFF\xEE\x00\x0E" "Adobe" "\x00\x64\x00\x00\x00\x00\x02"
-                          "\xFF\xC0\x00\x11\x08\x00\x05\x00\x06\x04");
+  const Bytes adobe =
+      lit("\xFF\xD8\xFF\xEE\x00\x0E"
+          "Adobe"
+          "\x00\x64\x00\x00\x00\x00\x02"
+          "\xFF\xC0\x00\x11\x08\x00\x05\x00\x06\x04");
   std::tie(ok, h) = parse(adobe);
   ASSERT_TRUE(ok);
   EXPECT_TRUE(h.adobe_transform_seen);
@@ -478,10 +483,10 @@ TEST(ImageJpegHeader, WholeCorpusMatchesManifest) {
 TEST(ImageBadFiles, EachHasItsDocumentedOutcome) {
   struct Expect {
     ImageFormat format;
-    bool header;              // parse_jpeg_header succeeds
-    uint32_t width, height;   // probe_image_size
-    bool tj_rgb;              // jpeg_decodes_to_rgb
-    std::string decode_error; // part of decode_jpeg_rgb's message (TurboJPEG's text)
+    bool header;               // parse_jpeg_header succeeds
+    uint32_t width, height;    // probe_image_size
+    bool tj_rgb;               // jpeg_decodes_to_rgb
+    std::string decode_error;  // part of decode_jpeg_rgb's message (TurboJPEG's text)
   };
   const std::map<std::string, Expect> table = {
       // Empty: nothing to sniff; TurboJPEG rejects the zero-length buffer.
@@ -535,7 +540,12 @@ TEST(ImageDecode, CorpusMatchesPillowExactly) {
   TempDir tmp;
   std::vector<std::string> rel = kPng;
   rel.insert(rel.end(), kCmyk.begin(), kCmyk.end());
-  const std::vector<std::string> jpegs = {kBaseline, kProgressive, kGrayProgressive, kGray, kExif, kTiny,
+  const std::vector<std::string> jpegs = {kBaseline,
+                                          kProgressive,
+                                          kGrayProgressive,
+                                          kGray,
+                                          kExif,
+                                          kTiny,
                                           "n01440764/n01440764_10908.JPEG",   // 4:2:2
                                           "n03417042/n03417042_11319.JPEG",   // restart markers
                                           "n02979186/n02979186_11501.JPEG"};  // 1x1
@@ -606,14 +616,11 @@ TEST(ImageDecode, RejectsBombsAndUnsupportedFormats) {
   EXPECT_NE(error_of([&] { decode_to_rgb(png); }).find("exceeds the limit"), std::string::npos);
 
   EXPECT_NE(error_of([&] { decode_to_rgb(lit("RIFF\x10\0\0\0WEBPVP8 ")); }).find("webp"), std::string::npos);
-  EXPECT_NE(error_of([&] { decode_to_rgb(lit("II*\0\x08\0\0\0")); }).find("tiff"),
-            std::string::npos);
+  EXPECT_NE(error_of([&] { decode_to_rgb(lit("II*\0\x08\0\0\0")); }).find("tiff"), std::string::npos);
   // PNM other than 8-bit maxval 255 is refused: stb would not give Pillow's rescaled pixels
   // (and its 16-bit path overruns a buffer, as the ASan build showed).
-  EXPECT_NE(error_of([&] { decode_to_rgb(lit("P5 2 1 65535\n\x12\x34\xAB\xCD")); }).find("maxval"),
-            std::string::npos);
-  EXPECT_NE(error_of([&] { decode_to_rgb(lit("P6\n# c\n1 1\n100\n\x01\x02\x03")); }).find("maxval 255"),
-            std::string::npos);
+  EXPECT_NE(error_of([&] { decode_to_rgb(lit("P5 2 1 65535\n\x12\x34\xAB\xCD")); }).find("maxval"), std::string::npos);
+  EXPECT_NE(error_of([&] { decode_to_rgb(lit("P6\n# c\n1 1\n100\n\x01\x02\x03")); }).find("maxval 255"), std::string::npos);
   EXPECT_NE(error_of([&] { decode_to_rgb(lit("P3\n1 1\n255\n1 2 3\n")); }).find("P5/P6"), std::string::npos);
   const RgbImage pgm = decode_to_rgb(lit("P5\n# comment\n2 1 255\n\x12\xAB"));
   EXPECT_EQ(pgm.pixels, (std::vector<uint8_t>{0x12, 0x12, 0x12, 0xAB, 0xAB, 0xAB}));
@@ -643,8 +650,8 @@ TEST(ImageDecode, GoodImageDecodesAfterEveryKindOfFailure) {
 // decode either throws slip::Error or returns a consistent image.
 TEST(ImageDecode, SurvivesMutatedInputs) {
   std::mt19937 rng(42);
-  const std::vector<Bytes> seeds = {load(imagenet(kTiny)), load(imagenet(kExif)), load(imagenet(kCmyk[2])),
-                                    load(imagenet(kPng[5])), load(imagenet(kGrayProgressive))};
+  const std::vector<Bytes> seeds = {load(imagenet(kTiny)), load(imagenet(kExif)), load(imagenet(kCmyk[2])), load(imagenet(kPng[5])),
+                                    load(imagenet(kGrayProgressive))};
   int decoded = 0, failed = 0;
   for (int iter = 0; iter < 1500; ++iter) {
     Bytes b = seeds[iter % seeds.size()];
@@ -683,8 +690,7 @@ TEST(ImageEncode, RoundTripPsnrAbove40dB) {
     // 4:4:4 as TurboJPEG itself reads it.
     std::unique_ptr<void, decltype(&tjDestroy)> tj(tjInitDecompress(), &tjDestroy);
     int w = 0, hh = 0, subsamp = -1, cs = -1;
-    ASSERT_EQ(tjDecompressHeader3(tj.get(), reinterpret_cast<const unsigned char*>(jpeg.data()), jpeg.size(), &w, &hh,
-                                  &subsamp, &cs), 0);
+    ASSERT_EQ(tjDecompressHeader3(tj.get(), reinterpret_cast<const unsigned char*>(jpeg.data()), jpeg.size(), &w, &hh, &subsamp, &cs), 0);
     EXPECT_EQ(subsamp, TJSAMP_444);
     EXPECT_EQ(cs, TJCS_YCbCr);
 

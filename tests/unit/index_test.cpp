@@ -62,9 +62,12 @@ TEST(FieldIndex, EqualsBruteForceAndLoadsInNumpy) {
       std::vector<int64_t> want;
       for (uint64_t i = 0; i < cache.size(); ++i) {
         bool eq;
-        if (idx.key_type == FieldType::str) eq = cache.string(fi, i) == idx.str_keys[k];
-        else if (idx.key_type == FieldType::float64) eq = cache.float_value(fi, i) == idx.float_keys[k];
-        else eq = cache.int_value(fi, i) == idx.int_keys[k];
+        if (idx.key_type == FieldType::str)
+          eq = cache.string(fi, i) == idx.str_keys[k];
+        else if (idx.key_type == FieldType::float64)
+          eq = cache.float_value(fi, i) == idx.float_keys[k];
+        else
+          eq = cache.int_value(fi, i) == idx.int_keys[k];
         if (eq) want.push_back(static_cast<int64_t>(i));
       }
       const auto got = idx.ids_of(k);
@@ -195,9 +198,10 @@ TEST_F(CorpusSubset, IdsFileEqualsBruteForceInNumpy) {
   const auto ids = select_samples(cache, s);
   const fs::path out = tmp_->path() / "ids.npy";
   write_ids_npy(out, ids);
-  const auto r = test::run(test::python() + " -c \"import numpy as np; ids=np.load('" + out.string() +
-                           "'); lab=np.load('" + (cache_path_ / "label.npy").string() +
-                           "'); assert ids.dtype==np.int64; assert np.array_equal(ids, np.nonzero((lab==2)|(lab==7))[0]); print(len(ids))\"");
+  const auto r =
+      test::run(test::python() + " -c \"import numpy as np; ids=np.load('" + out.string() + "'); lab=np.load('" +
+                (cache_path_ / "label.npy").string() +
+                "'); assert ids.dtype==np.int64; assert np.array_equal(ids, np.nonzero((lab==2)|(lab==7))[0]); print(len(ids))\"");
   EXPECT_EQ(r.status, 0);
   EXPECT_EQ(r.out, "160\n");
 }

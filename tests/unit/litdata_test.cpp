@@ -50,8 +50,10 @@ TEST_P(LitDataFixture, ConvertsToWhatLitDataReads) {
       SCOPED_TRACE(GetParam() + " sample " + std::to_string(s) + " field " + name + " (" + format + ")");
       switch (f.type) {
         case FieldType::int64:
-          if (format == "bool") EXPECT_EQ(cache.int_value(fi, s), want["value"].get<bool>() ? 1 : 0);
-          else EXPECT_EQ(cache.int_value(fi, s), want["value"].get<int64_t>());
+          if (format == "bool")
+            EXPECT_EQ(cache.int_value(fi, s), want["value"].get<bool>() ? 1 : 0);
+          else
+            EXPECT_EQ(cache.int_value(fi, s), want["value"].get<int64_t>());
           break;
         case FieldType::float64: {
           char bits[32];
@@ -59,11 +61,15 @@ TEST_P(LitDataFixture, ConvertsToWhatLitDataReads) {
           EXPECT_EQ(bits, want["bits"].get<std::string>());
           break;
         }
-        case FieldType::str: EXPECT_EQ(cache.string(fi, s), want["value"].get<std::string>()); break;
+        case FieldType::str:
+          EXPECT_EQ(cache.string(fi, s), want["value"].get<std::string>());
+          break;
         case FieldType::ndarray:
           EXPECT_EQ(sha256_hex(cache.array_bytes(fi, s)), want["sha256"].get<std::string>());
           break;
-        case FieldType::bytes: EXPECT_EQ(sha256_hex(cache.payload(fi, s)), want["raw"]["sha256"].get<std::string>()); break;
+        case FieldType::bytes:
+          EXPECT_EQ(sha256_hex(cache.payload(fi, s)), want["raw"]["sha256"].get<std::string>());
+          break;
         case FieldType::image: {
           const MetaRecord rec = cache.record(fi, s);
           if (format == "jpeg") {

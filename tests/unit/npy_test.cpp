@@ -18,8 +18,7 @@ struct Case {
 };
 
 std::vector<Case> cases() {
-  const std::string rec =
-      "np.dtype([('data_ptr','<u8'),('data_size','<u8'),('height','<u4'),('width','<u4')])";
+  const std::string rec = "np.dtype([('data_ptr','<u8'),('data_size','<u8'),('height','<u4'),('width','<u4')])";
   std::vector<Case> out;
   for (uint64_t n : {0ull, 1ull, 9ull, 10ull, 24ull, 800ull, 1281167ull, 123456789012ull}) {
     const std::string ns = std::to_string(n);

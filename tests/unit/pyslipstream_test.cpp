@@ -41,8 +41,8 @@ TEST_P(PyFixture, ReadsEverySampleAsTheUpstreamLoader) {
   EXPECT_EQ(image.max_size, expected["fields"]["image"]["max_size"].get<uint64_t>());
   EXPECT_EQ(image.image_format, expected["fields"]["image"]["image_format"].get<std::string>());
   EXPECT_EQ(cache.field("label").dtype, "<i8");
-  const size_t fi = *cache.field_index("image"), li = *cache.field_index("label"),
-               ii = *cache.field_index("index"), pi = *cache.field_index("path");
+  const size_t fi = *cache.field_index("image"), li = *cache.field_index("label"), ii = *cache.field_index("index"),
+               pi = *cache.field_index("path");
   for (const auto& s : expected["samples"]) {
     const uint64_t id = s["sample_id"];
     const auto& img = s["fields"]["image"];
@@ -93,8 +93,8 @@ TEST(PyFixtureRoundTrip, SlipWritesTheSameStorageFilesAsPython) {
   for (uint64_t i = 0; i < py.size(); ++i) {
     const fs::path p = tmp.path() / "src" / std::string(py.string(pi, i));
     fs::create_directories(p.parent_path());
-    std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(py.payload(fi, i).data()),
-                                             static_cast<std::streamsize>(py.payload(fi, i).size()));
+    std::ofstream(p, std::ios::binary)
+        .write(reinterpret_cast<const char*>(py.payload(fi, i).data()), static_cast<std::streamsize>(py.payload(fi, i).size()));
   }
   auto source = open_source((tmp.path() / "src/slipfixture_src").string());
   ConvertOptions options;

@@ -69,8 +69,10 @@ TEST(Runtime, OneAndTwoThreadsWriteIdenticalCaches) {
     std::string all;
     for (const char* f : {"manifest.json", "image.bin", "image.meta.npy", "image.xxh3.npy", "label.npy", "path.bin"})
       all += test::read_file(r.cache_path / f);
-    if (first.empty()) first = all;
-    else EXPECT_TRUE(all == first) << "threads=" << threads;
+    if (first.empty())
+      first = all;
+    else
+      EXPECT_TRUE(all == first) << "threads=" << threads;
   }
   ::unsetenv("SOURCE_DATE_EPOCH");
 }

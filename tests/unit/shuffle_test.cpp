@@ -116,8 +116,10 @@ TEST(Feistel, ShuffleQualityAgainstUniformRandomPermutation) {
   const double blocked = mean_batch_entropy(epoch(n, 7, 0, 16), per_class, 256);
   std::vector<uint64_t> sorted(n);
   std::iota(sorted.begin(), sorted.end(), 0);
-  std::printf("label entropy per batch of 256 (bits): uniform random %.4f, feistel B=1 %.4f, feistel B=16 %.4f, "
-              "unshuffled %.4f\n", ref, flat, blocked, mean_batch_entropy(sorted, per_class, 256));
+  std::printf(
+      "label entropy per batch of 256 (bits): uniform random %.4f, feistel B=1 %.4f, feistel B=16 %.4f, "
+      "unshuffled %.4f\n",
+      ref, flat, blocked, mean_batch_entropy(sorted, per_class, 256));
   EXPECT_NEAR(flat / ref, 1.0, 0.01);
   // Blocks of 16 same-class samples cap a batch at 16 distinct blocks: documented cost of locality.
   EXPECT_GT(blocked, 3.5);

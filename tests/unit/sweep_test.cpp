@@ -47,9 +47,9 @@ class Sweep : public ::testing::Test {
 };
 
 TEST_F(Sweep, EverySingleByteFlipInMetadataIsCaught) {
-  const char* files[] = {"manifest.json", "manifest.json.xxh3", "image.meta.npy", "image.xxh3.npy", "label.npy",
-                         "index.npy", "path.bin", "path.offsets.npy", "label.index.keys.npy",
-                         "label.index.offsets.npy", "label.index.ids.npy", "label_index.npy"};
+  const char* files[] = {"manifest.json",       "manifest.json.xxh3", "image.meta.npy",   "image.xxh3.npy",       "label.npy",
+                         "index.npy",           "path.bin",           "path.offsets.npy", "label.index.keys.npy", "label.index.offsets.npy",
+                         "label.index.ids.npy", "label_index.npy"};
   uint64_t total = 0, caught = 0;
   for (const char* name : files) {
     const fs::path file = cache_ / name;
@@ -92,8 +92,10 @@ TEST_F(Sweep, PayloadFlipsAreCaughtAndNameTheSample) {
     flip(bin, off);
     bool named = false;
     for (const auto& i : r.issues) named |= i.sample == sample;
-    if (!r.ok() && named) ++caught;
-    else ADD_FAILURE() << "flip at image.bin byte " << off << " (sample " << sample << ") not detected or not named";
+    if (!r.ok() && named)
+      ++caught;
+    else
+      ADD_FAILURE() << "flip at image.bin byte " << off << " (sample " << sample << ") not detected or not named";
   }
   std::printf("image.bin flips: %llu/%llu detected with the sample named\n", static_cast<unsigned long long>(caught),
               static_cast<unsigned long long>(positions));
@@ -121,8 +123,10 @@ TEST(TruncationSweep, TruncatedJpegSourcesAreBadInputAndLeaveNoCache) {
         convert(*src, opt);
         ADD_FAILURE() << source.filename() << " cut at " << cut << " was accepted";
       } catch (const Error& e) {
-        if (e.code() == Errc::bad_input && e.sample() == 0u) ++caught;
-        else ADD_FAILURE() << "cut at " << cut << ": " << e.describe();
+        if (e.code() == Errc::bad_input && e.sample() == 0u)
+          ++caught;
+        else
+          ADD_FAILURE() << "cut at " << cut << ": " << e.describe();
       }
       if (fs::exists(opt.output_dir)) {
         EXPECT_TRUE(fs::is_empty(opt.output_dir)) << "cut at " << cut << " left files";
@@ -170,7 +174,8 @@ TEST(TruncationSweep, TarShardAndLitDataChunkAndIndex) {
     std::ofstream(stage / ("s" + std::to_string(k) + ".cls")) << k;
     ++k;
   }
-  ASSERT_EQ(test::run("cd '" + stage.string() + "' && tar -cf ../shard.tar s0.jpg s0.cls s1.jpg s1.cls s2.jpg s2.cls s3.jpg s3.cls").status, 0);
+  ASSERT_EQ(test::run("cd '" + stage.string() + "' && tar -cf ../shard.tar s0.jpg s0.cls s1.jpg s1.cls s2.jpg s2.cls s3.jpg s3.cls").status,
+            0);
   const std::string tar = test::read_file(tmp.path() / "shard.tar");
   uint64_t cuts = 0, failed = 0;
   // Cuts before the end of the last member's data (found by Python's tarfile); cuts in the

@@ -59,7 +59,8 @@ TEST(Yuv420, ConversionIsByteIdenticalToNumpyReference) {
   std::vector<std::pair<std::string, RgbImage>> images;
   const uint32_t sizes[][2] = {{1, 1}, {3, 7}, {7, 3}, {2, 2}, {499, 375}, {64, 33}};
   uint32_t seed = 1;
-  for (const auto& s : sizes) images.emplace_back("random_" + std::to_string(s[0]) + "x" + std::to_string(s[1]), random_rgb(s[0], s[1], seed++));
+  for (const auto& s : sizes)
+    images.emplace_back("random_" + std::to_string(s[0]) + "x" + std::to_string(s[1]), random_rgb(s[0], s[1], seed++));
   const char* awkward[] = {"n01440764/n01440764_2578.JPEG",  /* grayscale JPEG */
                            "n02102040/n02102040_3343.JPEG",  /* CMYK JPEG */
                            "n01440764/n01440764_12741.JPEG", /* PNG named .JPEG */
@@ -152,8 +153,8 @@ TEST(Yuv420, SiblingsOfJpegFixtureMatchPythonYuv420Fixture) {
 TEST(Yuv420, ConvertedCacheEqualsSiblingsAndBothVerify) {
   test::TempDir tmp;
   const fs::path src = tmp.path() / "src";
-  const char* files[] = {"n01440764/n01440764_2578.JPEG", "n01440764/n01440764_10026.JPEG", "n01440764/n01440764_10235.JPEG",
-                         "n02979186/n02979186_11501.JPEG", "n02102040/n02102040_3343.JPEG", "n01440764/n01440764_12741.JPEG"};
+  const char* files[] = {"n01440764/n01440764_2578.JPEG",  "n01440764/n01440764_10026.JPEG", "n01440764/n01440764_10235.JPEG",
+                         "n02979186/n02979186_11501.JPEG", "n02102040/n02102040_3343.JPEG",  "n01440764/n01440764_12741.JPEG"};
   for (const char* rel : files) {
     fs::create_directories(src / fs::path(rel).parent_path());
     fs::copy_file(corpus(rel), src / rel);
@@ -399,8 +400,7 @@ TEST(Yuv420, RegionsAndReductionsAgreeWithTheFullConversion) {
       const int rx0 = x0 / d, ry0 = y0 / d, rx1 = std::min((x1 + d - 1) / d, w / d), ry1 = std::min((y1 + d - 1) / d, h / d);
       std::vector<uint8_t> reduced(static_cast<size_t>(rx1 - rx0) * (ry1 - ry0) * 3);
       std::vector<uint16_t> scratch;
-      detail::yuv420_region_to_rgb_reduced(data, w, h, d, rx0, ry0, rx1, ry1, reduced.data(), static_cast<size_t>(rx1 - rx0) * 3,
-                                           scratch);
+      detail::yuv420_region_to_rgb_reduced(data, w, h, d, rx0, ry0, rx1, ry1, reduced.data(), static_cast<size_t>(rx1 - rx0) * 3, scratch);
       for (int ry = ry0; ry < ry1; ++ry)
         for (int rx = rx0; rx < rx1; ++rx)
           for (int c = 0; c < 3; ++c)

@@ -18,9 +18,9 @@ struct BenchOptions {
   DecodeOptions decode;          // threads, seed, layout, type, filter, crop_aware, field
   size_t batch_size = 256;
   unsigned epochs = 3;
-  bool cold = false;             // drop the cache's files from the page cache before epoch 1
-  bool shuffle = false;          // Feistel order per epoch instead of sequential
-  uint64_t max_samples = 0;      // 0: every sample
+  bool cold = false;         // drop the cache's files from the page cache before epoch 1
+  bool shuffle = false;      // Feistel order per epoch instead of sequential
+  uint64_t max_samples = 0;  // 0: every sample
   bool measure_limit = true;
 };
 
@@ -41,7 +41,7 @@ struct BenchReport {
   uint64_t samples = 0;
   uint64_t payload_bytes = 0;  // per epoch
   uint32_t crops_per_image = 0;
-  int dct_scaling = 0;         // crop-aware decoding on (1) / off (0)
+  int dct_scaling = 0;  // crop-aware decoding on (1) / off (0)
   std::vector<BenchEpoch> epochs;
   // The limit measured in the same run on the same samples: decode pipelines, one-thread
   // tjDecompress2 (full image to RGB) x threads; raw, memcpy between heap buffers.

@@ -35,7 +35,7 @@ struct CacheField {
   std::vector<uint64_t> shape;  // numeric/ndarray: the .npy shape
   // The storage files of this field, main file first (spec §1.1).
   std::vector<std::string> files;
-  bool has_checksums = false;   // slip's <f>.xxh3.npy present
+  bool has_checksums = false;  // slip's <f>.xxh3.npy present
 };
 
 // What slip records about itself in the manifest's "slip" section (absent in Python caches).

@@ -35,10 +35,10 @@ struct ShardSpec {
 ShardSpec parse_shard(const std::string& text);
 
 struct ConvertOptions {
-  std::filesystem::path output_dir;  // empty: default_cache_root()
-  std::string name;                  // empty: the source's default name
-  unsigned threads = 0;              // 0: available_cpus()
-  bool force = false;                // rebuild even when a complete cache exists
+  std::filesystem::path output_dir;                   // empty: default_cache_root()
+  std::string name;                                   // empty: the source's default name
+  unsigned threads = 0;                               // 0: available_cpus()
+  bool force = false;                                 // rebuild even when a complete cache exists
   NonJpegPolicy non_jpeg = NonJpegPolicy::transcode;  // jpeg storage only
   // yuv420: every image is decoded once (TurboJPEG; other formats as decode_to_rgb) and stored
   // as its exact §1.6.1 conversion; the cache is named <name>-yuv420-<id8> and its content id
@@ -60,7 +60,7 @@ struct LedgerEntry {
   std::optional<uint64_t> sample;  // id in the cache; none when skipped
   std::string origin;              // path / member the sample came from
   std::string field;
-  std::string action;              // "transcoded", "skipped"
+  std::string action;  // "transcoded", "skipped"
   std::string reason;
 };
 

@@ -43,9 +43,9 @@ struct CropGroup {
   CropSampler sampler = CropSampler::rrc;
   uint32_t size = 224;  // output side in pixels
   uint32_t count = 1;
-  double scale_lo = 0.08, scale_hi = 1.0;     // rrc / direct_rrc: area fraction
+  double scale_lo = 0.08, scale_hi = 1.0;  // rrc / direct_rrc: area fraction
   double ratio_lo = 3.0 / 4.0, ratio_hi = 4.0 / 3.0;
-  double center_ratio = 224.0 / 256.0;        // center: crop side / resized short side
+  double center_ratio = 224.0 / 256.0;  // center: crop side / resized short side
 };
 
 // "2x224@0.32-1,8x96@0.05-0.32" (count x size @ scale range; count and range optional) or the
@@ -64,9 +64,8 @@ struct CropWindow {
 };
 
 // The window of crop `crop_index` of sample `sample` (crop indices count across groups).
-CropWindow sample_crop_window(const CropGroup& group, uint32_t image_width, uint32_t image_height,
-                              uint64_t seed, uint64_t epoch, uint64_t sample, uint32_t crop_index,
-                              double flip_probability);
+CropWindow sample_crop_window(const CropGroup& group, uint32_t image_width, uint32_t image_height, uint64_t seed, uint64_t epoch,
+                              uint64_t sample, uint32_t crop_index, double flip_probability);
 
 enum class PixelLayout { hwc, chw };
 enum class PixelType { uint8, float32 };
@@ -83,8 +82,8 @@ struct DecodeOptions {
   ResampleFilter filter = ResampleFilter::bilinear;
   bool crop_aware = true;  // false: full decode, then crop (the reference path)
   uint64_t seed = 0;
-  unsigned threads = 0;    // 0: available_cpus()
-  std::string field;       // empty: the cache's first image field
+  unsigned threads = 0;  // 0: available_cpus()
+  std::string field;     // empty: the cache's first image field
   // Decode the field's YUV420 sibling files (spec §1.6.2, `slip yuv420`) instead of its JPEGs.
   bool yuv420_siblings = false;
 };
@@ -113,8 +112,7 @@ class BatchDecoder {
   uint64_t decode_full(std::span<const uint64_t> ids);
 
  private:
-  friend std::vector<uint8_t> detail::decode_crops_for_test(const Cache&, uint64_t, const DecodeOptions&,
-                                                            const std::vector<CropWindow>&);
+  friend std::vector<uint8_t> detail::decode_crops_for_test(const Cache&, uint64_t, const DecodeOptions&, const std::vector<CropWindow>&);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

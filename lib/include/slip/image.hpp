@@ -19,10 +19,10 @@ ImageFormat sniff_image_format(std::span<const std::byte> data) noexcept;
 struct JpegHeader {
   uint32_t width = 0;
   uint32_t height = 0;
-  int components = 0;     // 1 gray, 3 YCbCr/RGB, 4 CMYK/YCCK
-  int sof_marker = 0;     // 0xC0.. 0xCF
+  int components = 0;  // 1 gray, 3 YCbCr/RGB, 4 CMYK/YCCK
+  int sof_marker = 0;  // 0xC0.. 0xCF
   bool progressive = false;
-  uint64_t sof_offset = 0;  // byte offset of the SOF marker's FF
+  uint64_t sof_offset = 0;            // byte offset of the SOF marker's FF
   bool adobe_transform_seen = false;  // a complete Adobe APP14 segment precedes the SOF
 };
 

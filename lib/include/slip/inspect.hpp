@@ -18,8 +18,8 @@ struct Distribution {
 
 struct FieldSummary {
   std::string name;
-  std::string type;  // manifest type string
-  std::string dtype; // numeric fields
+  std::string type;    // manifest type string
+  std::string dtype;   // numeric fields
   uint64_t bytes = 0;  // sum of the field's storage files
   // image/bytes fields
   Distribution payload_size;

@@ -18,10 +18,10 @@ namespace slip {
 
 // What identifies a source for the content id and the provenance in the manifest.
 struct SourceIdentity {
-  std::string kind;         // "imagefolder", "tar", "ffcv", "litdata", "slipstream"
-  std::string uri;          // normalised: absolute path or URL
-  std::string fingerprint;  // kind-specific, documented in docs/FORMAT.md ("Content id")
-  std::string default_name; // the name part of <name>-<id8>.slipstream
+  std::string kind;          // "imagefolder", "tar", "ffcv", "litdata", "slipstream"
+  std::string uri;           // normalised: absolute path or URL
+  std::string fingerprint;   // kind-specific, documented in docs/FORMAT.md ("Content id")
+  std::string default_name;  // the name part of <name>-<id8>.slipstream
 };
 
 class Source {
@@ -62,8 +62,8 @@ class Source {
 // Each source reads the keys it knows and rejects values it cannot honour.
 struct SourceOptions {
   std::vector<std::pair<std::string, std::string>> settings;
-  std::optional<std::string> get(std::string_view key) const;      // last value given
-  std::vector<std::string> get_all(std::string_view key) const;    // every value, in order
+  std::optional<std::string> get(std::string_view key) const;    // last value given
+  std::vector<std::string> get_all(std::string_view key) const;  // every value, in order
   void set(std::string key, std::string value) { settings.emplace_back(std::move(key), std::move(value)); }
 };
 

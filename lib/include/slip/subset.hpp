@@ -20,9 +20,9 @@ struct SubsetSelection {
   // Class names, mapped to label values through the `path` field's class folder
   // (<root>/<class>/<file>, as the ImageFolder source writes it) or through `classes_file`.
   std::vector<std::string> names;
-  std::filesystem::path classes_file;   // one class name per line; line i (0-based) is value i
-  uint64_t per_class = 0;               // 0: every sample of each value; K: K per value
-  uint64_t seed = 0;                    // chooses the K per value, deterministically
+  std::filesystem::path classes_file;  // one class name per line; line i (0-based) is value i
+  uint64_t per_class = 0;              // 0: every sample of each value; K: K per value
+  uint64_t seed = 0;                   // chooses the K per value, deterministically
 };
 
 // Ascending sample ids matching the selection. Uses the field's CSR index when the cache has

@@ -20,19 +20,19 @@ struct VerifyIssue {
 struct VerifyReport {
   std::filesystem::path path;
   uint64_t samples = 0;
-  bool slip_written = false;        // has slip's manifest section
-  bool checksums_present = false;   // per-payload and per-file checksums exist
-  uint64_t payloads_checked = 0;    // payload records bounds/marker-checked
-  uint64_t checksums_checked = 0;   // payload + file checksums recomputed
+  bool slip_written = false;       // has slip's manifest section
+  bool checksums_present = false;  // per-payload and per-file checksums exist
+  uint64_t payloads_checked = 0;   // payload records bounds/marker-checked
+  uint64_t checksums_checked = 0;  // payload + file checksums recomputed
   uint64_t bytes_hashed = 0;
-  uint64_t issue_count = 0;         // all issues found (issues holds the first max_issues)
+  uint64_t issue_count = 0;  // all issues found (issues holds the first max_issues)
   std::vector<VerifyIssue> issues;
-  std::vector<std::string> notes;   // informational ("checksums absent", ...)
+  std::vector<std::string> notes;  // informational ("checksums absent", ...)
   // --decode: every JPEG image decoded by the engine and by an accurate full TurboJPEG decode.
   bool decode_checked = false;
   uint64_t images_decoded = 0;
-  int decode_max_diff = 0;          // largest absolute pixel difference over all images
-  double decode_mean_diff = 0;      // largest per-image mean absolute difference
+  int decode_max_diff = 0;      // largest absolute pixel difference over all images
+  double decode_mean_diff = 0;  // largest per-image mean absolute difference
   double seconds = 0;
   bool ok() const noexcept { return issue_count == 0; }
 };
@@ -40,9 +40,9 @@ struct VerifyReport {
 struct VerifyOptions {
   unsigned threads = 0;     // 0: available_cpus()
   size_t max_issues = 100;  // detailed issues kept in the report
-  bool decode = false;       // also decode every image (see VerifyReport::decode_*)
-  int max_diff = 1;          // decode: fail when any pixel differs by more
-  double mean_diff = 0.01;   // decode: fail when an image's mean absolute difference is larger
+  bool decode = false;      // also decode every image (see VerifyReport::decode_*)
+  int max_diff = 1;         // decode: fail when any pixel differs by more
+  double mean_diff = 0.01;  // decode: fail when an image's mean absolute difference is larger
   // Called with (payloads checked so far, total payloads) from the verifying threads' owner.
   std::function<void(uint64_t, uint64_t)> progress;
 };

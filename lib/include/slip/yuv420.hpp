@@ -68,7 +68,7 @@ class Yuv420Siblings {
 };
 
 struct SiblingOptions {
-  std::string field;    // empty: every JPEG image field
+  std::string field;     // empty: every JPEG image field
   unsigned threads = 0;  // 0: available_cpus()
   bool force = false;    // rebuild even when valid siblings exist
   // Called with (samples converted, total) from the calling thread.
@@ -78,9 +78,9 @@ struct SiblingOptions {
 struct SiblingResult {
   std::string field;
   uint64_t samples = 0;
-  uint64_t bytes = 0;        // size of <stem>.bin
-  uint64_t jpeg_bytes = 0;   // size of <field>.bin, for the storage ratio
-  bool reused = false;       // valid siblings were already there
+  uint64_t bytes = 0;       // size of <stem>.bin
+  uint64_t jpeg_bytes = 0;  // size of <field>.bin, for the storage ratio
+  bool reused = false;      // valid siblings were already there
   double seconds = 0;
 };
 

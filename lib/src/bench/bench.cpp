@@ -40,13 +40,12 @@ double turbojpeg_single_thread_rate(const Cache& cache, size_t field, const std:
       if (sniff_image_format(payload) != ImageFormat::jpeg) continue;
       int width = 0, height = 0, subsamp = 0, colorspace = 0;
       const auto* data = reinterpret_cast<const unsigned char*>(payload.data());
-      if (tjDecompressHeader3(handle.get(), data, static_cast<unsigned long>(payload.size()), &width, &height, &subsamp,
-                              &colorspace) != 0 ||
+      if (tjDecompressHeader3(handle.get(), data, static_cast<unsigned long>(payload.size()), &width, &height, &subsamp, &colorspace) !=
+              0 ||
           colorspace == TJCS_CMYK || colorspace == TJCS_YCCK)
         continue;
       pixels.resize(static_cast<size_t>(width) * height * 3);
-      tjDecompress2(handle.get(), data, static_cast<unsigned long>(payload.size()), pixels.data(), width, 0, height,
-                    TJPF_RGB, 0);
+      tjDecompress2(handle.get(), data, static_cast<unsigned long>(payload.size()), pixels.data(), width, 0, height, TJPF_RGB, 0);
       ++images;
       if (images >= 64 && seconds_since(start) > 1.5) break;
     }
@@ -58,8 +57,7 @@ double turbojpeg_single_thread_rate(const Cache& cache, size_t field, const std:
 
 }  // namespace
 
-BenchReport run_bench(const Cache& cache, const BenchOptions& options,
-                      const std::function<void(const BenchReport&, size_t)>& on_epoch) {
+BenchReport run_bench(const Cache& cache, const BenchOptions& options, const std::function<void(const BenchReport&, size_t)>& on_epoch) {
   const std::string& pipeline = options.pipeline;
   const bool raw = pipeline == "raw";
   const bool full = pipeline == "decode";
@@ -109,8 +107,7 @@ BenchReport run_bench(const Cache& cache, const BenchOptions& options,
   if (report.samples == 0) throw Error(Errc::usage, "the cache has no samples to benchmark");
   for (uint64_t id = 0; id < report.samples; ++id) {
     const MetaRecord record = record_of(id);
-    if (record.data_size > field_max_size)
-      throw Error(Errc::bad_input, "payload larger than the manifest's max_size").with_sample(id);
+    if (record.data_size > field_max_size) throw Error(Errc::bad_input, "payload larger than the manifest's max_size").with_sample(id);
     report.payload_bytes += record.data_size;
   }
 
@@ -154,7 +151,8 @@ BenchReport run_bench(const Cache& cache, const BenchOptions& options,
       throw_if_interrupted();
       const size_t count = static_cast<size_t>(std::min<uint64_t>(options.batch_size, report.samples - first));
       const std::span<uint64_t> batch(ids.data(), count);
-      if (order) order->fill(first, batch);
+      if (order)
+        order->fill(first, batch);
       else
         for (size_t i = 0; i < count; ++i) batch[i] = first + i;
       if (raw) {
@@ -218,24 +216,21 @@ BenchReport run_bench(const Cache& cache, const BenchOptions& options,
       report.limit_kind = "tjDecompress2 x threads";
       report.limit_single_thread_images_per_second = turbojpeg_single_thread_rate(cache, field, sample_ids);
       report.limit_images_per_second = report.limit_single_thread_images_per_second * threads;
-      report.limit_megabytes_per_second = report.limit_images_per_second * static_cast<double>(report.payload_bytes) /
-                                          static_cast<double>(report.samples) / 1e6;
+      report.limit_megabytes_per_second =
+          report.limit_images_per_second * static_cast<double>(report.payload_bytes) / static_cast<double>(report.samples) / 1e6;
     }
-    if (report.limit_images_per_second > 0)
-      report.efficiency = report.best_images_per_second / report.limit_images_per_second;
+    if (report.limit_images_per_second > 0) report.efficiency = report.best_images_per_second / report.limit_images_per_second;
   }
   return report;
 }
 
 BenchComparison run_bench_comparison(const Cache& base, const BenchOptions& base_options, const Cache& other,
-                                     const BenchOptions& other_options,
-                                     const std::function<void(const BenchReport&, size_t)>& on_epoch) {
+                                     const BenchOptions& other_options, const std::function<void(const BenchReport&, size_t)>& on_epoch) {
   BenchComparison c;
   c.base = run_bench(base, base_options, on_epoch);
   c.other = run_bench(other, other_options, on_epoch);
   if (c.base.best_images_per_second > 0) c.speed_ratio = c.other.best_images_per_second / c.base.best_images_per_second;
-  if (c.base.payload_bytes > 0)
-    c.storage_ratio = static_cast<double>(c.other.payload_bytes) / static_cast<double>(c.base.payload_bytes);
+  if (c.base.payload_bytes > 0) c.storage_ratio = static_cast<double>(c.other.payload_bytes) / static_cast<double>(c.base.payload_bytes);
   return c;
 }
 

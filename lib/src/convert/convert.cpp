@@ -89,10 +89,9 @@ void prepare_image(Value& v, NonJpegPolicy policy, bool to_yuv420, uint64_t max_
     // verbatim that a JPEG loader could read, so keep and transcode both encode.
     if (policy == NonJpegPolicy::fail) return problem("raw-pixel image and --non-jpeg fail");
     const uint64_t c = v.raw_channels;
-    if ((c != 1 && c != 3 && c != 4) || v.width == 0 || v.height == 0 ||
-        v.bytes.size() != uint64_t{v.width} * v.height * c)
-      return problem("raw-pixel image of " + std::to_string(v.bytes.size()) + " bytes does not match " +
-                     std::to_string(v.width) + "x" + std::to_string(v.height) + "x" + std::to_string(c));
+    if ((c != 1 && c != 3 && c != 4) || v.width == 0 || v.height == 0 || v.bytes.size() != uint64_t{v.width} * v.height * c)
+      return problem("raw-pixel image of " + std::to_string(v.bytes.size()) + " bytes does not match " + std::to_string(v.width) + "x" +
+                     std::to_string(v.height) + "x" + std::to_string(c));
     RgbImage rgb;
     rgb.width = v.width;
     rgb.height = v.height;
@@ -141,7 +140,8 @@ void prepare_image(Value& v, NonJpegPolicy policy, bool to_yuv420, uint64_t max_
   }
   if (to_yuv420) policy = NonJpegPolicy::transcode;  // pixels are stored whatever the source format
   switch (policy) {
-    case NonJpegPolicy::fail: return problem(why_not_jpeg + " and --non-jpeg fail");
+    case NonJpegPolicy::fail:
+      return problem(why_not_jpeg + " and --non-jpeg fail");
     case NonJpegPolicy::keep: {
       const ImageSize size = probe_image_size(v.bytes);
       v.width = size.width;
@@ -246,7 +246,8 @@ ConvertResult convert(Source& source, const ConvertOptions& options) {
   uint64_t remaining = std::numeric_limits<uint64_t>::max();
   if (part && part->unit == "files") {
     const auto slice = source.select_files(part->index, part->count);
-    if (!slice) throw Error(Errc::usage, "--shard needs a source that knows its sample count or can be split by file").with_path(identity.uri);
+    if (!slice)
+      throw Error(Errc::usage, "--shard needs a source that knows its sample count or can be split by file").with_path(identity.uri);
     part->start = slice->start;
     part->end = slice->end;
     part->total = slice->total;
@@ -283,8 +284,7 @@ ConvertResult convert(Source& source, const ConvertOptions& options) {
         continue;
       }
       if (p.problem) {
-        if (options.on_error == OnError::fail)
-          throw Error(Errc::bad_input, *p.problem).with_path(s.origin).with_sample(s.source_index);
+        if (options.on_error == OnError::fail) throw Error(Errc::bad_input, *p.problem).with_path(s.origin).with_sample(s.source_index);
         result.ledger.push_back({s.source_index, std::nullopt, s.origin, p.problem_field, "skipped", *p.problem});
         ++result.skipped;
         continue;

@@ -21,8 +21,8 @@ ShardSpec parse_shard(const std::string& text) {
       throw Error(Errc::usage, "--shard auto needs SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT (run inside a job array)");
     const long long i = std::atoll(id) - (min ? std::atoll(min) : 0), n = std::atoll(count);
     if (n <= 0 || i < 0 || i >= n)
-      throw Error(Errc::usage, "SLURM array task " + std::string(id) + " does not fit an array of " + count +
-                                   " tasks starting at " + (min ? min : "0") + " (use --array=0-" + std::to_string(n - 1) + ")");
+      throw Error(Errc::usage, "SLURM array task " + std::string(id) + " does not fit an array of " + count + " tasks starting at " +
+                                   (min ? min : "0") + " (use --array=0-" + std::to_string(n - 1) + ")");
     s.index = static_cast<uint64_t>(i);
     s.count = static_cast<uint64_t>(n);
     return s;
@@ -42,8 +42,7 @@ using ojson = nlohmann::ordered_json;
 
 std::string PartInfo::dir_name() const {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "part-%05llu-of-%05llu", static_cast<unsigned long long>(index),
-                static_cast<unsigned long long>(count));
+  std::snprintf(buf, sizeof buf, "part-%05llu-of-%05llu", static_cast<unsigned long long>(index), static_cast<unsigned long long>(count));
   return buf + std::string(kCacheSuffix);
 }
 
@@ -65,8 +64,8 @@ PartInfo plan_part(const Source& source, const ShardSpec& shard, const std::stri
   return p;
 }
 
-ojson build_manifest(const Schema& schema, const SourceIdentity& identity, const ConvertResult& result,
-                     const WrittenFiles& files, const std::optional<PartInfo>& part) {
+ojson build_manifest(const Schema& schema, const SourceIdentity& identity, const ConvertResult& result, const WrittenFiles& files,
+                     const std::optional<PartInfo>& part) {
   ojson manifest;
   manifest["version"] = 1;
   manifest["num_samples"] = result.written;
@@ -101,8 +100,13 @@ ojson build_manifest(const Schema& schema, const SourceIdentity& identity, const
                     {"skipped", result.skipped},
                     {"transcoded", result.transcoded}};
   if (part)
-    slip["part"] = {{"index", part->index}, {"count", part->count},   {"start", part->start},
-                    {"end", part->end},     {"total", part->total},   {"unit", part->unit},   {"whole_content_id", part->whole_content_id},
+    slip["part"] = {{"index", part->index},
+                    {"count", part->count},
+                    {"start", part->start},
+                    {"end", part->end},
+                    {"total", part->total},
+                    {"unit", part->unit},
+                    {"whole_content_id", part->whole_content_id},
                     {"whole_name", part->whole_name}};
   ojson sums = ojson::object();
   for (const auto& [file, sum] : files.checksums) sums[file] = hex64(sum);

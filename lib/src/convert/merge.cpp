@@ -54,8 +54,7 @@ Part load_part(const fs::path& dir) {
   } catch (const nlohmann::json::exception&) {
     throw bad("not a part cache (its manifest has no slip.part section; convert with --shard I/N)");
   }
-  if (!detail::is_complete_cache(dir, p.info.content_id))
-    throw bad("part is damaged: manifest checksum or file sizes do not match");
+  if (!detail::is_complete_cache(dir, p.info.content_id)) throw bad("part is damaged: manifest checksum or file sizes do not match");
   if (p.info.start > p.info.end || p.info.end > p.info.total || p.info.index >= p.info.count) throw bad("part has an impossible slice");
   return p;
 }
@@ -109,13 +108,15 @@ MergeResult merge_parts(const std::vector<fs::path>& inputs, const MergeOptions&
   std::set<uint64_t> have;
   for (size_t i = 0; i < parts.size(); ++i) {
     if (!have.insert(parts[i].info.index).second)
-      throw Error(Errc::bad_input, "part " + std::to_string(parts[i].info.index) + " given twice (overlap)").with_path(parts[i].dir.string());
+      throw Error(Errc::bad_input, "part " + std::to_string(parts[i].info.index) + " given twice (overlap)")
+          .with_path(parts[i].dir.string());
   }
   std::string missing;
   for (uint64_t i = 0; i < first.info.count; ++i)
     if (!have.count(i)) missing += (missing.empty() ? "" : ",") + std::to_string(i);
   if (!missing.empty())
-    throw Error(Errc::bad_input, "missing parts " + missing + " of " + std::to_string(first.info.count)).with_path(first.dir.parent_path().string());
+    throw Error(Errc::bad_input, "missing parts " + missing + " of " + std::to_string(first.info.count))
+        .with_path(first.dir.parent_path().string());
   uint64_t expect = 0;
   for (const Part& p : parts) {
     if (p.info.start != expect)
@@ -123,7 +124,8 @@ MergeResult merge_parts(const std::vector<fs::path>& inputs, const MergeOptions&
           .with_path(p.dir.string());
     expect = p.info.end;
   }
-  if (expect != first.info.total) throw Error(Errc::bad_input, "parts cover " + std::to_string(expect) + " of " + std::to_string(first.info.total) + " samples");
+  if (expect != first.info.total)
+    throw Error(Errc::bad_input, "parts cover " + std::to_string(expect) + " of " + std::to_string(first.info.total) + " samples");
 
   MergeResult result;
   result.parts = parts.size();
@@ -214,7 +216,8 @@ MergeResult merge_parts(const std::vector<fs::path>& inputs, const MergeOptions&
             std::memcpy(&ptr, raw.data() + i * row, 8);
             ptr += base;
             const size_t at = table_data.size();
-            table_data.insert(table_data.end(), raw.begin() + static_cast<ptrdiff_t>(i * row), raw.begin() + static_cast<ptrdiff_t>((i + 1) * row));
+            table_data.insert(table_data.end(), raw.begin() + static_cast<ptrdiff_t>(i * row),
+                              raw.begin() + static_cast<ptrdiff_t>((i + 1) * row));
             std::memcpy(table_data.data() + at, &ptr, 8);
             if (payload) largest = std::max(largest, c.record(fi, i).data_size);
           }
@@ -227,7 +230,8 @@ MergeResult merge_parts(const std::vector<fs::path>& inputs, const MergeOptions&
         bin_out.close();
         files.storage_sizes.emplace_back(bin, bin_out.bytes_written());
         files.checksums[bin] = bin_out.checksum();
-        auto write_npy = [&](const std::string& name, std::string_view descr, std::vector<uint64_t> shape, std::span<const std::byte> data) {
+        auto write_npy = [&](const std::string& name, std::string_view descr, std::vector<uint64_t> shape,
+                             std::span<const std::byte> data) {
           detail::FileWriter w(out / name);
           w.write(npy_header(descr, shape));
           w.write(data);
@@ -235,8 +239,8 @@ MergeResult merge_parts(const std::vector<fs::path>& inputs, const MergeOptions&
           files.checksums[name] = w.checksum();
           return w.bytes_written();
         };
-        files.storage_sizes.emplace_back(
-            table, write_npy(table, payload ? kMetaRecordDescr : "'<u8'", payload ? std::vector<uint64_t>{n} : std::vector<uint64_t>{n, 2}, table_data));
+        files.storage_sizes.emplace_back(table, write_npy(table, payload ? kMetaRecordDescr : "'<u8'",
+                                                          payload ? std::vector<uint64_t>{n} : std::vector<uint64_t>{n, 2}, table_data));
         if (payload) {
           write_npy(detail::checksum_file(spec.name), "'<u8'", {n}, std::as_bytes(std::span(sums)));
           files.max_payload[spec.name] = largest;

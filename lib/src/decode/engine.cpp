@@ -75,8 +75,7 @@ struct BatchDecoder::Impl {
   std::array<float, 3> scale{}, bias{};
   uint32_t total_crops = 0;
 
-  Impl(const Cache& c, DecodeOptions o, unsigned threads)
-      : cache(c), options(std::move(o)), workers(threads), pool(threads) {}
+  Impl(const Cache& c, DecodeOptions o, unsigned threads) : cache(c), options(std::move(o)), workers(threads), pool(threads) {}
 
   void fail(Worker& w, size_t slot, uint64_t id, std::string message) {
     if (slot < w.error_slot) {
@@ -93,8 +92,7 @@ struct BatchDecoder::Impl {
 
   // Decodes sample `id`'s pixels covering all its windows into w's region; returns the region
   // view and the scale (1/denominator) windows must be mapped by. Fills w.windows.
-  bool prepare(Worker& w, size_t slot, uint64_t id, bool full, RgbView& view, double& inv_scale, double& origin_x,
-               double& origin_y) {
+  bool prepare(Worker& w, size_t slot, uint64_t id, bool full, RgbView& view, double& inv_scale, double& origin_x, double& origin_y) {
     const std::span<const std::byte> payload = payload_of(id);
     auto make_windows = [&](int width, int height) {
       w.windows.clear();
@@ -112,8 +110,8 @@ struct BatchDecoder::Impl {
             w.sizes.push_back(g.size);
             continue;
           }
-          w.windows.push_back(sample_crop_window(g, static_cast<uint32_t>(width), static_cast<uint32_t>(height), options.seed,
-                                                 epoch, id, crop_index, options.flip_probability));
+          w.windows.push_back(sample_crop_window(g, static_cast<uint32_t>(width), static_cast<uint32_t>(height), options.seed, epoch, id,
+                                                 crop_index, options.flip_probability));
           w.sizes.push_back(g.size);
         }
     };
@@ -134,8 +132,9 @@ struct BatchDecoder::Impl {
       const auto width = static_cast<int>(record.width), height = static_cast<int>(record.height);
       if (width < 2 || height < 2 || width % 2 || height % 2 ||
           payload.size() != static_cast<size_t>(width) * static_cast<size_t>(height) * 3 / 2) {
-        fail(w, slot, id, "YUV420 payload of " + std::to_string(payload.size()) + " bytes does not match " +
-                              std::to_string(width) + "x" + std::to_string(height));
+        fail(w, slot, id,
+             "YUV420 payload of " + std::to_string(payload.size()) + " bytes does not match " + std::to_string(width) + "x" +
+                 std::to_string(height));
         return false;
       }
       make_windows(width, height);
@@ -149,8 +148,8 @@ struct BatchDecoder::Impl {
         const int ry1 = std::min((y1 + denom - 1) / denom, (height + denom - 1) / denom);
         const size_t stride = static_cast<size_t>(rx1 - rx0) * 3;
         if (w.region.size() < stride * static_cast<size_t>(ry1 - ry0)) w.region.resize(stride * static_cast<size_t>(ry1 - ry0));
-        detail::yuv420_region_to_rgb_reduced(reinterpret_cast<const uint8_t*>(payload.data()), width, height, denom, rx0, ry0,
-                                             rx1, ry1, w.region.data(), stride, w.sums);
+        detail::yuv420_region_to_rgb_reduced(reinterpret_cast<const uint8_t*>(payload.data()), width, height, denom, rx0, ry0, rx1, ry1,
+                                             w.region.data(), stride, w.sums);
         view = {w.region.data(), rx1 - rx0, ry1 - ry0, stride};
         inv_scale = 1.0 / denom;
         origin_x = rx0;
@@ -159,8 +158,8 @@ struct BatchDecoder::Impl {
       }
       const size_t stride = static_cast<size_t>(x1 - x0) * 3;
       if (w.region.size() < stride * static_cast<size_t>(y1 - y0)) w.region.resize(stride * static_cast<size_t>(y1 - y0));
-      detail::yuv420_region_to_rgb(reinterpret_cast<const uint8_t*>(payload.data()), width, height, x0, y0, x1, y1,
-                                   w.region.data(), stride);
+      detail::yuv420_region_to_rgb(reinterpret_cast<const uint8_t*>(payload.data()), width, height, x0, y0, x1, y1, w.region.data(),
+                                   stride);
       view = {w.region.data(), x1 - x0, y1 - y0, stride};
       origin_x = x0;
       origin_y = y0;
@@ -244,8 +243,10 @@ struct BatchDecoder::Impl {
         const size_t o = static_cast<size_t>(y) * size + x;
         for (int c = 0; c < 3; ++c) {
           const float v = static_cast<float>(p[c]) * scale[c] + bias[c];
-          if (chw) out[c * plane + o] = v;
-          else out[o * 3 + c] = v;
+          if (chw)
+            out[c * plane + o] = v;
+          else
+            out[o * 3 + c] = v;
         }
       }
   }
@@ -273,10 +274,10 @@ struct BatchDecoder::Impl {
         const int hx0 = static_cast<int>(std::floor(x0)), hy0 = static_cast<int>(std::floor(y0));
         const int hx1 = std::min(view.width, static_cast<int>(std::ceil(x1)));
         const int hy1 = std::min(view.height, static_cast<int>(std::ceil(y1)));
-        const RgbView hull = {view.data + static_cast<size_t>(hy0) * view.stride + static_cast<size_t>(hx0) * 3, hx1 - hx0,
-                              hy1 - hy0, view.stride};
-        detail::resample_rgb(hull, x0 - hx0, y0 - hy0, x1 - hx0, y1 - hy0, static_cast<int>(group.size),
-                             static_cast<int>(group.size), options.filter, w.resample, w.crop.data());
+        const RgbView hull = {view.data + static_cast<size_t>(hy0) * view.stride + static_cast<size_t>(hx0) * 3, hx1 - hx0, hy1 - hy0,
+                              view.stride};
+        detail::resample_rgb(hull, x0 - hx0, y0 - hy0, x1 - hx0, y1 - hy0, static_cast<int>(group.size), static_cast<int>(group.size),
+                             options.filter, w.resample, w.crop.data());
         std::byte* dst = outputs[g].data() + slot * crop_group_sample_bytes(group, options.type) + c * per_crop;
         emit(w.crop.data(), group.size, win.flip, dst);
       }
@@ -302,10 +303,8 @@ BatchDecoder::BatchDecoder(const Cache& cache, DecodeOptions options) {
   threads = std::clamp(threads, 1u, 256u);
   if (options.groups.empty()) throw Error(Errc::usage, "no crop groups");
   for (const CropGroup& g : options.groups)
-    if (g.size < 1 || g.size > 4096 || g.count < 1)
-      throw Error(Errc::usage, "crop size must be in 1..4096 and count >= 1");
-  if (!(options.flip_probability >= 0 && options.flip_probability <= 1))
-    throw Error(Errc::usage, "flip probability must be in [0, 1]");
+    if (g.size < 1 || g.size > 4096 || g.count < 1) throw Error(Errc::usage, "crop size must be in 1..4096 and count >= 1");
+  if (!(options.flip_probability >= 0 && options.flip_probability <= 1)) throw Error(Errc::usage, "flip probability must be in [0, 1]");
   std::optional<size_t> field;
   if (options.field.empty()) {
     for (size_t i = 0; i < cache.fields().size() && !field; ++i)
@@ -342,8 +341,7 @@ unsigned BatchDecoder::threads() const noexcept { return impl_->pool.size(); }
 void BatchDecoder::decode(std::span<const uint64_t> ids, uint64_t epoch, std::span<const std::span<std::byte>> outputs) {
   throw_if_interrupted();
   Impl& impl = *impl_;
-  if (outputs.size() != impl.options.groups.size())
-    throw Error(Errc::usage, "decode needs one output buffer per crop group");
+  if (outputs.size() != impl.options.groups.size()) throw Error(Errc::usage, "decode needs one output buffer per crop group");
   for (size_t g = 0; g < outputs.size(); ++g)
     if (outputs[g].size() < ids.size() * crop_group_sample_bytes(impl.options.groups[g], impl.options.type))
       throw Error(Errc::usage, "output buffer " + std::to_string(g) + " is too small for the batch");

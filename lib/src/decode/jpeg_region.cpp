@@ -51,8 +51,7 @@ bool JpegRegionDecoder::read_header(std::span<const std::byte> data, JpegImageIn
   info.width = static_cast<int>(cinfo_.image_width);
   info.height = static_cast<int>(cinfo_.image_height);
   info.components = cinfo_.num_components;
-  info.rgb_capable = cinfo_.jpeg_color_space == JCS_YCbCr || cinfo_.jpeg_color_space == JCS_GRAYSCALE ||
-                     cinfo_.jpeg_color_space == JCS_RGB;
+  info.rgb_capable = cinfo_.jpeg_color_space == JCS_YCbCr || cinfo_.jpeg_color_space == JCS_GRAYSCALE || cinfo_.jpeg_color_space == JCS_RGB;
   if (warned_) {
     jpeg_abort_decompress(&cinfo_);
     return false;
@@ -66,15 +65,13 @@ void JpegRegionDecoder::scaled_size(int denom, int& width, int& height) {
   height = static_cast<int>((cinfo_.image_height + denom - 1) / denom);
 }
 
-bool JpegRegionDecoder::decode_region(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch,
-                                      DecodedRegion& out) {
+bool JpegRegionDecoder::decode_region(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch, DecodedRegion& out) {
   const bool ok = decode_region_impl(denom, x0, y0, x1, y1, scratch, out);
   jpeg_abort_decompress(&cinfo_);
   return ok && !warned_;
 }
 
-bool JpegRegionDecoder::decode_region_impl(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch,
-                                           DecodedRegion& out) {
+bool JpegRegionDecoder::decode_region_impl(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch, DecodedRegion& out) {
   if (setjmp(error_.jump)) return false;
   cinfo_.scale_num = 1;
   cinfo_.scale_denom = static_cast<unsigned>(denom);

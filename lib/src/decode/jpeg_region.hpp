@@ -27,7 +27,7 @@ struct JpegImageInfo {
 struct DecodedRegion {
   const uint8_t* data = nullptr;
   size_t stride = 0;
-  int x_offset = 0;  // columns left of the requested region (iMCU alignment)
+  int x_offset = 0;                         // columns left of the requested region (iMCU alignment)
   int scaled_width = 0, scaled_height = 0;  // the whole image at the chosen scale
 };
 

@@ -127,8 +127,8 @@ void pack_coefficient_pairs(ResampleAxis& axis, int out_size) {
 // puts (r0, r1, g0, g1, b0, b1, 0, 0) in 16-bit lanes and two multiply-adds against the split
 // coefficients give the three channel sums of both taps. Integer sums identical to Pillow's.
 // Pixels whose 8-byte loads would pass the row's end take the scalar path.
-__attribute__((target("sse4.1"))) void horizontal_row_madd(const uint8_t* in_row, int in_width, const ResampleAxis& axis,
-                                                            int out_w, uint8_t* out_row) {
+__attribute__((target("sse4.1"))) void horizontal_row_madd(const uint8_t* in_row, int in_width, const ResampleAxis& axis, int out_w,
+                                                           uint8_t* out_row) {
   const int32_t* bounds = axis.bounds.data();
   const int pairs_per_output = (axis.ksize + 1) / 2;
   const __m128i shuffle = _mm_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1);
@@ -156,8 +156,10 @@ __attribute__((target("sse4.1"))) void horizontal_row_madd(const uint8_t* in_row
     const __m128i shifted = _mm_srai_epi32(sum, kPrecisionBits);
     const int32_t rgbx = _mm_cvtsi128_si32(_mm_packus_epi16(_mm_packs_epi32(shifted, shifted), shifted));
     // 4 bytes at once; the fourth is overwritten by the next pixel (3 bytes for the last one).
-    if (xx + 1 < out_w) std::memcpy(out_row + xx * 3, &rgbx, 4);  // constant sizes: single stores
-    else std::memcpy(out_row + xx * 3, &rgbx, 3);
+    if (xx + 1 < out_w)
+      std::memcpy(out_row + xx * 3, &rgbx, 4);  // constant sizes: single stores
+    else
+      std::memcpy(out_row + xx * 3, &rgbx, 3);
   }
 }
 
@@ -168,8 +170,10 @@ bool cpu_supports_sse41() {
 const bool kHaveSse41 = cpu_supports_sse41();
 
 void horizontal_row(const uint8_t* in_row, int in_width, const ResampleAxis& axis, int out_w, uint8_t* out_row) {
-  if (kHaveSse41) horizontal_row_madd(in_row, in_width, axis, out_w, out_row);
-  else horizontal_row_scalar(in_row, axis, 0, out_w, out_row);
+  if (kHaveSse41)
+    horizontal_row_madd(in_row, in_width, axis, out_w, out_row);
+  else
+    horizontal_row_scalar(in_row, axis, 0, out_w, out_row);
 }
 
 // The vertical pass's inner loop, compiled twice (AVX2 and baseline) and picked once at load time.
@@ -190,8 +194,8 @@ const AccumulateRow accumulate_row = pick_accumulate_row();
 
 }  // namespace
 
-void resample_rgb(const RgbView& in, double x0, double y0, double x1, double y1, int out_w, int out_h,
-                  ResampleFilter filter, ResampleScratch& scratch, uint8_t* out) {
+void resample_rgb(const RgbView& in, double x0, double y0, double x1, double y1, int out_w, int out_h, ResampleFilter filter,
+                  ResampleScratch& scratch, uint8_t* out) {
   const bool need_horizontal = out_w != in.width || x0 != 0 || x1 != out_w;
   const bool need_vertical = out_h != in.height || y0 != 0 || y1 != out_h;
   ResampleAxis& hz = scratch.horizontal;

@@ -9,8 +9,8 @@
 namespace slip {
 namespace detail {
 
-CropWindow direct_rrc_window(CounterRng& gen, int64_t width, int64_t height, double scale_lo, double scale_hi,
-                             double ratio_lo, double ratio_hi) {
+CropWindow direct_rrc_window(CounterRng& gen, int64_t width, int64_t height, double scale_lo, double scale_hi, double ratio_lo,
+                             double ratio_hi) {
   // With s the area fraction and r = w/h: w <= W  <=>  s*r <= W/H,  h <= H  <=>  s/r <= H/W.
   const double aspect = static_cast<double>(width) / static_cast<double>(height);
   // So the smallest scale fits exactly for r in [s_lo * W/H, (W/H) / s_lo].
@@ -29,12 +29,14 @@ CropWindow direct_rrc_window(CounterRng& gen, int64_t width, int64_t height, dou
   }
   // No ratio in range admits the smallest scale (an extreme aspect ratio): torchvision's fallback.
   int64_t w = width, h = height;
-  if (aspect < ratio_lo) h = round_half_even(static_cast<double>(w) / ratio_lo);
-  else if (aspect > ratio_hi) w = round_half_even(static_cast<double>(h) * ratio_hi);
+  if (aspect < ratio_lo)
+    h = round_half_even(static_cast<double>(w) / ratio_lo);
+  else if (aspect > ratio_hi)
+    w = round_half_even(static_cast<double>(h) * ratio_hi);
   w = std::clamp<int64_t>(w, 1, width);
   h = std::clamp<int64_t>(h, 1, height);
-  return {static_cast<int32_t>((width - w) / 2), static_cast<int32_t>((height - h) / 2), static_cast<int32_t>(w),
-          static_cast<int32_t>(h), false};
+  return {static_cast<int32_t>((width - w) / 2), static_cast<int32_t>((height - h) / 2), static_cast<int32_t>(w), static_cast<int32_t>(h),
+          false};
 }
 
 CropWindow center_window(int64_t width, int64_t height, double center_ratio) {
@@ -83,8 +85,7 @@ CropGroup parse_one_group(std::string_view item, std::string_view spec) {
   if (const auto at = rest.find('@'); at != std::string_view::npos) {
     const std::string_view range = rest.substr(at + 1);
     const auto dash = range.find('-');
-    if (dash == std::string_view::npos)
-      throw Error(Errc::usage, "bad crop spec '" + std::string(spec) + "': scale range needs LO-HI");
+    if (dash == std::string_view::npos) throw Error(Errc::usage, "bad crop spec '" + std::string(spec) + "': scale range needs LO-HI");
     group.scale_lo = parse_number(range.substr(0, dash), spec);
     group.scale_hi = parse_number(range.substr(dash + 1), spec);
     rest = rest.substr(0, at);
@@ -97,8 +98,7 @@ CropGroup parse_one_group(std::string_view item, std::string_view spec) {
   if (size < 1 || size > 4096 || size != static_cast<uint32_t>(size))
     throw Error(Errc::usage, "bad crop spec '" + std::string(spec) + "': size must be an integer in 1..4096");
   group.size = static_cast<uint32_t>(size);
-  if (group.count < 1 || group.count > 64)
-    throw Error(Errc::usage, "bad crop spec '" + std::string(spec) + "': count must be in 1..64");
+  if (group.count < 1 || group.count > 64) throw Error(Errc::usage, "bad crop spec '" + std::string(spec) + "': count must be in 1..64");
   if (!(group.scale_lo > 0 && group.scale_lo <= group.scale_hi && group.scale_hi <= 1))
     throw Error(Errc::usage, "bad crop spec '" + std::string(spec) + "': need 0 < LO <= HI <= 1");
   return group;
@@ -138,19 +138,22 @@ std::vector<CropGroup> pipeline_crop_groups(std::string_view pipeline) {
   return {group};
 }
 
-CropWindow sample_crop_window(const CropGroup& group, uint32_t image_width, uint32_t image_height, uint64_t seed,
-                              uint64_t epoch, uint64_t sample, uint32_t crop_index, double flip_probability) {
+CropWindow sample_crop_window(const CropGroup& group, uint32_t image_width, uint32_t image_height, uint64_t seed, uint64_t epoch,
+                              uint64_t sample, uint32_t crop_index, double flip_probability) {
   CropWindow window;
   detail::CounterRng gen(seed, epoch, sample, crop_index, 0);
   switch (group.sampler) {
-    case CropSampler::full: window = {0, 0, static_cast<int32_t>(image_width), static_cast<int32_t>(image_height), false}; break;
-    case CropSampler::center: window = detail::center_window(image_width, image_height, group.center_ratio); break;
+    case CropSampler::full:
+      window = {0, 0, static_cast<int32_t>(image_width), static_cast<int32_t>(image_height), false};
+      break;
+    case CropSampler::center:
+      window = detail::center_window(image_width, image_height, group.center_ratio);
+      break;
     case CropSampler::rrc:
       window = detail::rrc_window(gen, image_width, image_height, group.scale_lo, group.scale_hi, group.ratio_lo, group.ratio_hi);
       break;
     case CropSampler::direct_rrc:
-      window = detail::direct_rrc_window(gen, image_width, image_height, group.scale_lo, group.scale_hi, group.ratio_lo,
-                                         group.ratio_hi);
+      window = detail::direct_rrc_window(gen, image_width, image_height, group.scale_lo, group.scale_hi, group.ratio_lo, group.ratio_hi);
       break;
   }
   if (flip_probability > 0) {

@@ -23,8 +23,7 @@ float torch_uniform(Gen& gen, float a, float b) {
 inline int64_t round_half_even(double v) { return static_cast<int64_t>(std::nearbyint(v)); }
 
 template <class Gen>
-CropWindow rrc_window(Gen& gen, int64_t width, int64_t height, double scale_lo, double scale_hi,
-                      double ratio_lo, double ratio_hi) {
+CropWindow rrc_window(Gen& gen, int64_t width, int64_t height, double scale_lo, double scale_hi, double ratio_lo, double ratio_hi) {
   const double area = static_cast<double>(width) * static_cast<double>(height);
   const float log_lo = static_cast<float>(std::log(static_cast<double>(static_cast<float>(ratio_lo))));
   const float log_hi = static_cast<float>(std::log(static_cast<double>(static_cast<float>(ratio_hi))));
@@ -52,15 +51,15 @@ CropWindow rrc_window(Gen& gen, int64_t width, int64_t height, double scale_lo, 
   // ratios; clamping keeps the window inside the image.)
   w = std::clamp<int64_t>(w, 1, width);
   h = std::clamp<int64_t>(h, 1, height);
-  return {static_cast<int32_t>((width - w) / 2), static_cast<int32_t>((height - h) / 2), static_cast<int32_t>(w),
-          static_cast<int32_t>(h), false};
+  return {static_cast<int32_t>((width - w) / 2), static_cast<int32_t>((height - h) / 2), static_cast<int32_t>(w), static_cast<int32_t>(h),
+          false};
 }
 
 // The analytic variant: draw log-ratio uniformly over the part of [ratio_lo, ratio_hi] where
 // the smallest scale fits, then the scale uniformly over what fits at that ratio. One draw
 // each, no rejection loop; falls back like rrc when nothing fits.
-CropWindow direct_rrc_window(CounterRng& gen, int64_t width, int64_t height, double scale_lo, double scale_hi,
-                             double ratio_lo, double ratio_hi);
+CropWindow direct_rrc_window(CounterRng& gen, int64_t width, int64_t height, double scale_lo, double scale_hi, double ratio_lo,
+                             double ratio_hi);
 
 CropWindow center_window(int64_t width, int64_t height, double center_ratio);
 

@@ -56,8 +56,7 @@ Cache Cache::open(const fs::path& dir) {
   const fs::path manifest_path = dir / detail::kManifestName;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw Error(Errc::io, "not a directory").with_path(dir.string());
-  if (!fs::exists(manifest_path, ec))
-    throw Error(Errc::bad_input, "not a slipstream cache (no manifest.json)").with_path(dir.string());
+  if (!fs::exists(manifest_path, ec)) throw Error(Errc::bad_input, "not a slipstream cache (no manifest.json)").with_path(dir.string());
   m.manifest_text = detail::read_text_file(manifest_path);
   json manifest;
   try {
@@ -73,8 +72,7 @@ Cache Cache::open(const fs::path& dir) {
     if (!manifest.is_object()) throw Error(Errc::bad_input, "manifest is not a JSON object");
     m.num_samples = get_u64(manifest, "num_samples", "at top level");
     auto fields_it = manifest.find("fields");
-    if (fields_it == manifest.end() || !fields_it->is_object())
-      throw Error(Errc::bad_input, "manifest lacks a \"fields\" object");
+    if (fields_it == manifest.end() || !fields_it->is_object()) throw Error(Errc::bad_input, "manifest lacks a \"fields\" object");
     if (auto fsz = manifest.find("file_sizes"); fsz != manifest.end()) {
       if (!fsz->is_object()) throw Error(Errc::bad_input, "manifest \"file_sizes\" is not an object");
       for (auto& [name, size] : fsz->items()) {
@@ -138,12 +136,16 @@ Cache Cache::open(const fs::path& dir) {
       const auto& file = m.file(name);
       NpyHeader h = parse_npy_header(file.bytes(), file.path());
       if (!want_descr.empty() && h.descr != want_descr)
-        throw Error(Errc::bad_input, "unexpected dtype " + h.descr + " (want " + std::string(want_descr) + ")").with_path(file.path()).with_offset(10);
+        throw Error(Errc::bad_input, "unexpected dtype " + h.descr + " (want " + std::string(want_descr) + ")")
+            .with_path(file.path())
+            .with_offset(10);
       if (h.fortran_order) throw Error(Errc::bad_input, "Fortran-order array").with_path(file.path());
       if (!want_shape.empty() && h.shape != want_shape) {
         std::string got;
         for (auto d : h.shape) got += std::to_string(d) + ",";
-        throw Error(Errc::bad_input, "array shape (" + got + ") does not match num_samples " + std::to_string(n)).with_path(file.path()).with_offset(10);
+        throw Error(Errc::bad_input, "array shape (" + got + ") does not match num_samples " + std::to_string(n))
+            .with_path(file.path())
+            .with_offset(10);
       }
       m.data_offsets[name] = h.data_offset;
       return h;
@@ -152,8 +154,8 @@ Cache Cache::open(const fs::path& dir) {
       const auto& file = m.file(name);
       const uint64_t start = m.data_offsets[name];
       if (elem_size != 0 && elements > (file.size() - std::min(file.size(), start)) / elem_size)
-        throw Error(Errc::bad_input, "file too short for " + std::to_string(elements) + " records of " +
-                                         std::to_string(elem_size) + " bytes (truncated?)")
+        throw Error(Errc::bad_input,
+                    "file too short for " + std::to_string(elements) + " records of " + std::to_string(elem_size) + " bytes (truncated?)")
             .with_path(file.path())
             .with_offset(file.size());
     };
@@ -177,7 +179,9 @@ Cache Cache::open(const fs::path& dir) {
       default: {
         NpyHeader h = check_npy(f.files[0], "", {});
         if (h.shape.empty() || h.shape[0] != n)
-          throw Error(Errc::bad_input, "array length does not match num_samples " + std::to_string(n)).with_path(m.file_path(f.files[0])).with_offset(10);
+          throw Error(Errc::bad_input, "array length does not match num_samples " + std::to_string(n))
+              .with_path(m.file_path(f.files[0]))
+              .with_offset(10);
         f.dtype = h.simple_dtype();
         f.shape = h.shape;
         const size_t elem = npy_dtype_size(f.dtype);
@@ -232,8 +236,8 @@ std::span<const std::byte> Cache::payload(size_t field, uint64_t sample) const {
   const MetaRecord r = record(field, sample);
   const auto& bin = impl_->file(f.files[0]);
   if (r.data_ptr > bin.size() || r.data_size > bin.size() - r.data_ptr)
-    throw Error(Errc::bad_input, "payload [" + std::to_string(r.data_ptr) + ", +" + std::to_string(r.data_size) +
-                                     ") lies outside " + f.files[0] + " (" + std::to_string(bin.size()) + " bytes)")
+    throw Error(Errc::bad_input, "payload [" + std::to_string(r.data_ptr) + ", +" + std::to_string(r.data_size) + ") lies outside " +
+                                     f.files[0] + " (" + std::to_string(bin.size()) + " bytes)")
         .with_path(impl_->file_path(f.files[1]))
         .with_sample(sample)
         .with_offset(impl_->data_offsets.at(f.files[1]) + sample * sizeof(MetaRecord));
@@ -259,15 +263,26 @@ std::string_view Cache::string(size_t field, uint64_t sample) const {
 
 int64_t Cache::int_value(size_t field, uint64_t sample) const {
   const CacheField& f = impl_->fields.at(field);
-  if (is_payload_type(f.type) || f.type == FieldType::str)
-    throw Error(Errc::usage, "field \"" + f.name + "\" is not a numeric field");
+  if (is_payload_type(f.type) || f.type == FieldType::str) throw Error(Errc::usage, "field \"" + f.name + "\" is not a numeric field");
   check_sample(sample, impl_->num_samples, impl_->dir.string());
   const auto& file = impl_->file(f.files[0]);
   const uint8_t* p = reinterpret_cast<const uint8_t*>(file.bytes().data()) + impl_->data_offsets.at(f.files[0]);
   if (f.shape.size() != 1) throw Error(Errc::usage, "field \"" + f.name + "\" is not a scalar field");
-  if (f.dtype == "<i8") { int64_t v; std::memcpy(&v, p + sample * 8, 8); return v; }
-  if (f.dtype == "<u8") { uint64_t v; std::memcpy(&v, p + sample * 8, 8); return static_cast<int64_t>(v); }
-  if (f.dtype == "<i4") { int32_t v; std::memcpy(&v, p + sample * 4, 4); return v; }
+  if (f.dtype == "<i8") {
+    int64_t v;
+    std::memcpy(&v, p + sample * 8, 8);
+    return v;
+  }
+  if (f.dtype == "<u8") {
+    uint64_t v;
+    std::memcpy(&v, p + sample * 8, 8);
+    return static_cast<int64_t>(v);
+  }
+  if (f.dtype == "<i4") {
+    int32_t v;
+    std::memcpy(&v, p + sample * 4, 4);
+    return v;
+  }
   if (f.dtype == "|b1" || f.dtype == "|u1") return p[sample];
   if (f.dtype == "|i1") return static_cast<int8_t>(p[sample]);
   throw Error(Errc::usage, "field \"" + f.name + "\" has dtype " + f.dtype + ", not an integer");
@@ -275,13 +290,20 @@ int64_t Cache::int_value(size_t field, uint64_t sample) const {
 
 double Cache::float_value(size_t field, uint64_t sample) const {
   const CacheField& f = impl_->fields.at(field);
-  if (is_payload_type(f.type) || f.type == FieldType::str)
-    throw Error(Errc::usage, "field \"" + f.name + "\" is not a numeric field");
+  if (is_payload_type(f.type) || f.type == FieldType::str) throw Error(Errc::usage, "field \"" + f.name + "\" is not a numeric field");
   check_sample(sample, impl_->num_samples, impl_->dir.string());
   const auto& file = impl_->file(f.files[0]);
   const std::byte* p = file.bytes().data() + impl_->data_offsets.at(f.files[0]);
-  if (f.dtype == "<f8") { double v; std::memcpy(&v, p + sample * 8, 8); return v; }
-  if (f.dtype == "<f4") { float v; std::memcpy(&v, p + sample * 4, 4); return v; }
+  if (f.dtype == "<f8") {
+    double v;
+    std::memcpy(&v, p + sample * 8, 8);
+    return v;
+  }
+  if (f.dtype == "<f4") {
+    float v;
+    std::memcpy(&v, p + sample * 4, 4);
+    return v;
+  }
   return static_cast<double>(int_value(field, sample));
 }
 

@@ -32,8 +32,8 @@ std::span<const std::byte> as_bytes_of(const std::vector<T>& v) {
 }
 
 // Writes header + data as one .npy and returns (size, checksum).
-std::pair<uint64_t, uint64_t> write_npy(const fs::path& path, std::string_view descr,
-                                        std::vector<uint64_t> shape, std::span<const std::byte> data) {
+std::pair<uint64_t, uint64_t> write_npy(const fs::path& path, std::string_view descr, std::vector<uint64_t> shape,
+                                        std::span<const std::byte> data) {
   FileWriter w(path);
   w.write(npy_header(descr, shape));
   w.write(data);
@@ -65,8 +65,8 @@ CacheWriter::~CacheWriter() = default;
 
 void CacheWriter::append(std::span<const Value> values, std::span<const uint64_t> payload_sums) {
   if (values.size() != columns_.size())
-    throw Error(Errc::bad_input, "sample has " + std::to_string(values.size()) + " values for " +
-                                     std::to_string(columns_.size()) + " fields");
+    throw Error(Errc::bad_input,
+                "sample has " + std::to_string(values.size()) + " values for " + std::to_string(columns_.size()) + " fields");
   for (size_t i = 0; i < columns_.size(); ++i) {
     Column& c = *columns_[i];
     const Value& v = values[i];
@@ -87,12 +87,16 @@ void CacheWriter::append(std::span<const Value> values, std::span<const uint64_t
         c.offsets.push_back(v.bytes.size());
         c.data->write(v.bytes);
         break;
-      case FieldType::int64: c.ints.push_back(v.int_value); break;
-      case FieldType::float64: c.floats.push_back(v.float_value); break;
+      case FieldType::int64:
+        c.ints.push_back(v.int_value);
+        break;
+      case FieldType::float64:
+        c.floats.push_back(v.float_value);
+        break;
       case FieldType::ndarray:
         if (v.bytes.size() != c.ndarray_sample_bytes)
-          throw Error(Errc::bad_input, "field \"" + c.spec.name + "\": array of " + std::to_string(v.bytes.size()) +
-                                           " bytes, expected " + std::to_string(c.ndarray_sample_bytes));
+          throw Error(Errc::bad_input, "field \"" + c.spec.name + "\": array of " + std::to_string(v.bytes.size()) + " bytes, expected " +
+                                           std::to_string(c.ndarray_sample_bytes));
         c.data->write(v.bytes);
         break;
     }

@@ -81,8 +81,10 @@ CacheSummary summarize(const Cache& cache, size_t histogram_limit) {
         ++counts[cache.int_value(fi, i)];
         if (counts.size() > histogram_limit) break;
       }
-      if (counts.size() > histogram_limit) fs_.histogram_truncated = true;
-      else fs_.histogram.insert(counts.begin(), counts.end());
+      if (counts.size() > histogram_limit)
+        fs_.histogram_truncated = true;
+      else
+        fs_.histogram.insert(counts.begin(), counts.end());
     }
     s.fields.push_back(std::move(fs_));
   }

@@ -6,9 +6,12 @@ std::vector<std::string> storage_files(std::string_view field, FieldType type) {
   const std::string f(field);
   switch (type) {
     case FieldType::image:
-    case FieldType::bytes: return {f + ".bin", f + ".meta.npy"};
-    case FieldType::str: return {f + ".bin", f + ".offsets.npy"};
-    default: return {f + ".npy"};
+    case FieldType::bytes:
+      return {f + ".bin", f + ".meta.npy"};
+    case FieldType::str:
+      return {f + ".bin", f + ".offsets.npy"};
+    default:
+      return {f + ".npy"};
   }
 }
 
@@ -20,12 +23,18 @@ namespace slip {
 
 std::string_view field_type_name(FieldType type) noexcept {
   switch (type) {
-    case FieldType::image: return "ImageBytes";
-    case FieldType::bytes: return "bytes";
-    case FieldType::str: return "str";
-    case FieldType::int64: return "int";
-    case FieldType::float64: return "float";
-    case FieldType::ndarray: return "ndarray";
+    case FieldType::image:
+      return "ImageBytes";
+    case FieldType::bytes:
+      return "bytes";
+    case FieldType::str:
+      return "str";
+    case FieldType::int64:
+      return "int";
+    case FieldType::float64:
+      return "float";
+    case FieldType::ndarray:
+      return "ndarray";
   }
   return "bytes";
 }

@@ -21,5 +21,4 @@ std::vector<std::string> storage_files(std::string_view field, FieldType type);
 // slip's per-payload checksum file of an image/bytes field.
 std::string checksum_file(std::string_view field);
 
-
 }  // namespace slip::detail

@@ -48,8 +48,7 @@ std::string npy_header(std::string_view descr, std::span<const uint64_t> shape) 
 }
 
 std::string NpyHeader::simple_dtype() const {
-  if (descr.size() >= 2 && descr.front() == '\'' && descr.back() == '\'')
-    return descr.substr(1, descr.size() - 2);
+  if (descr.size() >= 2 && descr.front() == '\'' && descr.back() == '\'') return descr.substr(1, descr.size() - 2);
   return {};
 }
 
@@ -67,8 +66,7 @@ namespace {
 // A tiny parser for the Python dict literal numpy writes; accepts any key order and spacing.
 class HeaderParser {
  public:
-  HeaderParser(std::string_view text, const std::string& path, uint64_t base)
-      : text_(text), path_(path), base_(base) {}
+  HeaderParser(std::string_view text, const std::string& path, uint64_t base) : text_(text), path_(path), base_(base) {}
 
   NpyHeader parse() {
     NpyHeader h;
@@ -86,9 +84,13 @@ class HeaderParser {
         h.descr = read_descr();
         have_descr = true;
       } else if (key == "fortran_order") {
-        if (text_.substr(pos_, 4) == "True") { h.fortran_order = true; pos_ += 4; }
-        else if (text_.substr(pos_, 5) == "False") { pos_ += 5; }
-        else fail("fortran_order is neither True nor False");
+        if (text_.substr(pos_, 4) == "True") {
+          h.fortran_order = true;
+          pos_ += 4;
+        } else if (text_.substr(pos_, 5) == "False") {
+          pos_ += 5;
+        } else
+          fail("fortran_order is neither True nor False");
         have_order = true;
       } else if (key == "shape") {
         h.shape = read_shape();
@@ -97,7 +99,10 @@ class HeaderParser {
         fail("unexpected key '" + key + "'");
       }
       skip_ws();
-      if (peek() == ',') { ++pos_; continue; }
+      if (peek() == ',') {
+        ++pos_;
+        continue;
+      }
       skip_ws();
       if (peek() == '}') break;
       fail("expected ',' or '}'");
@@ -111,7 +116,9 @@ class HeaderParser {
     throw Error(Errc::bad_input, "malformed .npy header: " + why).with_path(path_).with_offset(base_ + pos_);
   }
   char peek() const { return pos_ < text_.size() ? text_[pos_] : '\0'; }
-  void skip_ws() { while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\n')) ++pos_; }
+  void skip_ws() {
+    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\n')) ++pos_;
+  }
   void expect(char c) {
     if (peek() != c) fail(std::string("expected '") + c + "'");
     ++pos_;
@@ -136,7 +143,8 @@ class HeaderParser {
     int depth = 0;
     while (pos_ < text_.size()) {
       const char c = text_[pos_++];
-      if (c == '[' || c == '(') ++depth;
+      if (c == '[' || c == '(')
+        ++depth;
       else if (c == ']' || c == ')') {
         if (--depth == 0) return std::string(text_.substr(start, pos_ - start));
       } else if (c == '\'' || c == '"') {
@@ -152,7 +160,10 @@ class HeaderParser {
     std::vector<uint64_t> shape;
     while (true) {
       skip_ws();
-      if (peek() == ')') { ++pos_; break; }
+      if (peek() == ')') {
+        ++pos_;
+        break;
+      }
       if (peek() < '0' || peek() > '9') fail("shape holds a non-integer");
       uint64_t v = 0;
       while (peek() >= '0' && peek() <= '9') {
@@ -163,8 +174,10 @@ class HeaderParser {
       }
       shape.push_back(v);
       skip_ws();
-      if (peek() == ',') ++pos_;
-      else if (peek() != ')') fail("expected ',' or ')' in shape");
+      if (peek() == ',')
+        ++pos_;
+      else if (peek() != ')')
+        fail("expected ',' or ')' in shape");
       if (shape.size() > 32) fail("more than 32 dimensions");
     }
     return shape;

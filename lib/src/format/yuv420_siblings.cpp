@@ -48,28 +48,26 @@ std::optional<Yuv420Siblings> Yuv420Siblings::open(const Cache& cache, std::stri
   m.count = header.shape[0];
   m.table_offset = header.data_offset;
   if (m.count != cache.size())
-    throw Error(Errc::bad_input, "has " + std::to_string(m.count) + " records but the cache has " + std::to_string(cache.size()) +
-                                     " samples")
+    throw Error(Errc::bad_input,
+                "has " + std::to_string(m.count) + " records but the cache has " + std::to_string(cache.size()) + " samples")
         .with_path(meta_path.string());
   if (m.meta.size() < m.table_offset || (m.meta.size() - m.table_offset) / sizeof(MetaRecord) < m.count ||
       m.meta.size() - m.table_offset != m.count * sizeof(MetaRecord))
-    throw Error(Errc::bad_input, "file size " + std::to_string(m.meta.size()) + " does not hold " + std::to_string(m.count) +
-                                     " records")
+    throw Error(Errc::bad_input, "file size " + std::to_string(m.meta.size()) + " does not hold " + std::to_string(m.count) + " records")
         .with_path(meta_path.string());
   const uint64_t bin_size = m.bin.size();
   for (uint64_t i = 0; i < m.count; ++i) {
     const MetaRecord r = s.record(i);
     const uint64_t at = m.table_offset + i * sizeof(MetaRecord);
     if (r.data_ptr > bin_size || r.data_size > bin_size - r.data_ptr)
-      throw Error(Errc::bad_input, "payload [" + std::to_string(r.data_ptr) + ", +" + std::to_string(r.data_size) +
-                                       ") lies outside " + stem + ".bin (" + std::to_string(bin_size) + " bytes)")
+      throw Error(Errc::bad_input, "payload [" + std::to_string(r.data_ptr) + ", +" + std::to_string(r.data_size) + ") lies outside " +
+                                       stem + ".bin (" + std::to_string(bin_size) + " bytes)")
           .with_path(meta_path.string())
           .with_sample(i)
           .with_offset(at);
-    if (r.width == 0 || r.height == 0 || r.width % 2 || r.height % 2 ||
-        r.data_size != uint64_t{r.width} * r.height * 3 / 2)
-      throw Error(Errc::bad_input, "YUV420 payload of " + std::to_string(r.data_size) + " bytes does not match " +
-                                       std::to_string(r.width) + "x" + std::to_string(r.height))
+    if (r.width == 0 || r.height == 0 || r.width % 2 || r.height % 2 || r.data_size != uint64_t{r.width} * r.height * 3 / 2)
+      throw Error(Errc::bad_input, "YUV420 payload of " + std::to_string(r.data_size) + " bytes does not match " + std::to_string(r.width) +
+                                       "x" + std::to_string(r.height))
           .with_path(meta_path.string())
           .with_sample(i)
           .with_offset(at);

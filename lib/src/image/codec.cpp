@@ -46,9 +46,7 @@ void check_pixel_count(uint64_t width, uint64_t height, const char* what) {
                                      " pixels exceeds the limit of " + std::to_string(kMaxPixels) + " pixels");
 }
 
-const unsigned char* bytes_of(std::span<const std::byte> data) {
-  return reinterpret_cast<const unsigned char*>(data.data());
-}
+const unsigned char* bytes_of(std::span<const std::byte> data) { return reinterpret_cast<const unsigned char*>(data.data()); }
 
 // ---- TurboJPEG ---------------------------------------------------------------------------
 
@@ -89,8 +87,8 @@ struct JpegInfo {
 
 JpegInfo jpeg_info(tjhandle h, std::span<const std::byte> data) {
   JpegInfo info;
-  if (tjDecompressHeader3(h, bytes_of(data), static_cast<unsigned long>(data.size()), &info.width, &info.height,
-                          &info.subsamp, &info.colorspace) != 0)
+  if (tjDecompressHeader3(h, bytes_of(data), static_cast<unsigned long>(data.size()), &info.width, &info.height, &info.subsamp,
+                          &info.colorspace) != 0)
     throw_tj(false);
   // tjDecompressHeader3 accepts a bare SOI with a 0x0 "image" (corpus/bad/soi_only.JPEG).
   if (info.width <= 0 || info.height <= 0) {
@@ -106,8 +104,8 @@ JpegInfo jpeg_info(tjhandle h, std::span<const std::byte> data) {
 std::vector<uint8_t> tj_decode(tjhandle h, std::span<const std::byte> data, const JpegInfo& info, int pixel_format) {
   std::vector<uint8_t> out(static_cast<size_t>(info.width) * static_cast<size_t>(info.height) *
                            static_cast<size_t>(tjPixelSize[pixel_format]));
-  if (tjDecompress2(h, bytes_of(data), static_cast<unsigned long>(data.size()), out.data(), info.width, 0,
-                    info.height, pixel_format, TJFLAG_ACCURATEDCT) != 0)
+  if (tjDecompress2(h, bytes_of(data), static_cast<unsigned long>(data.size()), out.data(), info.width, 0, info.height, pixel_format,
+                    TJFLAG_ACCURATEDCT) != 0)
     throw_tj(false);
   return out;
 }
@@ -191,7 +189,7 @@ bool read_png_header(png_structp png, png_infop info, PngLayout* out) {
   const int depth = png_get_bit_depth(png, info);
   out->width = png_get_image_width(png, info);
   out->height = png_get_image_height(png, info);
-  if (color == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);  // may add alpha from tRNS
+  if (color == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);                    // may add alpha from tRNS
   if (color == PNG_COLOR_TYPE_GRAY && depth < 8) png_set_expand_gray_1_2_4_to_8(png);  // x255, x85, x17
   // Pillow keeps 16-bit gray as mode "I" and clips it (done in convert_png_row); every other
   // 16-bit mode (RGB;16B, RGBA;16B, LA;16B) keeps the high byte, which is what strip_16 does.
@@ -250,8 +248,7 @@ RgbImage decode_png(std::span<const std::byte> data) {
   if (!read_png_pixels(h.png, rows.data())) throw fail();
 
   RgbImage img{layout.width, layout.height, std::vector<uint8_t>(size_t{layout.width} * layout.height * 3)};
-  for (size_t y = 0; y < layout.height; ++y)
-    convert_png_row(rows[y], img.pixels.data() + y * size_t{layout.width} * 3, layout);
+  for (size_t y = 0; y < layout.height; ++y) convert_png_row(rows[y], img.pixels.data() + y * size_t{layout.width} * 3, layout);
   return img;
 }
 
@@ -291,15 +288,21 @@ RgbImage decode_stb(std::span<const std::byte> data, ImageFormat format) {
   const int len = static_cast<int>(data.size());
   // stb reads PNM samples raw, whereas Pillow rescales maxval != 255 (and this stb takes the
   // low byte of 16-bit samples): only the common maxval 255 gives Pillow's pixels.
-  if (format == ImageFormat::ppm && (data.size() < 2 || (std::to_integer<char>(data[1]) != '5' &&
-                                                         std::to_integer<char>(data[1]) != '6')))
+  if (format == ImageFormat::ppm && (data.size() < 2 || (std::to_integer<char>(data[1]) != '5' && std::to_integer<char>(data[1]) != '6')))
     throw Error(Errc::bad_input, "ppm: only binary P5/P6 files are supported");
   if (format == ImageFormat::ppm && pnm_maxval(data) != 255)
     throw Error(Errc::bad_input, "ppm: only maxval 255 is supported (got " + std::to_string(pnm_maxval(data)) + ")");
   int w = 0, h = 0, comp = 0;
-  if (!stbi_info_from_memory(bytes_of(data), len, &w, &h, &comp))
-    throw Error(Errc::bad_input, name + ": " + stbi_failure_reason());
+  if (!stbi_info_from_memory(bytes_of(data), len, &w, &h, &comp)) throw Error(Errc::bad_input, name + ": " + stbi_failure_reason());
   check_pixel_count(static_cast<uint64_t>(w), static_cast<uint64_t>(h), (name + " image").c_str());
+  // No allocation beyond what the file can hold: the most pixels each format's coding can
+  // produce per input byte (GIF: a >= 3-bit LZW code emits <= 4096 pixels; BMP: an RLE pair
+  // emits <= 255; binary PNM: >= 1 byte per pixel). A 13-byte GIF claiming 26679x9921 is refused
+  // here instead of allocating a gigabyte.
+  const uint64_t per_byte = format == ImageFormat::gif ? 8 * 4096 / 3 : format == ImageFormat::bmp ? 256 : 1;
+  if (static_cast<uint64_t>(w) * static_cast<uint64_t>(h) > static_cast<uint64_t>(data.size()) * per_byte)
+    throw Error(Errc::bad_input, name + " image claims " + std::to_string(w) + "x" + std::to_string(h) + " pixels, more than its " +
+                                     std::to_string(data.size()) + " bytes can hold");
   // Native channels (req_comp 0), converted below: stb's own channel conversion overruns its
   // buffer on 16-bit PNM (this stb, 2022-09, converts 16-bit data with its 8-bit routine).
   std::unique_ptr<stbi_uc, StbiFree> px(stbi_load_from_memory(bytes_of(data), len, &w, &h, &comp, 0));
@@ -324,15 +327,19 @@ RgbImage decode_stb(std::span<const std::byte> data, ImageFormat format) {
 RgbImage decode_to_rgb(std::span<const std::byte> data) {
   const ImageFormat format = sniff_image_format(data);
   switch (format) {
-    case ImageFormat::jpeg: return decode_jpeg_any(data);
-    case ImageFormat::png: return decode_png(data);
+    case ImageFormat::jpeg:
+      return decode_jpeg_any(data);
+    case ImageFormat::png:
+      return decode_png(data);
     case ImageFormat::gif:
     case ImageFormat::bmp:
-    case ImageFormat::ppm: return decode_stb(data, format);
+    case ImageFormat::ppm:
+      return decode_stb(data, format);
     case ImageFormat::webp:
     case ImageFormat::tiff:
       throw Error(Errc::bad_input, std::string("no decoder for ") + image_format_name(format) + " images");
-    case ImageFormat::unknown: break;
+    case ImageFormat::unknown:
+      break;
   }
   throw Error(Errc::bad_input, "not a recognised image format");
 }
@@ -340,18 +347,17 @@ RgbImage decode_to_rgb(std::span<const std::byte> data) {
 std::vector<std::byte> encode_rgb_jpeg(const RgbImage& image, int quality) {
   // JPEG frame sizes are 16-bit; TurboJPEG's int arguments are then safe as well.
   if (image.width == 0 || image.height == 0 || image.width > 65535 || image.height > 65535)
-    throw Error(Errc::bad_input, "cannot encode a " + std::to_string(image.width) + "x" +
-                                     std::to_string(image.height) + " image as JPEG (sides must be 1..65535)");
+    throw Error(Errc::bad_input, "cannot encode a " + std::to_string(image.width) + "x" + std::to_string(image.height) +
+                                     " image as JPEG (sides must be 1..65535)");
   if (image.pixels.size() != size_t{image.width} * image.height * 3)
     throw Error(Errc::bad_input, "RGB buffer of " + std::to_string(image.pixels.size()) + " bytes does not match " +
                                      std::to_string(image.width) + "x" + std::to_string(image.height));
-  if (quality < 1 || quality > 100)
-    throw Error(Errc::usage, "JPEG quality " + std::to_string(quality) + " is not in 1..100");
+  if (quality < 1 || quality > 100) throw Error(Errc::usage, "JPEG quality " + std::to_string(quality) + " is not in 1..100");
   tjhandle h = tj_handle(true);
   unsigned char* out = nullptr;
   unsigned long size = 0;
-  const int rc = tjCompress2(h, image.pixels.data(), static_cast<int>(image.width), 0, static_cast<int>(image.height),
-                             TJPF_RGB, &out, &size, TJSAMP_444, quality, TJFLAG_ACCURATEDCT);
+  const int rc = tjCompress2(h, image.pixels.data(), static_cast<int>(image.width), 0, static_cast<int>(image.height), TJPF_RGB, &out,
+                             &size, TJSAMP_444, quality, TJFLAG_ACCURATEDCT);
   const std::unique_ptr<unsigned char, TjFree> owned(out);
   if (rc != 0) throw_tj(true, "JPEG encode: ");
   const auto* begin = reinterpret_cast<const std::byte*>(out);

@@ -38,14 +38,22 @@ struct TjDestroy {
 
 const char* image_format_name(ImageFormat format) noexcept {
   switch (format) {
-    case ImageFormat::jpeg: return "jpeg";
-    case ImageFormat::png: return "png";
-    case ImageFormat::gif: return "gif";
-    case ImageFormat::bmp: return "bmp";
-    case ImageFormat::webp: return "webp";
-    case ImageFormat::tiff: return "tiff";
-    case ImageFormat::ppm: return "ppm";
-    case ImageFormat::unknown: break;
+    case ImageFormat::jpeg:
+      return "jpeg";
+    case ImageFormat::png:
+      return "png";
+    case ImageFormat::gif:
+      return "gif";
+    case ImageFormat::bmp:
+      return "bmp";
+    case ImageFormat::webp:
+      return "webp";
+    case ImageFormat::tiff:
+      return "tiff";
+    case ImageFormat::ppm:
+      return "ppm";
+    case ImageFormat::unknown:
+      break;
   }
   return "unknown";
 }
@@ -56,10 +64,8 @@ ImageFormat sniff_image_format(std::span<const std::byte> data) noexcept {
   if (starts_with(data, "\xFF\xD8")) return ImageFormat::jpeg;
   if (starts_with(data, kPngSignature)) return ImageFormat::png;
   if (starts_with(data, "GIF87a") || starts_with(data, "GIF89a")) return ImageFormat::gif;
-  if (data.size() >= 12 && starts_with(data, "RIFF") && std::memcmp(data.data() + 8, "WEBP", 4) == 0)
-    return ImageFormat::webp;
-  if (starts_with(data, std::string_view("II*\0", 4)) || starts_with(data, std::string_view("MM\0*", 4)))
-    return ImageFormat::tiff;
+  if (data.size() >= 12 && starts_with(data, "RIFF") && std::memcmp(data.data() + 8, "WEBP", 4) == 0) return ImageFormat::webp;
+  if (starts_with(data, std::string_view("II*\0", 4)) || starts_with(data, std::string_view("MM\0*", 4))) return ImageFormat::tiff;
   if (starts_with(data, "BM")) return ImageFormat::bmp;
   // Netpbm P1..P6: the digit must be followed by whitespace, so text like "P5x" is not one.
   if (data.size() >= 3 && at(data, 0) == 'P' && at(data, 1) >= '1' && at(data, 1) <= '6') {
@@ -108,9 +114,7 @@ bool parse_jpeg_header(std::span<const std::byte> data, JpegHeader& out) noexcep
     if (i + 3 >= n) return false;
     const size_t length = be16(data, i + 2);
     // APP14 "Adobe" with its transform byte (length >= 12: "Adobe", version, flags0/1, transform).
-    if (marker == 0xEE && length >= 12 && i + 2 + length <= n &&
-        std::memcmp(data.data() + i + 4, "Adobe", 5) == 0)
-      adobe = true;
+    if (marker == 0xEE && length >= 12 && i + 2 + length <= n && std::memcmp(data.data() + i + 4, "Adobe", 5) == 0) adobe = true;
     i += 2 + length;
   }
   return false;
@@ -131,8 +135,8 @@ bool jpeg_decodes_to_rgb(std::span<const std::byte> data) noexcept {
   if (!handle) handle.reset(tjInitDecompress());
   if (!handle) return false;
   int width = 0, height = 0, subsamp = 0, colorspace = 0;
-  if (tjDecompressHeader3(handle.get(), reinterpret_cast<const unsigned char*>(data.data()),
-                          static_cast<unsigned long>(data.size()), &width, &height, &subsamp, &colorspace) != 0) {
+  if (tjDecompressHeader3(handle.get(), reinterpret_cast<const unsigned char*>(data.data()), static_cast<unsigned long>(data.size()),
+                          &width, &height, &subsamp, &colorspace) != 0) {
     handle.reset();  // TurboJPEG 2.1 leaves the handle mid-header after an error (see codec.cpp)
     return false;
   }

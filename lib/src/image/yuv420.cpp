@@ -37,8 +37,8 @@ inline Yuv rgb_pixel_to_yuv(const uint8_t* p) {
 
 }  // namespace
 
-void rgb_row_pair_to_yuv420(const uint8_t* row0, const uint8_t* row1, uint32_t width, uint32_t padded_width, uint8_t* y0,
-                            uint8_t* y1, uint8_t* u, uint8_t* v) {
+void rgb_row_pair_to_yuv420(const uint8_t* row0, const uint8_t* row1, uint32_t width, uint32_t padded_width, uint8_t* y0, uint8_t* y1,
+                            uint8_t* u, uint8_t* v) {
   for (uint32_t x = 0; x < padded_width; x += 2) {
     // Column x+1 replicates the last column when the width is odd.
     const uint32_t xa = x, xb = std::min(x + 1, width - 1);
@@ -95,8 +95,7 @@ struct InterleaveMasks {
 };
 const InterleaveMasks kMasks;
 
-__attribute__((target("ssse3"))) void interleave_rgb_ssse3(const uint8_t* r, const uint8_t* g, const uint8_t* b, int n,
-                                                           uint8_t* out) {
+__attribute__((target("ssse3"))) void interleave_rgb_ssse3(const uint8_t* r, const uint8_t* g, const uint8_t* b, int n, uint8_t* out) {
   int i = 0;
   for (; i + 16 <= n; i += 16) {
     const __m128i pr = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r + i));
@@ -121,8 +120,7 @@ const Interleave interleave_rgb = pick_interleave();
 
 }  // namespace
 
-void yuv420_region_to_rgb(const uint8_t* yp, int width, int height, int x0, int y0, int x1, int y1, uint8_t* out,
-                          size_t stride) {
+void yuv420_region_to_rgb(const uint8_t* yp, int width, int height, int x0, int y0, int x1, int y1, uint8_t* out, size_t stride) {
   // Row by row in three passes the compiler vectorises (-O3): chroma upsampled to full width,
   // the inverse transform on 16-bit lanes into planar rows, then interleaved into packed RGB.
   // Fixed point with 6 fractional bits keeps every intermediate inside int16.
@@ -180,8 +178,7 @@ namespace {
 
 // Sums `rows` rows of a plane over columns [c0, c1) into sums[0..c1-c0); rows past the plane's
 // last row replicate it.
-void sum_rows(const uint8_t* plane, int plane_width, int plane_height, int first_row, int rows, int c0, int c1,
-              uint16_t* sums) {
+void sum_rows(const uint8_t* plane, int plane_width, int plane_height, int first_row, int rows, int c0, int c1, uint16_t* sums) {
   const int n = c1 - c0;
   std::fill_n(sums, n, uint16_t{0});
   for (int k = 0; k < rows; ++k) {
@@ -192,8 +189,8 @@ void sum_rows(const uint8_t* plane, int plane_width, int plane_height, int first
 
 }  // namespace
 
-void yuv420_region_to_rgb_reduced(const uint8_t* yp, int width, int height, int d, int rx0, int ry0, int rx1, int ry1,
-                                  uint8_t* out, size_t stride, std::vector<uint16_t>& scratch) {
+void yuv420_region_to_rgb_reduced(const uint8_t* yp, int width, int height, int d, int rx0, int ry0, int rx1, int ry1, uint8_t* out,
+                                  size_t stride, std::vector<uint16_t>& scratch) {
   const int cw = width / 2, ch = height / 2, h = d / 2;
   const uint8_t* up = yp + static_cast<size_t>(width) * height;
   const uint8_t* vp = up + static_cast<size_t>(cw) * ch;
@@ -249,23 +246,22 @@ Yuv420Image rgb_to_yuv420(const RgbImage& rgb) {
     const uint8_t* row0 = rgb.pixels.data() + y * src_stride;
     // Row y+1 replicates the last row when the height is odd.
     const uint8_t* row1 = rgb.pixels.data() + std::min<size_t>(y + 1, rgb.height - 1) * src_stride;
-    detail::rgb_row_pair_to_yuv420(row0, row1, rgb.width, out.width, y_plane + y * w, y_plane + (y + 1) * w,
-                                   u_plane + (y / 2) * (w / 2), v_plane + (y / 2) * (w / 2));
+    detail::rgb_row_pair_to_yuv420(row0, row1, rgb.width, out.width, y_plane + y * w, y_plane + (y + 1) * w, u_plane + (y / 2) * (w / 2),
+                                   v_plane + (y / 2) * (w / 2));
   }
   return out;
 }
 
 RgbImage yuv420_to_rgb(std::span<const std::byte> payload, uint32_t width, uint32_t height) {
   if (width == 0 || height == 0 || width % 2 || height % 2 || payload.size() != uint64_t{width} * height * 3 / 2)
-    throw Error(Errc::bad_input, "YUV420 payload of " + std::to_string(payload.size()) + " bytes does not match " +
-                                     std::to_string(width) + "x" + std::to_string(height));
+    throw Error(Errc::bad_input, "YUV420 payload of " + std::to_string(payload.size()) + " bytes does not match " + std::to_string(width) +
+                                     "x" + std::to_string(height));
   RgbImage out;
   out.width = width;
   out.height = height;
   out.pixels.resize(uint64_t{width} * height * 3);
-  detail::yuv420_region_to_rgb(reinterpret_cast<const uint8_t*>(payload.data()), static_cast<int>(width),
-                               static_cast<int>(height), 0, 0, static_cast<int>(width), static_cast<int>(height),
-                               out.pixels.data(), static_cast<size_t>(width) * 3);
+  detail::yuv420_region_to_rgb(reinterpret_cast<const uint8_t*>(payload.data()), static_cast<int>(width), static_cast<int>(height), 0, 0,
+                               static_cast<int>(width), static_cast<int>(height), out.pixels.data(), static_cast<size_t>(width) * 3);
   return out;
 }
 

@@ -90,8 +90,10 @@ FieldIndex build_field_index(const Cache& cache, std::string_view field) {
       std::vector<double> keys;
       bool has_nan = false;
       for (double v : values) {
-        if (std::isnan(v)) has_nan = true;
-        else keys.push_back(v);
+        if (std::isnan(v))
+          has_nan = true;
+        else
+          keys.push_back(v);
       }
       std::sort(keys.begin(), keys.end());
       keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
@@ -178,8 +180,10 @@ class Pickler {
       while (bytes.size() > 1) {
         const auto last = static_cast<unsigned char>(bytes.back());
         const auto prev = static_cast<unsigned char>(bytes[bytes.size() - 2]);
-        if ((last == 0x00 && !(prev & 0x80)) || (last == 0xff && (prev & 0x80))) bytes.pop_back();
-        else break;
+        if ((last == 0x00 && !(prev & 0x80)) || (last == 0xff && (prev & 0x80)))
+          bytes.pop_back();
+        else
+          break;
       }
       out += '\x8a';
       out += static_cast<char>(bytes.size());
@@ -273,9 +277,15 @@ std::string pickled_index_npy(const FieldIndex& idx) {
     p.mark();
     for (size_t key = start; key < std::min(k, start + 1000); ++key) {
       switch (idx.key_type) {
-        case FieldType::int64: p.integer(idx.int_keys[key]); break;
-        case FieldType::float64: p.real(idx.float_keys[key]); break;
-        default: p.unicode(idx.str_keys[key]); break;
+        case FieldType::int64:
+          p.integer(idx.int_keys[key]);
+          break;
+        case FieldType::float64:
+          p.real(idx.float_keys[key]);
+          break;
+        default:
+          p.unicode(idx.str_keys[key]);
+          break;
       }
       p.int64_array(idx.ids_of(key));
     }
@@ -297,8 +307,7 @@ std::u32string utf8_to_utf32(std::string_view s, const std::string& field) {
   for (size_t i = 0; i < s.size();) {
     const auto c = static_cast<unsigned char>(s[i]);
     int len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    if (len == 0 || i + static_cast<size_t>(len) > s.size())
-      throw Error(Errc::bad_input, "field \"" + field + "\" holds invalid UTF-8");
+    if (len == 0 || i + static_cast<size_t>(len) > s.size()) throw Error(Errc::bad_input, "field \"" + field + "\" holds invalid UTF-8");
     char32_t cp = len == 1 ? c : c & (0x7f >> len);
     for (int j = 1; j < len; ++j) cp = (cp << 6) | (static_cast<unsigned char>(s[i + static_cast<size_t>(j)]) & 0x3f);
     out += cp;
@@ -310,10 +319,21 @@ std::u32string utf8_to_utf32(std::string_view s, const std::string& field) {
 std::string utf32_to_utf8(std::u32string_view s) {
   std::string out;
   for (char32_t cp : s) {
-    if (cp < 0x80) out += static_cast<char>(cp);
-    else if (cp < 0x800) { out += static_cast<char>(0xC0 | (cp >> 6)); out += static_cast<char>(0x80 | (cp & 0x3f)); }
-    else if (cp < 0x10000) { out += static_cast<char>(0xE0 | (cp >> 12)); out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f)); out += static_cast<char>(0x80 | (cp & 0x3f)); }
-    else { out += static_cast<char>(0xF0 | (cp >> 18)); out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f)); out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f)); out += static_cast<char>(0x80 | (cp & 0x3f)); }
+    if (cp < 0x80)
+      out += static_cast<char>(cp);
+    else if (cp < 0x800) {
+      out += static_cast<char>(0xC0 | (cp >> 6));
+      out += static_cast<char>(0x80 | (cp & 0x3f));
+    } else if (cp < 0x10000) {
+      out += static_cast<char>(0xE0 | (cp >> 12));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+      out += static_cast<char>(0x80 | (cp & 0x3f));
+    } else {
+      out += static_cast<char>(0xF0 | (cp >> 18));
+      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+      out += static_cast<char>(0x80 | (cp & 0x3f));
+    }
   }
   return out;
 }
@@ -332,8 +352,12 @@ void write_field_index(const Cache& cache, const FieldIndex& idx) {
   const auto names = csr_index_names(idx.field);
   std::string keys;
   switch (idx.key_type) {
-    case FieldType::int64: keys = npy_of("'<i8'", idx.int_keys); break;
-    case FieldType::float64: keys = npy_of("'<f8'", idx.float_keys); break;
+    case FieldType::int64:
+      keys = npy_of("'<i8'", idx.int_keys);
+      break;
+    case FieldType::float64:
+      keys = npy_of("'<f8'", idx.float_keys);
+      break;
     default: {
       std::vector<std::u32string> wide;
       size_t width = 1;
@@ -366,11 +390,8 @@ void write_field_index(const Cache& cache, const FieldIndex& idx) {
     if (ec) throw Error(Errc::io, "cannot rename into place: " + ec.message()).with_path((dir / name).string());
     sums["files"][name] = hex64(xxh3_64(std::as_bytes(std::span(bytes.data(), bytes.size()))));
   }
-  slip["indexes"][idx.field] = {{"pickled", files[0].first},
-                                {"keys", names[0]},
-                                {"offsets", names[1]},
-                                {"ids", names[2]},
-                                {"num_keys", idx.num_keys()}};
+  slip["indexes"][idx.field] = {
+      {"pickled", files[0].first}, {"keys", names[0]}, {"offsets", names[1]}, {"ids", names[2]}, {"num_keys", idx.num_keys()}};
   detail::write_manifest(dir, manifest);
 }
 
@@ -400,8 +421,7 @@ std::optional<FieldIndex> read_field_index(const Cache& cache, std::string_view 
   const uint64_t n = cache.size();
   const std::string kd = headers[0].simple_dtype();
   const uint64_t k = headers[0].shape[0];
-  if (headers[1].simple_dtype() != "<i8" || headers[1].shape[0] != k + 1 || headers[2].simple_dtype() != "<i8" ||
-      headers[2].shape[0] > n)
+  if (headers[1].simple_dtype() != "<i8" || headers[1].shape[0] != k + 1 || headers[2].simple_dtype() != "<i8" || headers[2].shape[0] > n)
     throw Error(Errc::bad_input, "index arrays have inconsistent dtypes or shapes").with_path(files[1].path());
   if (kd == "<i8") {
     idx.key_type = FieldType::int64;
@@ -434,14 +454,20 @@ std::optional<FieldIndex> read_field_index(const Cache& cache, std::string_view 
   idx.ids.resize(headers[2].shape[0]);
   std::memcpy(idx.ids.data(), id.data(), id.size());
   for (uint64_t i = 0; i <= k; ++i) {
-    if (offsets[i] < 0 || static_cast<uint64_t>(offsets[i]) > idx.ids.size() || (i && offsets[i] < offsets[i - 1]) || (i == 0 && offsets[0] != 0))
-      throw Error(Errc::bad_input, "index offsets are not ascending within the id array").with_path(files[1].path()).with_offset(headers[1].data_offset + i * 8);
+    if (offsets[i] < 0 || static_cast<uint64_t>(offsets[i]) > idx.ids.size() || (i && offsets[i] < offsets[i - 1]) ||
+        (i == 0 && offsets[0] != 0))
+      throw Error(Errc::bad_input, "index offsets are not ascending within the id array")
+          .with_path(files[1].path())
+          .with_offset(headers[1].data_offset + i * 8);
     idx.offsets.push_back(static_cast<uint64_t>(offsets[i]));
   }
-  if (idx.offsets.back() != idx.ids.size()) throw Error(Errc::bad_input, "index offsets do not cover the id array").with_path(files[1].path());
+  if (idx.offsets.back() != idx.ids.size())
+    throw Error(Errc::bad_input, "index offsets do not cover the id array").with_path(files[1].path());
   for (size_t i = 0; i < idx.ids.size(); ++i)
     if (idx.ids[i] < 0 || static_cast<uint64_t>(idx.ids[i]) >= n)
-      throw Error(Errc::bad_input, "sample id " + std::to_string(idx.ids[i]) + " out of range").with_path(files[2].path()).with_offset(headers[2].data_offset + i * 8);
+      throw Error(Errc::bad_input, "sample id " + std::to_string(idx.ids[i]) + " out of range")
+          .with_path(files[2].path())
+          .with_offset(headers[2].data_offset + i * 8);
   return idx;
 }
 

@@ -18,8 +18,7 @@ uint64_t derive(uint64_t a, uint64_t b) noexcept { return splitmix64(a ^ splitmi
 
 }  // namespace
 
-FeistelPermutation::FeistelPermutation(uint64_t n, uint64_t key, int rounds)
-    : n_(n), key_(key), rounds_(rounds) {
+FeistelPermutation::FeistelPermutation(uint64_t n, uint64_t key, int rounds) : n_(n), key_(key), rounds_(rounds) {
   if (n == 0) throw Error(Errc::usage, "cannot permute an empty range");
   // Smallest even bit width 2h with 2^(2h) >= n (h >= 1), so cycle-walking needs < 4 steps
   // on average.
@@ -47,16 +46,10 @@ uint64_t FeistelPermutation::operator()(uint64_t x) const noexcept {
   return x;
 }
 
-EpochOrder::EpochOrder(const ShuffleSpec& spec)
-    : spec_(spec),
-      num_blocks_(0),
-      last_block_size_(0),
-      per_rank_(0),
-      block_perm_(1, 0) {
+EpochOrder::EpochOrder(const ShuffleSpec& spec) : spec_(spec), num_blocks_(0), last_block_size_(0), per_rank_(0), block_perm_(1, 0) {
   if (spec.num_samples == 0) throw Error(Errc::usage, "the cache has no samples to order");
   if (spec.block_size == 0) throw Error(Errc::usage, "--block-size must be >= 1");
-  if (spec.world_size == 0 || spec.rank >= spec.world_size)
-    throw Error(Errc::usage, "--rank must be in [0, world size)");
+  if (spec.world_size == 0 || spec.rank >= spec.world_size) throw Error(Errc::usage, "--rank must be in [0, world size)");
   const uint64_t b = std::min(spec.block_size, spec.num_samples);
   spec_.block_size = b;
   num_blocks_ = (spec.num_samples + b - 1) / b;

@@ -76,9 +76,15 @@ class FfcvSource final : public Source {
         continue;
       }
       switch (f.type_id) {
-        case kFloat: v.float_value = load<double>(e); break;
-        case kInt: v.int_value = load<int64_t>(e); break;
-        case kImage: read_image(s, f, e, v, out); break;
+        case kFloat:
+          v.float_value = load<double>(e);
+          break;
+        case kInt:
+          v.int_value = load<int64_t>(e);
+          break;
+        case kImage:
+          read_image(s, f, e, v, out);
+          break;
         case kBytes:
         case kJson: {
           const uint64_t ptr = load<uint64_t>(e), size = load<uint64_t>(e + 8);
@@ -120,8 +126,9 @@ class FfcvSource final : public Source {
   std::span<const std::byte> checked_payload(uint64_t s, const FfcvField& f, uint64_t ptr, uint64_t size, const std::byte* entry) const {
     if (size == 0) return {};
     if (ptr < metadata_end_ || ptr > alloc_table_ptr_ || size > alloc_table_ptr_ - ptr)
-      throw fail(s, "payload of field \"" + f.name + "\" [" + std::to_string(ptr) + ", +" + std::to_string(size) +
-                        ") lies outside the data region [" + std::to_string(metadata_end_) + ", " + std::to_string(alloc_table_ptr_) + ")",
+      throw fail(s,
+                 "payload of field \"" + f.name + "\" [" + std::to_string(ptr) + ", +" + std::to_string(size) +
+                     ") lies outside the data region [" + std::to_string(metadata_end_) + ", " + std::to_string(alloc_table_ptr_) + ")",
                  static_cast<uint64_t>(entry - bytes_.data()));
     return bytes_.subspan(ptr, size);
   }
@@ -164,12 +171,14 @@ class FfcvSource final : public Source {
     num_samples_ = load<uint64_t>(h + 8);
     alloc_table_ptr_ = load<uint64_t>(h + 16);
     if (version != 2) throw fail(std::nullopt, "not an FFCV file (version " + std::to_string(version) + ", want 2)", 0);
-    if (page_size == 0 || (page_size & (page_size - 1))) throw fail(std::nullopt, "page size " + std::to_string(page_size) + " is not a power of two", 4);
+    if (page_size == 0 || (page_size & (page_size - 1)))
+      throw fail(std::nullopt, "page size " + std::to_string(page_size) + " is not a power of two", 4);
     if (num_fields == 0) throw fail(std::nullopt, "no fields", 2);
     if (alloc_table_ptr_ == 0)
       throw fail(std::nullopt, "allocation table pointer is 0: the FFCV writer never finished this file (died before finalize)", 16);
     metadata_offset_ = kHeaderSize + kDescriptorSize * num_fields;
-    if (metadata_offset_ > file_size) throw fail(std::nullopt, "file too short for its " + std::to_string(num_fields) + " field descriptors", file_size);
+    if (metadata_offset_ > file_size)
+      throw fail(std::nullopt, "file too short for its " + std::to_string(num_fields) + " field descriptors", file_size);
 
     const auto raw_fields = options.get_all("raw-field");
     std::map<std::string, std::string> rename;
@@ -187,15 +196,30 @@ class FfcvSource final : public Source {
       f.name.assign(name, strnlen(name, 16));
       const uint64_t at = kHeaderSize + kDescriptorSize * i;
       switch (f.type_id) {
-        case kFloat: case kInt: f.entry_size = 8; f.entry_align = 8; break;
-        case kImage: f.entry_size = 13; break;
-        case kBytes: case kJson: f.entry_size = 16; break;
-        case kNDArray: case kTensor: f.entry_size = 8; f.entry_align = 8; parse_array_args(f, d + 17, at + 17); break;
+        case kFloat:
+        case kInt:
+          f.entry_size = 8;
+          f.entry_align = 8;
+          break;
+        case kImage:
+          f.entry_size = 13;
+          break;
+        case kBytes:
+        case kJson:
+          f.entry_size = 16;
+          break;
+        case kNDArray:
+        case kTensor:
+          f.entry_size = 8;
+          f.entry_align = 8;
+          parse_array_args(f, d + 17, at + 17);
+          break;
         default:
           if (std::find(raw_fields.begin(), raw_fields.end(), f.name) == raw_fields.end())
-            throw fail(std::nullopt, "field \"" + f.name + "\" has type id " + std::to_string(f.type_id) +
-                                         " (a custom FFCV field class); its layout is unknown: use --raw-field " + f.name +
-                                         " to keep its raw metadata bytes",
+            throw fail(std::nullopt,
+                       "field \"" + f.name + "\" has type id " + std::to_string(f.type_id) +
+                           " (a custom FFCV field class); its layout is unknown: use --raw-field " + f.name +
+                           " to keep its raw metadata bytes",
                        at);
           f.raw = true;
           ++unknown;
@@ -206,36 +230,63 @@ class FfcvSource final : public Source {
     layout_rows(unknown == 1);
     // Metadata table and allocation table bounds (spec §9.4).
     if (row_size_ != 0 && num_samples_ > (file_size - metadata_offset_) / row_size_)
-      throw fail(std::nullopt, "sample count " + std::to_string(num_samples_) + " does not fit the file (" + std::to_string(file_size) + " bytes)", 8);
+      throw fail(std::nullopt,
+                 "sample count " + std::to_string(num_samples_) + " does not fit the file (" + std::to_string(file_size) + " bytes)", 8);
     metadata_end_ = metadata_offset_ + num_samples_ * row_size_;
     if (alloc_table_ptr_ < metadata_end_ || alloc_table_ptr_ > file_size)
-      throw fail(std::nullopt, "allocation table pointer " + std::to_string(alloc_table_ptr_) + " lies outside [" +
-                                   std::to_string(metadata_end_) + ", " + std::to_string(file_size) + "] (truncated file?)",
+      throw fail(std::nullopt,
+                 "allocation table pointer " + std::to_string(alloc_table_ptr_) + " lies outside [" + std::to_string(metadata_end_) + ", " +
+                     std::to_string(file_size) + "] (truncated file?)",
                  16);
     if ((file_size - alloc_table_ptr_) % kAllocEntrySize != 0)
-      throw fail(std::nullopt, "allocation table of " + std::to_string(file_size - alloc_table_ptr_) + " bytes is not a whole number of 24-byte entries (truncated file?)", file_size);
+      throw fail(std::nullopt,
+                 "allocation table of " + std::to_string(file_size - alloc_table_ptr_) +
+                     " bytes is not a whole number of 24-byte entries (truncated file?)",
+                 file_size);
     const uint64_t entries = (file_size - alloc_table_ptr_) / kAllocEntrySize;
     alloc_.reserve(entries);
     for (uint64_t k = 0; k < entries; ++k) {
       const std::byte* e = h + alloc_table_ptr_ + k * kAllocEntrySize;
       const uint64_t sample = load<uint64_t>(e), ptr = load<uint64_t>(e + 8), size = load<uint64_t>(e + 16);
-      if (sample >= num_samples_) throw fail(std::nullopt, "allocation entry " + std::to_string(k) + " names sample " + std::to_string(sample) + " of " + std::to_string(num_samples_), alloc_table_ptr_ + k * 24);
+      if (sample >= num_samples_)
+        throw fail(
+            std::nullopt,
+            "allocation entry " + std::to_string(k) + " names sample " + std::to_string(sample) + " of " + std::to_string(num_samples_),
+            alloc_table_ptr_ + k * 24);
       if (size > 0) alloc_.emplace(std::make_pair(sample, ptr), size);
     }
 
     for (const FfcvField& f : fields_) {
       FieldSpec spec;
       spec.name = rename.count(f.name) ? rename[f.name] : f.name;
-      if (f.raw) spec.type = FieldType::bytes;
-      else switch (f.type_id) {
-        case kFloat: spec.type = FieldType::float64; break;
-        case kInt: spec.type = FieldType::int64; break;
-        case kImage: spec.type = FieldType::image; break;
-        case kBytes: spec.type = FieldType::bytes; break;
-        case kJson: spec.type = FieldType::str; break;
-        default: spec.type = FieldType::ndarray; spec.dtype = f.dtype; spec.shape = f.shape; break;
-      }
-      if (schema_.find(spec.name)) throw Error(Errc::bad_input, "two fields named \"" + spec.name + "\" (FFCV truncates names to 16 bytes); use --rename").with_path(path_);
+      if (f.raw)
+        spec.type = FieldType::bytes;
+      else
+        switch (f.type_id) {
+          case kFloat:
+            spec.type = FieldType::float64;
+            break;
+          case kInt:
+            spec.type = FieldType::int64;
+            break;
+          case kImage:
+            spec.type = FieldType::image;
+            break;
+          case kBytes:
+            spec.type = FieldType::bytes;
+            break;
+          case kJson:
+            spec.type = FieldType::str;
+            break;
+          default:
+            spec.type = FieldType::ndarray;
+            spec.dtype = f.dtype;
+            spec.shape = f.shape;
+            break;
+        }
+      if (schema_.find(spec.name))
+        throw Error(Errc::bad_input, "two fields named \"" + spec.name + "\" (FFCV truncates names to 16 bytes); use --rename")
+            .with_path(path_);
       schema_.fields.push_back(std::move(spec));
     }
 
@@ -258,7 +309,8 @@ class FfcvSource final : public Source {
     for (int i = 0; i < 32; ++i) f.shape.push_back(load<uint64_t>(a + 8 * i));
     while (!f.shape.empty() && f.shape.back() == 0) f.shape.pop_back();
     const uint64_t len = load<uint64_t>(a + 256);
-    if (len == 0 || len > 1024 - 264) throw fail(std::nullopt, "field \"" + f.name + "\": bad dtype length " + std::to_string(len), at + 256);
+    if (len == 0 || len > 1024 - 264)
+      throw fail(std::nullopt, "field \"" + f.name + "\": bad dtype length " + std::to_string(len), at + 256);
     const std::string text(reinterpret_cast<const char*>(a + 264), len);
     try {
       const auto j = nlohmann::json::parse(text);
@@ -293,8 +345,10 @@ class FfcvSource final : public Source {
       uint64_t known_after = 0;
       bool seen = false;
       for (const auto& f : fields_) {
-        if (f.raw) seen = true;
-        else if (seen) known_after += f.entry_size;
+        if (f.raw)
+          seen = true;
+        else if (seen)
+          known_after += f.entry_size;
       }
       for (auto& f : fields_) {
         off = (off + f.entry_align - 1) / f.entry_align * f.entry_align;
@@ -315,7 +369,9 @@ class FfcvSource final : public Source {
   }
 
   struct PairHash {
-    size_t operator()(const std::pair<uint64_t, uint64_t>& p) const noexcept { return std::hash<uint64_t>()(p.first * 0x9E3779B97F4A7C15ull ^ p.second); }
+    size_t operator()(const std::pair<uint64_t, uint64_t>& p) const noexcept {
+      return std::hash<uint64_t>()(p.first * 0x9E3779B97F4A7C15ull ^ p.second);
+    }
   };
 
   std::string path_;

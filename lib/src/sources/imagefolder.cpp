@@ -24,8 +24,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr std::string_view kImageExtensions[] = {".jpg", ".jpeg", ".png", ".ppm", ".bmp",
-                                                 ".pgm", ".tif",  ".tiff", ".webp"};
+constexpr std::string_view kImageExtensions[] = {".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp"};
 
 bool has_image_extension(std::string_view name) {
   std::string lower(name);
@@ -57,9 +56,7 @@ class ImageFolderSource final : public Source {
 
   const Schema& schema() const override { return schema_; }
   std::optional<uint64_t> size() const override { return entries_.size(); }
-  SourceIdentity identity() const override {
-    return {"imagefolder", root_.string(), fingerprint_, root_.filename().string()};
-  }
+  SourceIdentity identity() const override { return {"imagefolder", root_.string(), fingerprint_, root_.filename().string()}; }
 
   uint64_t skip(uint64_t n) override {
     const uint64_t done = std::min<uint64_t>(n, entries_.size() - pos_);
@@ -81,8 +78,7 @@ class ImageFolderSource final : public Source {
     out.values[2].int_value = static_cast<int64_t>(pos_);
     // The Python reader stores the path relative to the root's parent (spec §1.7).
     const std::string rel = root_.filename().string() + "/" + e.relative;
-    out.values[3].bytes.assign(reinterpret_cast<const std::byte*>(rel.data()),
-                               reinterpret_cast<const std::byte*>(rel.data()) + rel.size());
+    out.values[3].bytes.assign(reinterpret_cast<const std::byte*>(rel.data()), reinterpret_cast<const std::byte*>(rel.data()) + rel.size());
     ++pos_;
     return true;
   }
@@ -128,8 +124,7 @@ class ImageFolderSource final : public Source {
     }
     std::sort(classes.begin(), classes.end());
     if (classes.empty())
-      throw Error(Errc::bad_input, "no class folders: an ImageFolder root holds one sub-directory per class")
-          .with_path(root_.string());
+      throw Error(Errc::bad_input, "no class folders: an ImageFolder root holds one sub-directory per class").with_path(root_.string());
     Sha256 fingerprint;
     for (uint32_t label = 0; label < classes.size(); ++label) {
       // sorted(os.walk(class_dir, followlinks=True)): directories in sorted path order.

@@ -40,7 +40,7 @@ std::string numpy_dtype(uint32_t i) {
 }
 std::string torch_dtype(uint32_t i) {
   static const char* t[] = {"<f4", "<f4", "<f8", "<f8", "<c8", "<c8", "<c16", "<c16", "<f2", "<f2", "",
-                            "|u1", "|i1", "<i2", "<i2", "<i4", "<i4", "<i8", "<i8", "|b1", "<u2"};
+                            "|u1", "|i1", "<i2", "<i2", "<i4", "<i4", "<i8",  "<i8",  "|b1", "<u2"};
   return i < std::size(t) ? t[i] : "";
 }
 uint64_t itemsize(const std::string& d) { return d.empty() ? 0 : std::stoull(d.substr(2)); }
@@ -48,9 +48,9 @@ uint64_t itemsize(const std::string& d) { return d.empty() ? 0 : std::stoull(d.s
 struct Leaf {
   std::string name, format, base, suffix;
   FieldType type = FieldType::bytes;
-  bool array = false;       // numpy/tensor/no_header_*: element bytes + dtype/shape
-  bool uniform = true;      // every sample has the same dtype and shape (pre-scan)
-  std::string dtype;        // uniform arrays
+  bool array = false;   // numpy/tensor/no_header_*: element bytes + dtype/shape
+  bool uniform = true;  // every sample has the same dtype and shape (pre-scan)
+  std::string dtype;    // uniform arrays
   std::vector<uint64_t> shape;
 };
 
@@ -68,7 +68,9 @@ class LitDataSource final : public Source {
     if (!fs::exists(index_path, ec)) {
       for (const auto& e : fs::directory_iterator(dir_, ec))
         if (e.path().filename().string().find("index.json") != std::string::npos)
-          throw Error(Errc::bad_input, "incomplete LitData dataset: per-worker " + e.path().filename().string() + " but no merged index.json").with_path(dir_.string());
+          throw Error(Errc::bad_input,
+                      "incomplete LitData dataset: per-worker " + e.path().filename().string() + " but no merged index.json")
+              .with_path(dir_.string());
       throw Error(Errc::bad_input, "not a LitData dataset (no index.json)").with_path(dir_.string());
     }
     const std::string text = detail::read_text_file(index_path);
@@ -101,13 +103,20 @@ class LitDataSource final : public Source {
       item_ += take;
       done += take;
       global_ += take;
-      if (item_ == chunks_[chunk_].size) { ++chunk_; item_ = 0; loaded_ = SIZE_MAX; }
+      if (item_ == chunks_[chunk_].size) {
+        ++chunk_;
+        item_ = 0;
+        loaded_ = SIZE_MAX;
+      }
     }
     return done;
   }
 
   bool next(Sample& out) override {
-    while (chunk_ < chunks_.size() && item_ >= chunks_[chunk_].size) { ++chunk_; item_ = 0; }
+    while (chunk_ < chunks_.size() && item_ >= chunks_[chunk_].size) {
+      ++chunk_;
+      item_ = 0;
+    }
     if (chunk_ >= chunks_.size()) return false;
     const auto item = item_bytes(chunk_, item_);
     out.source_index = global_;
@@ -137,13 +146,15 @@ class LitDataSource final : public Source {
     const json& config = index["config"];
     if (config.contains("encryption") && !config["encryption"].is_null()) throw bad("the dataset is encrypted: not supported (no key)");
     const std::string loader = config.value("item_loader", std::string("PyTreeLoader"));
-    if (loader != "PyTreeLoader") throw bad("item loader " + loader + " is not supported (TokensLoader/ParquetLoader datasets are out of scope)");
+    if (loader != "PyTreeLoader")
+      throw bad("item loader " + loader + " is not supported (TokensLoader/ParquetLoader datasets are out of scope)");
     if (config.contains("compression") && !config["compression"].is_null()) {
       const std::string c = config["compression"].get<std::string>();
       if (c.rfind("zstd", 0) != 0) throw bad("unknown compression \"" + c + "\"");
       zstd_ = true;
     }
-    if (!config.contains("data_format") || !config["data_format"].is_array() || config["data_format"].empty()) throw bad("config.data_format is not a non-empty array");
+    if (!config.contains("data_format") || !config["data_format"].is_array() || config["data_format"].empty())
+      throw bad("config.data_format is not a non-empty array");
     std::vector<std::string> names;
     if (config.contains("data_spec") && config["data_spec"].is_string()) {
       json spec;
@@ -156,7 +167,8 @@ class LitDataSource final : public Source {
       flatten(spec[1], "", names, bad);
     }
     const auto& formats = config["data_format"];
-    if (!names.empty() && names.size() != formats.size()) throw bad("data_spec has " + std::to_string(names.size()) + " leaves for " + std::to_string(formats.size()) + " data_format entries");
+    if (!names.empty() && names.size() != formats.size())
+      throw bad("data_spec has " + std::to_string(names.size()) + " leaves for " + std::to_string(formats.size()) + " data_format entries");
     std::vector<std::string> renames = options.get_all("fields");
     std::vector<std::string> given;
     for (const auto& r : renames) {
@@ -178,20 +190,25 @@ class LitDataSource final : public Source {
       leaf.suffix = colon == std::string::npos ? "" : leaf.format.substr(colon + 1);
       leaf.name = j < given.size() ? given[j] : names.empty() ? (formats.size() == 1 ? "0" : std::to_string(j)) : names[j];
       const std::string& b = leaf.base;
-      if (b == "int" || b == "bool") leaf.type = FieldType::int64;
-      else if (b == "float") leaf.type = FieldType::float64;
-      else if (b == "str" || b == "text") leaf.type = FieldType::str;
-      else if (b == "jpeg" || b == "image" || b == "pil") leaf.type = FieldType::image;
+      if (b == "int" || b == "bool")
+        leaf.type = FieldType::int64;
+      else if (b == "float")
+        leaf.type = FieldType::float64;
+      else if (b == "str" || b == "text")
+        leaf.type = FieldType::str;
+      else if (b == "jpeg" || b == "image" || b == "pil")
+        leaf.type = FieldType::image;
       else if (b == "numpy" || b == "tensor" || b == "no_header_numpy" || b == "no_header_tensor") {
         leaf.array = true;
         leaf.type = FieldType::ndarray;
-      } else if (b == "bytes" || b == "file" || b == "pickle" || b == "jpeg_array" || b == "video" || b == "audio" ||
-                 b == "nifti" || b == "mesh" || b == "pdf" || b == "tifffile" || b == "tiff") {
+      } else if (b == "bytes" || b == "file" || b == "pickle" || b == "jpeg_array" || b == "video" || b == "audio" || b == "nifti" ||
+                 b == "mesh" || b == "pdf" || b == "tifffile" || b == "tiff") {
         leaf.type = FieldType::bytes;  // verbatim payload (never unpickled)
       } else if (std::find(raw_fields.begin(), raw_fields.end(), leaf.name) != raw_fields.end()) {
         leaf.type = FieldType::bytes;
       } else {
-        throw bad("field \"" + leaf.name + "\" has serializer \"" + leaf.format + "\", which slip does not know (--raw-field " + leaf.name + " keeps its bytes)");
+        throw bad("field \"" + leaf.name + "\" has serializer \"" + leaf.format + "\", which slip does not know (--raw-field " + leaf.name +
+                  " keeps its bytes)");
       }
       leaves_.push_back(std::move(leaf));
     }
@@ -200,7 +217,8 @@ class LitDataSource final : public Source {
           !c["chunk_size"].is_number_unsigned() || !c.contains("chunk_bytes") || !c["chunk_bytes"].is_number_unsigned())
         throw bad("a chunk entry lacks filename, chunk_size or chunk_bytes");
       Chunk ch{c["filename"].get<std::string>(), c["chunk_size"].get<uint64_t>(), c["chunk_bytes"].get<uint64_t>()};
-      if (ch.file.empty() || ch.file.find('/') != std::string::npos || ch.file.find('\\') != std::string::npos || ch.file.find("..") != std::string::npos)
+      if (ch.file.empty() || ch.file.find('/') != std::string::npos || ch.file.find('\\') != std::string::npos ||
+          ch.file.find("..") != std::string::npos)
         throw bad("chunk filename \"" + ch.file + "\" could leave the dataset directory");
       if (ch.bytes > (uint64_t{1} << 32)) throw bad("chunk " + ch.file + " claims more than 4 GiB");
       total_ += ch.size;
@@ -263,20 +281,29 @@ class LitDataSource final : public Source {
           std::byte probe;
           ZSTD_outBuffer extra{&probe, 1, 0};
           const size_t rc2 = ZSTD_decompressStream(dctx.get(), &extra, &in);
-          if (ZSTD_isError(rc2) || extra.pos) throw fail(c, std::nullopt, "decompresses to more than chunk_bytes " + std::to_string(chunks_[c].bytes), in.pos);
+          if (ZSTD_isError(rc2) || extra.pos)
+            throw fail(c, std::nullopt, "decompresses to more than chunk_bytes " + std::to_string(chunks_[c].bytes), in.pos);
         }
         if (rc == 0 && in.pos == in.size) break;
       }
-      if (out.pos != chunks_[c].bytes) throw fail(c, std::nullopt, "decompresses to " + std::to_string(out.pos) + " bytes, index.json says " + std::to_string(chunks_[c].bytes) + " (truncated chunk?)", data.size());
+      if (out.pos != chunks_[c].bytes)
+        throw fail(c, std::nullopt,
+                   "decompresses to " + std::to_string(out.pos) + " bytes, index.json says " + std::to_string(chunks_[c].bytes) +
+                       " (truncated chunk?)",
+                   data.size());
       data = decompressed_;
     } else if (data.size() != chunks_[c].bytes) {
-      throw fail(c, std::nullopt, "chunk holds " + std::to_string(data.size()) + " bytes, index.json says " + std::to_string(chunks_[c].bytes) + " (truncated chunk?)", data.size());
+      throw fail(c, std::nullopt,
+                 "chunk holds " + std::to_string(data.size()) + " bytes, index.json says " + std::to_string(chunks_[c].bytes) +
+                     " (truncated chunk?)",
+                 data.size());
     }
     // Header checks (spec §9.6).
     const uint64_t len = data.size();
     if (len < 4) throw fail(c, std::nullopt, "chunk shorter than its item count", 0);
     const uint64_t n = le<uint32_t>(data.data());
-    if (n != chunks_[c].size) throw fail(c, std::nullopt, "chunk holds " + std::to_string(n) + " items, index.json says " + std::to_string(chunks_[c].size), 0);
+    if (n != chunks_[c].size)
+      throw fail(c, std::nullopt, "chunk holds " + std::to_string(n) + " items, index.json says " + std::to_string(chunks_[c].size), 0);
     if (4 + 4 * (n + 1) > len) throw fail(c, std::nullopt, "offset table runs past the end of the chunk", len);
     uint64_t prev = 4 + 4 * (n + 1);
     if (le<uint32_t>(data.data() + 4) != prev) throw fail(c, 0, "first item offset is not right after the offset table", 4);
@@ -285,7 +312,9 @@ class LitDataSource final : public Source {
       if (off < prev) throw fail(c, i - 1, "item offsets go backwards", 4 + 4 * i);
       prev = off;
     }
-    if (prev != len) throw fail(c, n ? std::optional<uint64_t>(n - 1) : std::nullopt, "last item ends at " + std::to_string(prev) + ", the chunk at " + std::to_string(len), 4 + 4 * n);
+    if (prev != len)
+      throw fail(c, n ? std::optional<uint64_t>(n - 1) : std::nullopt,
+                 "last item ends at " + std::to_string(prev) + ", the chunk at " + std::to_string(len), 4 + 4 * n);
     loaded_ = c;
     return data;
   }
@@ -299,10 +328,13 @@ class LitDataSource final : public Source {
 
   std::vector<std::span<const std::byte>> split_item(std::span<const std::byte> item, size_t c, uint64_t i) const {
     const uint64_t f = leaves_.size();
-    if (item.size() < 4 * f) throw fail(c, i, "item of " + std::to_string(item.size()) + " bytes is shorter than its size header", item_offset_);
+    if (item.size() < 4 * f)
+      throw fail(c, i, "item of " + std::to_string(item.size()) + " bytes is shorter than its size header", item_offset_);
     uint64_t pos = 4 * f, sum = 4 * f;
     for (uint64_t j = 0; j < f; ++j) sum += le<uint32_t>(item.data() + 4 * j);
-    if (sum != item.size()) throw fail(c, i, "payload sizes add up to " + std::to_string(sum) + " bytes, the item has " + std::to_string(item.size()), item_offset_);
+    if (sum != item.size())
+      throw fail(c, i, "payload sizes add up to " + std::to_string(sum) + " bytes, the item has " + std::to_string(item.size()),
+                 item_offset_);
     std::vector<std::span<const std::byte>> out;
     for (uint64_t j = 0; j < f; ++j) {
       const uint64_t n = le<uint32_t>(item.data() + 4 * j);
@@ -341,7 +373,8 @@ class LitDataSource final : public Source {
       shape.push_back(d);
     }
     data = p.subspan(8 + 4 * rank);
-    if (data.size() != elems * itemsize(dtype)) throw bad("array data of " + std::to_string(data.size()) + " bytes does not match its shape");
+    if (data.size() != elems * itemsize(dtype))
+      throw bad("array data of " + std::to_string(data.size()) + " bytes does not match its shape");
   }
 
   // One pass over array leaves: ndarray when dtype and shape never vary, else bytes.
@@ -359,8 +392,12 @@ class LitDataSource final : public Source {
             std::vector<uint64_t> shape;
             std::span<const std::byte> data;
             parse_array(l, payloads[j], dtype, shape, data, c, i);
-            if (first[j]) { l.dtype = dtype; l.shape = shape; first[j] = false; }
-            else if (dtype != l.dtype || shape != l.shape) l.uniform = false;
+            if (first[j]) {
+              l.dtype = dtype;
+              l.shape = shape;
+              first[j] = false;
+            } else if (dtype != l.dtype || shape != l.shape)
+              l.uniform = false;
           }
         }
       loaded_ = SIZE_MAX;
@@ -368,8 +405,13 @@ class LitDataSource final : public Source {
     for (Leaf& l : leaves_) {
       FieldSpec spec{l.name, l.type, {}, {}};
       if (l.array) {
-        if (l.uniform && !first[&l - leaves_.data()]) { spec.dtype = l.dtype; spec.shape = l.shape; }
-        else { spec.type = FieldType::bytes; l.type = FieldType::bytes; }  // varying arrays: verbatim payloads
+        if (l.uniform && !first[&l - leaves_.data()]) {
+          spec.dtype = l.dtype;
+          spec.shape = l.shape;
+        } else {
+          spec.type = FieldType::bytes;
+          l.type = FieldType::bytes;
+        }  // varying arrays: verbatim payloads
       }
       schema_.fields.push_back(std::move(spec));
     }
@@ -410,7 +452,10 @@ class LitDataSource final : public Source {
     const auto px = p.subspan(12 + ml);
     if (w == 0 || h == 0 || w > 65535 || h > 65535) throw bad("bad pil size");
     const uint64_t n = w * h;
-    auto need = [&](uint64_t bytes) { if (px.size() != bytes) throw bad("pil " + mode + " pixels: " + std::to_string(px.size()) + " bytes, expected " + std::to_string(bytes)); };
+    auto need = [&](uint64_t bytes) {
+      if (px.size() != bytes)
+        throw bad("pil " + mode + " pixels: " + std::to_string(px.size()) + " bytes, expected " + std::to_string(bytes));
+    };
     const auto* u = reinterpret_cast<const uint8_t*>(px.data());
     std::vector<std::byte> out;
     uint8_t channels = 1;

@@ -69,7 +69,9 @@ std::unique_ptr<Source> open_source(const std::string& uri, const SourceOptions&
     if (kind.probe(uri, options)) return kind.open(uri, options);
   std::error_code ec;
   if (!fs::exists(uri, ec)) throw Error(Errc::io, "no such file or directory").with_path(uri);
-  throw Error(Errc::bad_input, "not a source slip can read (an ImageFolder directory, an FFCV .beton, WebDataset tar shards, a LitData directory)").with_path(uri);
+  throw Error(Errc::bad_input,
+              "not a source slip can read (an ImageFolder directory, an FFCV .beton, WebDataset tar shards, a LitData directory)")
+      .with_path(uri);
 }
 
 }  // namespace slip

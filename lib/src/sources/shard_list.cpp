@@ -20,7 +20,8 @@ std::vector<std::string> expand_braces(const std::string& s) {
   std::vector<std::string> items;
   if (const auto dots = body.find(".."); dots != std::string::npos) {
     const std::string a = body.substr(0, dots), b = body.substr(dots + 2);
-    if (a.empty() || b.empty() || a.find_first_not_of("0123456789") != std::string::npos || b.find_first_not_of("0123456789") != std::string::npos)
+    if (a.empty() || b.empty() || a.find_first_not_of("0123456789") != std::string::npos ||
+        b.find_first_not_of("0123456789") != std::string::npos)
       throw Error(Errc::usage, "brace range {" + body + "} is not {first..last} of numbers");
     const unsigned long long lo = std::stoull(a), hi = std::stoull(b);
     if (hi < lo || hi - lo > 10000000) throw Error(Errc::usage, "brace range {" + body + "} is empty or too large");

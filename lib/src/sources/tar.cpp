@@ -121,20 +121,25 @@ class TarSource final : public Source {
           while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
           char* end = nullptr;
           errno = 0;
-          if (schema_.fields[fi].type == FieldType::int64) v.int_value = std::strtoll(text.c_str(), &end, 10);
-          else v.float_value = std::strtod(text.c_str(), &end);
+          if (schema_.fields[fi].type == FieldType::int64)
+            v.int_value = std::strtoll(text.c_str(), &end, 10);
+          else
+            v.float_value = std::strtod(text.c_str(), &end);
           if (text.empty() || *end != '\0' || errno == ERANGE)
             out.problem = "member " + m.name + " (byte " + std::to_string(m.offset) + "): \"" + text.substr(0, 40) + "\" is not a number";
           break;
         }
-        default: v.bytes = std::move(m.data);
+        default:
+          v.bytes = std::move(m.data);
       }
     }
     for (size_t fi = 0; fi < have.size(); ++fi) {
       if (have[fi] || schema_.fields[fi].name == "key") continue;
       const std::string why = "sample " + group.front().key + " has no ." + ext_of_field_[fi] + " member";
-      if (missing_ == "skip") out.skip = why;
-      else if (missing_ == "error") out.problem = why;
+      if (missing_ == "skip")
+        out.skip = why;
+      else if (missing_ == "error")
+        out.problem = why;
     }
     const size_t ki = *schema_.find("key");
     out.values[ki].bytes.assign(reinterpret_cast<const std::byte*>(group.front().key.data()),
@@ -150,7 +155,8 @@ class TarSource final : public Source {
   static std::string shard_name(const std::string& s) {
     std::string n = fs::path(s).filename().string();
     for (const char* ext : {".tar.gz", ".tar.zst", ".tar.xz", ".tgz", ".tar"})
-      if (n.size() > std::strlen(ext) && n.compare(n.size() - std::strlen(ext), std::strlen(ext), ext) == 0) return n.substr(0, n.size() - std::strlen(ext));
+      if (n.size() > std::strlen(ext) && n.compare(n.size() - std::strlen(ext), std::strlen(ext), ext) == 0)
+        return n.substr(0, n.size() - std::strlen(ext));
     return n.empty() || n[0] == '.' ? "tar" : n;
   }
 
@@ -200,8 +206,8 @@ class TarSource final : public Source {
       m.name = p ? p : "";
       const auto type = archive_entry_filetype(e);
       if (type == AE_IFDIR) continue;
-      if (m.name.empty() || m.name[0] == '/' || m.name == ".." || m.name.rfind("../", 0) == 0 ||
-          m.name.find("/../") != std::string::npos || (m.name.size() >= 3 && m.name.compare(m.name.size() - 3, 3, "/..") == 0))
+      if (m.name.empty() || m.name[0] == '/' || m.name == ".." || m.name.rfind("../", 0) == 0 || m.name.find("/../") != std::string::npos ||
+          (m.name.size() >= 3 && m.name.compare(m.name.size() - 3, 3, "/..") == 0))
         throw fail(m.name, offset, "unsafe member name (absolute or with '..'); refusing the shard");
       if (type != AE_IFREG || archive_entry_hardlink(e)) {
         const char* kind = archive_entry_symlink(e) ? "symlink" : archive_entry_hardlink(e) ? "hard link" : "special file";
@@ -228,7 +234,9 @@ class TarSource final : public Source {
         m.data.insert(m.data.end(), block, block + n);
       }
       if (archive_entry_size_is_set(e) && static_cast<uint64_t>(archive_entry_size(e)) != m.data.size())
-        throw fail(m.name, offset, "member holds " + std::to_string(m.data.size()) + " bytes, its header says " + std::to_string(archive_entry_size(e)) + " (truncated shard)");
+        throw fail(m.name, offset,
+                   "member holds " + std::to_string(m.data.size()) + " bytes, its header says " + std::to_string(archive_entry_size(e)) +
+                       " (truncated shard)");
       return true;
     }
   }
@@ -281,7 +289,10 @@ class TarSource final : public Source {
     std::string image = image_field_, label = label_field_;
     if (image.empty())
       for (const auto& m : first)
-        if (is_image_ext(m.field) && overrides_.find(m.field) == overrides_.end()) { image = m.field; break; }
+        if (is_image_ext(m.field) && overrides_.find(m.field) == overrides_.end()) {
+          image = m.field;
+          break;
+        }
     if (label.empty())
       for (const char* ext : kLabelExts)
         for (const auto& m : first)
@@ -308,14 +319,21 @@ class TarSource final : public Source {
     };
     bool found_image = false;
     for (const auto& m : first)
-      if (m.field == image) { add("image", type_of(image), image); found_image = true; }
-    if (!image_field_.empty() && !found_image) throw Error(Errc::usage, "--image-field " + image_field_ + ": no such member in the first sample");
+      if (m.field == image) {
+        add("image", type_of(image), image);
+        found_image = true;
+      }
+    if (!image_field_.empty() && !found_image)
+      throw Error(Errc::usage, "--image-field " + image_field_ + ": no such member in the first sample");
     for (const auto& m : first)
       if (m.field == label && !label.empty()) add("label", type_of(label), label);
-    if (!label_field_.empty() && !schema_.find("label")) throw Error(Errc::usage, "--label-field " + label_field_ + ": no such member in the first sample");
+    if (!label_field_.empty() && !schema_.find("label"))
+      throw Error(Errc::usage, "--label-field " + label_field_ + ": no such member in the first sample");
     for (const auto& m : first)
       if (m.field != image && m.field != label) {
-        if (m.field == "key" || m.field == "image" || m.field == "label") throw Error(Errc::bad_input, "member extension \"" + m.field + "\" collides with a field slip names itself").with_path(shards_.front());
+        if (m.field == "key" || m.field == "image" || m.field == "label")
+          throw Error(Errc::bad_input, "member extension \"" + m.field + "\" collides with a field slip names itself")
+              .with_path(shards_.front());
         add(m.field, type_of(m.field), m.field);
       }
     schema_.fields.push_back({"key", FieldType::str, {}, {}});
@@ -397,8 +415,10 @@ class TarImageFolderSource final : public Source {
     if (names_.empty()) throw Error(Errc::bad_input, "no <class>/<image> members (--layout imagefolder)").with_path(shards_.front());
     root_name_ = shard_stem(shards_.front());
     identity_ = {"tar-imagefolder", uri, (content ? "sha256-shards:" : "stat-shards:") + fp.hex_digest(), root_name_};
-    schema_.fields = {{"image", FieldType::image, {}, {}}, {"label", FieldType::int64, {}, {}},
-                      {"index", FieldType::int64, {}, {}}, {"path", FieldType::str, {}, {}}};
+    schema_.fields = {{"image", FieldType::image, {}, {}},
+                      {"label", FieldType::int64, {}, {}},
+                      {"index", FieldType::int64, {}, {}},
+                      {"path", FieldType::str, {}, {}}};
   }
 
   const Schema& schema() const override { return schema_; }
@@ -420,7 +440,8 @@ class TarImageFolderSource final : public Source {
     out.values[1].int_value = labels_[next_];
     out.values[2].int_value = static_cast<int64_t>(next_);
     const std::string path = root_name_ + "/" + names_[next_];
-    out.values[3].bytes.assign(reinterpret_cast<const std::byte*>(path.data()), reinterpret_cast<const std::byte*>(path.data()) + path.size());
+    out.values[3].bytes.assign(reinterpret_cast<const std::byte*>(path.data()),
+                               reinterpret_cast<const std::byte*>(path.data()) + path.size());
     ++next_;
     return true;
   }
@@ -452,7 +473,8 @@ class TarImageFolderSource final : public Source {
   void read_more() {
     while (true) {
       if (!archive_) {
-        if (shard_ >= shards_.size()) throw Error(Errc::bad_input, "member " + names_[next_] + " vanished between passes").with_path(shards_.back());
+        if (shard_ >= shards_.size())
+          throw Error(Errc::bad_input, "member " + names_[next_] + " vanished between passes").with_path(shards_.back());
         archive_ = open_archive(shards_[shard_]);
       }
       archive_entry* e = nullptr;
@@ -462,7 +484,8 @@ class TarImageFolderSource final : public Source {
         ++shard_;
         continue;
       }
-      if (rc < ARCHIVE_WARN) throw Error(Errc::bad_input, std::string("corrupt tar: ") + archive_error_string(archive_.get())).with_path(shards_[shard_]);
+      if (rc < ARCHIVE_WARN)
+        throw Error(Errc::bad_input, std::string("corrupt tar: ") + archive_error_string(archive_.get())).with_path(shards_[shard_]);
       if (archive_entry_filetype(e) != AE_IFREG || archive_entry_hardlink(e)) continue;
       std::string name = archive_entry_pathname(e) ? archive_entry_pathname(e) : "";
       if (name.rfind("./", 0) == 0) name = name.substr(2);

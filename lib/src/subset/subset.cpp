@@ -77,7 +77,9 @@ std::vector<uint64_t> select_samples(const Cache& cache, const SubsetSelection& 
   std::vector<size_t> keys;
   for (int64_t v : values) {
     auto k = idx->find(v);
-    if (!k) throw Error(Errc::usage, "field \"" + sel.field + "\" has no sample with value " + std::to_string(v)).with_path(cache.path().string());
+    if (!k)
+      throw Error(Errc::usage, "field \"" + sel.field + "\" has no sample with value " + std::to_string(v))
+          .with_path(cache.path().string());
     keys.push_back(*k);
   }
   for (const auto& s : sel.str_values) {
@@ -110,8 +112,7 @@ namespace {
 
 class CacheSubsetSource final : public Source {
  public:
-  CacheSubsetSource(const fs::path& parent, std::vector<uint64_t> ids)
-      : cache_(Cache::open(parent)), ids_(std::move(ids)) {
+  CacheSubsetSource(const fs::path& parent, std::vector<uint64_t> ids) : cache_(Cache::open(parent)), ids_(std::move(ids)) {
     for (uint64_t id : ids_)
       if (id >= cache_.size()) throw Error(Errc::usage, "sample id " + std::to_string(id) + " out of range").with_path(parent.string());
     for (const CacheField& f : cache_.fields()) {
@@ -123,9 +124,8 @@ class CacheSubsetSource final : public Source {
     }
     Sha256 h;
     for (uint64_t id : ids_) h.update(std::to_string(id) + "\n");
-    const std::string parent_id = cache_.provenance().content_id.empty()
-                                      ? "manifest-sha256:" + sha256_hex(cache_.manifest_text())
-                                      : cache_.provenance().content_id;
+    const std::string parent_id =
+        cache_.provenance().content_id.empty() ? "manifest-sha256:" + sha256_hex(cache_.manifest_text()) : cache_.provenance().content_id;
     fingerprint_ = "parent:" + parent_id + ";ids-sha256:" + h.hex_digest();
     std::string name = fs::absolute(parent).lexically_normal().filename().string();
     if (name.empty()) name = fs::absolute(parent).lexically_normal().parent_path().filename().string();
@@ -166,8 +166,12 @@ class CacheSubsetSource final : public Source {
           v.bytes.assign(reinterpret_cast<const std::byte*>(s.data()), reinterpret_cast<const std::byte*>(s.data()) + s.size());
           break;
         }
-        case FieldType::int64: v.int_value = cache_.int_value(f, id); break;
-        case FieldType::float64: v.float_value = cache_.float_value(f, id); break;
+        case FieldType::int64:
+          v.int_value = cache_.int_value(f, id);
+          break;
+        case FieldType::float64:
+          v.float_value = cache_.float_value(f, id);
+          break;
         case FieldType::ndarray: {
           const auto a = cache_.array_bytes(f, id);
           v.bytes.assign(a.begin(), a.end());

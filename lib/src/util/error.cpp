@@ -8,20 +8,23 @@ int exit_code(Errc code) noexcept { return static_cast<int>(code); }
 
 const char* errc_name(Errc code) noexcept {
   switch (code) {
-    case Errc::verify_failed: return "verify_failed";
-    case Errc::usage: return "usage";
-    case Errc::bad_input: return "bad_input";
-    case Errc::io: return "io";
-    case Errc::retryable: return "retryable";
-    case Errc::interrupted: return "interrupted";
+    case Errc::verify_failed:
+      return "verify_failed";
+    case Errc::usage:
+      return "usage";
+    case Errc::bad_input:
+      return "bad_input";
+    case Errc::io:
+      return "io";
+    case Errc::retryable:
+      return "retryable";
+    case Errc::interrupted:
+      return "interrupted";
   }
   return "unknown";
 }
 
-Error::Error(Errc code, std::string message)
-    : code_(code), message_(std::move(message)) {
-  refresh();
-}
+Error::Error(Errc code, std::string message) : code_(code), message_(std::move(message)) { refresh(); }
 
 Error& Error::with_path(std::string path) {
   if (path_.empty()) path_ = std::move(path);

@@ -64,8 +64,7 @@ void MappedFile::drop_page_cache() const noexcept {
   ::close(fd);
 }
 
-FileWriter::FileWriter(const std::filesystem::path& path, size_t buffer_size)
-    : path_(path.string()), buffer_(buffer_size) {
+FileWriter::FileWriter(const std::filesystem::path& path, size_t buffer_size) : path_(path.string()), buffer_(buffer_size) {
   fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) throw_errno("cannot create", path_, errno);
 }

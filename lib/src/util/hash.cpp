@@ -21,9 +21,7 @@ Sha256::~Sha256() = default;
 Sha256::Sha256(Sha256&&) noexcept = default;
 Sha256& Sha256::operator=(Sha256&&) noexcept = default;
 
-void Sha256::update(std::span<const std::byte> data) {
-  EVP_DigestUpdate(impl_->ctx.get(), data.data(), data.size());
-}
+void Sha256::update(std::span<const std::byte> data) { EVP_DigestUpdate(impl_->ctx.get(), data.data(), data.size()); }
 void Sha256::update(std::string_view text) { EVP_DigestUpdate(impl_->ctx.get(), text.data(), text.size()); }
 
 std::string Sha256::hex_digest() {
@@ -60,9 +58,7 @@ Xxh3::Xxh3() : impl_(std::make_unique<Impl>()) { XXH3_64bits_reset(impl_->state.
 Xxh3::~Xxh3() = default;
 Xxh3::Xxh3(Xxh3&&) noexcept = default;
 Xxh3& Xxh3::operator=(Xxh3&&) noexcept = default;
-void Xxh3::update(std::span<const std::byte> data) noexcept {
-  XXH3_64bits_update(impl_->state.get(), data.data(), data.size());
-}
+void Xxh3::update(std::span<const std::byte> data) noexcept { XXH3_64bits_update(impl_->state.get(), data.data(), data.size()); }
 uint64_t Xxh3::digest() const noexcept { return XXH3_64bits_digest(impl_->state.get()); }
 
 std::string hex64(uint64_t value) {

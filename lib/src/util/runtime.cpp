@@ -42,8 +42,7 @@ int interrupted() noexcept { return g_signal.load(std::memory_order_relaxed); }
 void set_interrupted(int signal) noexcept { g_signal.store(signal, std::memory_order_relaxed); }
 
 void throw_if_interrupted() {
-  if (const int sig = interrupted())
-    throw Error(Errc::interrupted, sig == SIGTERM ? "terminated (SIGTERM)" : "interrupted (SIGINT)");
+  if (const int sig = interrupted()) throw Error(Errc::interrupted, sig == SIGTERM ? "terminated (SIGTERM)" : "interrupted (SIGINT)");
 }
 
 namespace {

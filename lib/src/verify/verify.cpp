@@ -32,8 +32,7 @@ class IssueSink {
   void add(std::string file, std::optional<uint64_t> sample, std::string field, std::string message) {
     std::lock_guard lock(mutex_);
     ++report_.issue_count;
-    if (report_.issues.size() < max_)
-      report_.issues.push_back({std::move(file), sample, std::move(field), std::move(message)});
+    if (report_.issues.size() < max_) report_.issues.push_back({std::move(file), sample, std::move(field), std::move(message)});
   }
 
  private:
@@ -55,67 +54,76 @@ void check_payload_field(const Cache& cache, size_t fi, IssueSink& sink, VerifyR
   for (uint64_t i = 0; i < n; ++i) {
     const MetaRecord r = cache.record(fi, i);
     if (r.data_ptr > bin_size || r.data_size > bin_size - r.data_ptr) {
-      sink.add(f.files[1], i, f.name, "payload [" + std::to_string(r.data_ptr) + ", +" + std::to_string(r.data_size) +
-                                          ") lies outside " + f.files[0] + " (" + std::to_string(bin_size) + " bytes)");
+      sink.add(f.files[1], i, f.name,
+               "payload [" + std::to_string(r.data_ptr) + ", +" + std::to_string(r.data_size) + ") lies outside " + f.files[0] + " (" +
+                   std::to_string(bin_size) + " bytes)");
       contiguous = false;
       continue;
     }
     if (contiguous && r.data_ptr != expect_ptr) {
-      sink.add(f.files[1], i, f.name, "payload starts at " + std::to_string(r.data_ptr) + ", expected " + std::to_string(expect_ptr) + " (payloads must be contiguous)");
+      sink.add(f.files[1], i, f.name,
+               "payload starts at " + std::to_string(r.data_ptr) + ", expected " + std::to_string(expect_ptr) +
+                   " (payloads must be contiguous)");
       contiguous = false;
     }
     expect_ptr = r.data_ptr + r.data_size;
     largest = std::max(largest, r.data_size);
   }
   if (contiguous && expect_ptr != bin_size)
-    sink.add(f.files[0], std::nullopt, f.name, "file has " + std::to_string(bin_size) + " bytes but the records cover " + std::to_string(expect_ptr));
+    sink.add(f.files[0], std::nullopt, f.name,
+             "file has " + std::to_string(bin_size) + " bytes but the records cover " + std::to_string(expect_ptr));
   if (largest > f.max_size)
-    sink.add("manifest.json", std::nullopt, f.name, "max_size " + std::to_string(f.max_size) + " is below the largest payload (" + std::to_string(largest) + ")");
+    sink.add("manifest.json", std::nullopt, f.name,
+             "max_size " + std::to_string(f.max_size) + " is below the largest payload (" + std::to_string(largest) + ")");
 
   // Parallel pass: markers, dimensions, checksums.
   std::atomic<uint64_t> checked{0}, hashed{0}, bytes{0};
   const uint64_t chunk = 256;
   // Chunks of 64 x 256 payloads between progress reports (called from this thread only).
   for (uint64_t outer = 0; outer < n; outer += chunk * 64) {
-  const uint64_t outer_end = std::min(n, outer + chunk * 64);
-  throw_if_interrupted();
-  parallel_for((outer_end - outer + chunk - 1) / chunk, threads, [&](size_t c0) {
-    const uint64_t c = outer / chunk + c0;
-    for (uint64_t i = c * chunk; i < std::min(outer_end, (c + 1) * chunk); ++i) {
-      const MetaRecord r = cache.record(fi, i);
-      if (r.data_ptr > bin_size || r.data_size > bin_size - r.data_ptr) continue;
-      const auto data = cache.file_bytes(f.files[0]).subspan(r.data_ptr, r.data_size);
-      if (auto want = cache.payload_checksum(fi, i)) {
-        if (xxh3_64(data) != *want)
-          sink.add(f.files[0], i, f.name, "payload checksum mismatch (bytes " + std::to_string(r.data_ptr) + ".." + std::to_string(r.data_ptr + r.data_size) + ")");
-        hashed.fetch_add(1, std::memory_order_relaxed);
-        bytes.fetch_add(r.data_size, std::memory_order_relaxed);
-      }
-      checked.fetch_add(1, std::memory_order_relaxed);
-      if (!is_image) continue;
-      if (yuv) {
-        if (r.height % 2 || r.width % 2 || r.data_size != uint64_t{r.height} * r.width * 3 / 2)
-          sink.add(f.files[1], i, f.name, "YUV420 payload of " + std::to_string(r.data_size) + " bytes does not match " +
-                                              std::to_string(r.width) + "x" + std::to_string(r.height));
-        continue;
-      }
-      const ImageFormat format = sniff_image_format(data);
-      if (format == ImageFormat::jpeg) {
-        JpegHeader h;
-        if (!parse_jpeg_header(data, h)) {
-          sink.add(f.files[0], i, f.name, "JPEG has no readable frame header (SOF)");
-        } else {
-          if (!jpeg_has_eoi_after(data, h.sof_offset)) sink.add(f.files[0], i, f.name, "JPEG has no end-of-image marker (FFD9)");
-          if (h.width != r.width || h.height != r.height)
-            sink.add(f.files[1], i, f.name, "recorded size " + std::to_string(r.width) + "x" + std::to_string(r.height) +
-                                                " differs from the JPEG's " + std::to_string(h.width) + "x" + std::to_string(h.height));
+    const uint64_t outer_end = std::min(n, outer + chunk * 64);
+    throw_if_interrupted();
+    parallel_for((outer_end - outer + chunk - 1) / chunk, threads, [&](size_t c0) {
+      const uint64_t c = outer / chunk + c0;
+      for (uint64_t i = c * chunk; i < std::min(outer_end, (c + 1) * chunk); ++i) {
+        const MetaRecord r = cache.record(fi, i);
+        if (r.data_ptr > bin_size || r.data_size > bin_size - r.data_ptr) continue;
+        const auto data = cache.file_bytes(f.files[0]).subspan(r.data_ptr, r.data_size);
+        if (auto want = cache.payload_checksum(fi, i)) {
+          if (xxh3_64(data) != *want)
+            sink.add(
+                f.files[0], i, f.name,
+                "payload checksum mismatch (bytes " + std::to_string(r.data_ptr) + ".." + std::to_string(r.data_ptr + r.data_size) + ")");
+          hashed.fetch_add(1, std::memory_order_relaxed);
+          bytes.fetch_add(r.data_size, std::memory_order_relaxed);
         }
-      } else if (format == ImageFormat::unknown) {
-        sink.add(f.files[0], i, f.name, "payload is not an image (no JPEG SOI marker)");
+        checked.fetch_add(1, std::memory_order_relaxed);
+        if (!is_image) continue;
+        if (yuv) {
+          if (r.height % 2 || r.width % 2 || r.data_size != uint64_t{r.height} * r.width * 3 / 2)
+            sink.add(f.files[1], i, f.name,
+                     "YUV420 payload of " + std::to_string(r.data_size) + " bytes does not match " + std::to_string(r.width) + "x" +
+                         std::to_string(r.height));
+          continue;
+        }
+        const ImageFormat format = sniff_image_format(data);
+        if (format == ImageFormat::jpeg) {
+          JpegHeader h;
+          if (!parse_jpeg_header(data, h)) {
+            sink.add(f.files[0], i, f.name, "JPEG has no readable frame header (SOF)");
+          } else {
+            if (!jpeg_has_eoi_after(data, h.sof_offset)) sink.add(f.files[0], i, f.name, "JPEG has no end-of-image marker (FFD9)");
+            if (h.width != r.width || h.height != r.height)
+              sink.add(f.files[1], i, f.name,
+                       "recorded size " + std::to_string(r.width) + "x" + std::to_string(r.height) + " differs from the JPEG's " +
+                           std::to_string(h.width) + "x" + std::to_string(h.height));
+          }
+        } else if (format == ImageFormat::unknown) {
+          sink.add(f.files[0], i, f.name, "payload is not an image (no JPEG SOI marker)");
+        }
       }
-    }
-  });
-  if (progress) progress(outer_end, n);
+    });
+    if (progress) progress(outer_end, n);
   }
   report.payloads_checked += checked;
   report.checksums_checked += hashed;
@@ -138,7 +146,8 @@ void check_yuv420_siblings(const Cache& cache, size_t fi, IssueSink& sink, Verif
     return;
   }
   if (!siblings) return;
-  report.notes.push_back("YUV420 sibling files of field \"" + f.name + "\" checked" + (options.decode ? " and compared with their JPEGs" : ""));
+  report.notes.push_back("YUV420 sibling files of field \"" + f.name + "\" checked" +
+                         (options.decode ? " and compared with their JPEGs" : ""));
   std::mutex m;
   parallel_for(cache.size(), threads, [&](size_t i) {
     if (i % 64 == 0) throw_if_interrupted();
@@ -150,10 +159,11 @@ void check_yuv420_siblings(const Cache& cache, size_t fi, IssueSink& sink, Verif
       return;  // reported by the field's own checks
     }
     if (jpeg_record.width && jpeg_record.height &&
-        (yuv_record.width != jpeg_record.width + jpeg_record.width % 2 || yuv_record.height != jpeg_record.height + jpeg_record.height % 2)) {
-      sink.add(stem + ".meta.npy", i, f.name, "YUV420 copy is " + std::to_string(yuv_record.width) + "x" + std::to_string(yuv_record.height) +
-                                                  " but its JPEG is " + std::to_string(jpeg_record.width) + "x" +
-                                                  std::to_string(jpeg_record.height));
+        (yuv_record.width != jpeg_record.width + jpeg_record.width % 2 ||
+         yuv_record.height != jpeg_record.height + jpeg_record.height % 2)) {
+      sink.add(stem + ".meta.npy", i, f.name,
+               "YUV420 copy is " + std::to_string(yuv_record.width) + "x" + std::to_string(yuv_record.height) + " but its JPEG is " +
+                   std::to_string(jpeg_record.width) + "x" + std::to_string(jpeg_record.height));
       return;
     }
     if (!options.decode) return;
@@ -161,8 +171,8 @@ void check_yuv420_siblings(const Cache& cache, size_t fi, IssueSink& sink, Verif
       const Yuv420Image fresh = rgb_to_yuv420(decode_to_rgb(cache.payload(fi, i)));
       const auto stored = siblings->payload(i);
       if (fresh.planes.size() != stored.size()) {
-        sink.add(stem + ".bin", i, f.name, "YUV420 copy has " + std::to_string(stored.size()) + " bytes, a fresh conversion " +
-                                               std::to_string(fresh.planes.size()));
+        sink.add(stem + ".bin", i, f.name,
+                 "YUV420 copy has " + std::to_string(stored.size()) + " bytes, a fresh conversion " + std::to_string(fresh.planes.size()));
         return;
       }
       int max_diff = 0;
@@ -178,8 +188,9 @@ void check_yuv420_siblings(const Cache& cache, size_t fi, IssueSink& sink, Verif
       report.decode_max_diff = std::max(report.decode_max_diff, max_diff);
       report.decode_mean_diff = std::max(report.decode_mean_diff, mean);
       if (max_diff > options.max_diff || mean > options.mean_diff)
-        sink.add(stem + ".bin", i, f.name, "YUV420 copy differs from a fresh conversion of its JPEG: max " + std::to_string(max_diff) +
-                                               ", mean " + std::to_string(mean));
+        sink.add(
+            stem + ".bin", i, f.name,
+            "YUV420 copy differs from a fresh conversion of its JPEG: max " + std::to_string(max_diff) + ", mean " + std::to_string(mean));
     } catch (const Error& e) {
       sink.add(f.files[0], i, f.name, "image does not decode: " + e.message());
     }
@@ -206,7 +217,8 @@ void check_string_field(const Cache& cache, size_t fi, IssueSink& sink) {
     expect = row[0] + row[1];
   }
   if (expect != bin_size)
-    sink.add(f.files[0], std::nullopt, f.name, "file has " + std::to_string(bin_size) + " bytes but the strings cover " + std::to_string(expect));
+    sink.add(f.files[0], std::nullopt, f.name,
+             "file has " + std::to_string(bin_size) + " bytes but the strings cover " + std::to_string(expect));
 }
 
 }  // namespace
@@ -231,7 +243,9 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
   if (have_sum && fs::exists(dir / detail::kManifestName, ec)) {
     try {
       const std::string text = detail::read_text_file(dir / detail::kManifestName);
-      if (!detail::manifest_sum_matches(dir, text)) sink.add(std::string(detail::kManifestSumName), std::nullopt, "", "manifest.json checksum mismatch (manifest or its checksum file was modified)");
+      if (!detail::manifest_sum_matches(dir, text))
+        sink.add(std::string(detail::kManifestSumName), std::nullopt, "",
+                 "manifest.json checksum mismatch (manifest or its checksum file was modified)");
       ++report.checksums_checked;
     } catch (const Error& e) {
       sink.add(std::string(detail::kManifestName), std::nullopt, "", e.describe());
@@ -254,12 +268,15 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
   // Manifest content beyond what opening needs.
   try {
     const auto manifest = nlohmann::json::parse(cache->manifest_text());
-    if (!manifest.contains("version")) report.notes.push_back("manifest has no \"version\" (the Python loader does not need it)");
-    else if (manifest["version"] != 1) sink.add("manifest.json", std::nullopt, "", "unknown format version " + manifest["version"].dump());
+    if (!manifest.contains("version"))
+      report.notes.push_back("manifest has no \"version\" (the Python loader does not need it)");
+    else if (manifest["version"] != 1)
+      sink.add("manifest.json", std::nullopt, "", "unknown format version " + manifest["version"].dump());
     for (const CacheField& f : cache->fields()) {
       const auto& spec = manifest["fields"][f.name];
       if (spec.contains("num_samples") && spec["num_samples"] != cache->size())
-        sink.add("manifest.json", std::nullopt, f.name, "field num_samples " + spec["num_samples"].dump() + " differs from " + std::to_string(cache->size()));
+        sink.add("manifest.json", std::nullopt, f.name,
+                 "field num_samples " + spec["num_samples"].dump() + " differs from " + std::to_string(cache->size()));
       if (is_payload_type(f.type) && f.image_format != "jpeg" && f.image_format != "yuv420")
         sink.add("manifest.json", std::nullopt, f.name, "unknown image_format \"" + f.image_format + "\"");
     }
@@ -282,10 +299,14 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
       // Exact .npy length: header + data, nothing more or less.
       if (name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0) {
         uint64_t per = 0;
-        if (f.type == FieldType::image || f.type == FieldType::bytes) per = 24;
-        else if (f.type == FieldType::str) per = 16;
+        if (f.type == FieldType::image || f.type == FieldType::bytes)
+          per = 24;
+        else if (f.type == FieldType::str)
+          per = 16;
         if (per && cache->npy_data_offset(name) + per * cache->size() != actual)
-          sink.add(name, std::nullopt, f.name, "has " + std::to_string(actual) + " bytes, expected " + std::to_string(cache->npy_data_offset(name) + per * cache->size()));
+          sink.add(
+              name, std::nullopt, f.name,
+              "has " + std::to_string(actual) + " bytes, expected " + std::to_string(cache->npy_data_offset(name) + per * cache->size()));
       }
     }
   }
@@ -294,8 +315,10 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
     throw_if_interrupted();
     const CacheField& f = cache->fields()[fi];
     if (is_payload_type(f.type)) check_payload_field(*cache, fi, sink, report, threads, options.progress);
-    if (f.type == FieldType::image && f.image_format == "jpeg") check_yuv420_siblings(*cache, fi, sink, report, options, threads);
-    else if (f.type == FieldType::str) check_string_field(*cache, fi, sink);
+    if (f.type == FieldType::image && f.image_format == "jpeg")
+      check_yuv420_siblings(*cache, fi, sink, report, options, threads);
+    else if (f.type == FieldType::str)
+      check_string_field(*cache, fi, sink);
   }
 
   // Field indexes recorded by slip: well-formed, every id carries its key's value, every sample once.
@@ -316,11 +339,15 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
             for (int64_t id : idx->ids_of(k)) {
               const auto i = static_cast<uint64_t>(id);
               bool match;
-              if (idx->key_type == FieldType::str) match = cache->string(fi, i) == idx->str_keys[k];
-              else if (idx->key_type == FieldType::float64) match = cache->float_value(fi, i) == idx->float_keys[k];
-              else match = cache->int_value(fi, i) == idx->int_keys[k];
+              if (idx->key_type == FieldType::str)
+                match = cache->string(fi, i) == idx->str_keys[k];
+              else if (idx->key_type == FieldType::float64)
+                match = cache->float_value(fi, i) == idx->float_keys[k];
+              else
+                match = cache->int_value(fi, i) == idx->int_keys[k];
               if (!match || seen[i]) {
-                sink.add(keys_file, i, field, match ? "sample listed twice in the index" : "index lists the sample under a value it does not have");
+                sink.add(keys_file, i, field,
+                         match ? "sample listed twice in the index" : "index lists the sample under a value it does not have");
               }
               seen[i] = true;
             }
@@ -406,8 +433,8 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
           report.decode_max_diff = std::max(report.decode_max_diff, max_diff);
           report.decode_mean_diff = std::max(report.decode_mean_diff, mean);
           if (max_diff > options.max_diff || mean > options.mean_diff)
-            sink.add(f.files[0], i, f.name, "decoded pixels differ from TurboJPEG's: max " + std::to_string(max_diff) +
-                                                ", mean " + std::to_string(mean));
+            sink.add(f.files[0], i, f.name,
+                     "decoded pixels differ from TurboJPEG's: max " + std::to_string(max_diff) + ", mean " + std::to_string(mean));
         } catch (const Error& e) {
           sink.add(f.files[0], i, f.name, "image does not decode: " + e.message());
         }
