@@ -47,9 +47,10 @@ void precompute_axis(ResampleAxis& axis, int in_size, double in0, double in1, in
   for (int xx = 0; xx < out_size; ++xx) {
     const double center = in0 + (xx + 0.5) * scale;
     const double ss = 1.0 / filterscale;
-    int xmin = static_cast<int>(center - support + 0.5);
+    // Pillow's own truncating "rounding", kept for byte-exact results.
+    int xmin = static_cast<int>(center - support + 0.5);  // NOLINT(bugprone-incorrect-roundings)
     if (xmin < 0) xmin = 0;
-    int xmax = static_cast<int>(center + support + 0.5);
+    int xmax = static_cast<int>(center + support + 0.5);  // NOLINT(bugprone-incorrect-roundings)
     if (xmax > in_size) xmax = in_size;
     xmax = std::clamp(xmax - xmin, 0, ksize);
     double ww = 0.0;
