@@ -4,7 +4,7 @@
 set -euo pipefail
 mkdir -p "$1"; out=$(cd "$1" && pwd)  # absolute: the tar seeds are made from another directory
 shared=$SLIP_SHARED_DIR src=$SLIP_SOURCE_DIR py=${SLIP_PYTHON:-/usr/bin/python3}
-mkdir -p "$out"/{fuzz_npy_header,fuzz_jpeg_header,fuzz_image_decode,fuzz_cache_verify,fuzz_ffcv,fuzz_tar,fuzz_litdata}
+mkdir -p "$out"/{fuzz_npy_header,fuzz_jpeg_header,fuzz_image_decode,fuzz_cache_verify,fuzz_ffcv,fuzz_tar,fuzz_litdata,fuzz_roundtrip}
 for f in "$shared"/fixtures/ffcv/*.beton; do if [ "$(stat -c %s "$f")" -lt 60000 ]; then cp "$f" "$out/fuzz_ffcv/"; fi; done
 find "$shared/fixtures/pyslipstream" -name '*.npy' | head -40 | while read -r f; do cp "$f" "$out/fuzz_npy_header/$(echo "$f" | md5sum | cut -c1-12).npy"; done
 for f in "$shared"/corpus/bad/* $(find "$src/examples/sample" -type f | LC_ALL=C sort | head -20); do
@@ -43,3 +43,7 @@ text = json.dumps(idx).encode()
 open(out, "wb").write(struct.pack("<I", len(text)) + text + open(os.path.join(d, first["filename"]), "rb").read())
 PY
 done
+# Round trip: a sample-count byte, then two tiny JPEGs (and a PNG) to be split into samples.
+{ printf '\001'; cat "$shared/corpus/imagenet_like/n03888605/n03888605_7974.JPEG" "$shared/corpus/imagenet_like/n02979186/n02979186_11501.JPEG"; } > "$out/fuzz_roundtrip/two_jpegs.bin"
+{ printf '\000'; cat "$shared/corpus/imagenet_like/n02979186/n02979186_11501.JPEG"; } > "$out/fuzz_roundtrip/one_jpeg.bin"
+printf '\007abcdefghijklmnopqrstuvwxyz0123456789' > "$out/fuzz_roundtrip/text.bin"
