@@ -3,6 +3,8 @@
 # SECONDS (default 60) on seeds from ../shared. Crashes are saved under
 # tests/data/regress/<target>/ — add each as a regression (ctest replays that directory).
 # Prints, per target: run time, executions, exec/s, coverage (edges) and crashes.
+# FUZZ_SEED=N fixes libFuzzer's seed (CI does: the same mutations every run, so a red CI means a
+# real regression, not a lucky draw); unset, every run explores afresh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
@@ -16,15 +18,15 @@ export SLIP_SHARED_DIR=${SLIP_SHARED_DIR:-$PWD/../shared} SLIP_PYTHON=${SLIP_PYT
 export ASAN_OPTIONS=detect_leaks=0
 work=build-fuzz/corpus
 bash tests/fuzz/seeds.sh "$work"
-declare -A dict=([fuzz_tar]=tar [fuzz_litdata]=litdata [fuzz_ffcv]=ffcv [fuzz_npy_header]=npy [fuzz_jpeg_header]=jpeg [fuzz_image_decode]=jpeg [fuzz_cache_verify]=manifest)
+declare -A dict=([fuzz_tar]=tar [fuzz_litdata]=litdata [fuzz_ffcv]=ffcv [fuzz_npy_header]=npy [fuzz_jpeg_header]=jpeg [fuzz_image_decode]=jpeg [fuzz_cache_verify]=manifest [fuzz_roundtrip]=jpeg)
 status=0
 printf '%-20s %8s %12s %10s %8s %8s\n' target seconds executions exec/s cov crashes
-for t in fuzz_npy_header fuzz_jpeg_header fuzz_image_decode fuzz_cache_verify fuzz_ffcv fuzz_tar fuzz_litdata; do
+for t in fuzz_npy_header fuzz_jpeg_header fuzz_image_decode fuzz_cache_verify fuzz_ffcv fuzz_tar fuzz_litdata fuzz_roundtrip; do
   mkdir -p "tests/data/regress/$t" "$work/$t.live"
   log=build-fuzz/$t.log
   before=$(ls "tests/data/regress/$t" | wc -l)
   build-fuzz/tests/fuzz/$t "$work/$t.live" "$work/$t" -dict="tests/fuzz/dict/${dict[$t]}.dict" \
-    -max_total_time="$seconds" -rss_limit_mb=4096 -timeout=20 -print_final_stats=1 \
+    -max_total_time="$seconds" -rss_limit_mb=4096 -timeout=20 -print_final_stats=1 ${FUZZ_SEED:+-seed=$FUZZ_SEED} \
     -artifact_prefix="tests/data/regress/$t/" >"$log" 2>&1 || status=1
   execs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -oE '[0-9]+$' || echo 0)
   rate=$(grep -oE 'stat::average_exec_per_sec: *[0-9]+' "$log" | grep -oE '[0-9]+$' || echo 0)
