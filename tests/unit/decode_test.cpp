@@ -26,12 +26,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::vector<std::byte> file_bytes(const fs::path& p) {
-  const std::string s = test::read_file(p);
-  std::vector<std::byte> out(s.size());
-  std::memcpy(out.data(), s.data(), s.size());
-  return out;
-}
+std::vector<std::byte> file_bytes(const fs::path& p) { return test::read_bytes(p); }
 
 // (top, left, height, width) rows of a reference draws file.
 std::vector<std::array<int32_t, 4>> read_draws(const fs::path& p) {

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -43,6 +44,22 @@ inline std::string read_file(const std::filesystem::path& p) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// A whole file as bytes (the form the library's span<const std::byte> APIs take).
+inline std::vector<std::byte> read_bytes(const std::filesystem::path& p) {
+  const std::string s = read_file(p);
+  std::vector<std::byte> out(s.size());
+  std::memcpy(out.data(), s.data(), s.size());
+  return out;
+}
+
+// Copies a directory (a read-only fixture) to `to` and makes the copy writable.
+inline void writable_copy(const std::filesystem::path& from, const std::filesystem::path& to) {
+  namespace fs = std::filesystem;
+  fs::copy(from, to, fs::copy_options::recursive);
+  for (const auto& e : fs::recursive_directory_iterator(to)) fs::permissions(e.path(), fs::perms::owner_write, fs::perm_options::add);
+  fs::permissions(to, fs::perms::owner_all, fs::perm_options::add);
 }
 
 // A fresh directory removed at scope exit.

@@ -26,12 +26,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::vector<std::byte> file_bytes(const fs::path& p) {
-  const std::string s = test::read_file(p);
-  std::vector<std::byte> out(s.size());
-  std::memcpy(out.data(), s.data(), s.size());
-  return out;
-}
+std::vector<std::byte> file_bytes(const fs::path& p) { return test::read_bytes(p); }
 
 void write_file(const fs::path& p, std::span<const std::byte> bytes) {
   std::ofstream out(p, std::ios::binary);
@@ -102,10 +97,7 @@ TEST(Yuv420, RejectsEmptyAndMismatchedBuffers) {
 TEST(Yuv420, SiblingsOfJpegFixtureMatchPythonYuv420Fixture) {
   test::TempDir tmp;
   const fs::path fixtures = test::shared_dir() / "fixtures/pyslipstream";
-  fs::copy(fixtures / "slipcache-3131b662", tmp.path() / "jpeg", fs::copy_options::recursive);
-  for (const auto& e : fs::directory_iterator(tmp.path() / "jpeg"))
-    fs::permissions(e.path(), fs::perms::owner_write, fs::perm_options::add);
-  fs::permissions(tmp.path() / "jpeg", fs::perms::owner_all, fs::perm_options::add);
+  test::writable_copy(fixtures / "slipcache-3131b662", tmp.path() / "jpeg");
   const std::string manifest_before = test::read_file(tmp.path() / "jpeg/manifest.json");
   SiblingOptions opt;
   opt.threads = 2;
@@ -265,9 +257,7 @@ TEST(Yuv420, RoundTripStaysCloseToTheJpegDecode) {
 TEST(Yuv420, SiblingReaderRejectsMalformedFiles) {
   test::TempDir tmp;
   const fs::path dir = tmp.path() / "c";
-  fs::copy(test::shared_dir() / "fixtures/pyslipstream/slipcache-3131b662", dir, fs::copy_options::recursive);
-  for (const auto& e : fs::directory_iterator(dir)) fs::permissions(e.path(), fs::perms::owner_write, fs::perm_options::add);
-  fs::permissions(dir, fs::perms::owner_all, fs::perm_options::add);
+  test::writable_copy(test::shared_dir() / "fixtures/pyslipstream/slipcache-3131b662", dir);
   {
     const Cache c = Cache::open(dir);
     EXPECT_FALSE(Yuv420Siblings::open(c, "image"));  // absent: not an error
@@ -311,10 +301,7 @@ TEST(Yuv420, SiblingReaderRejectsMalformedFiles) {
 TEST(Yuv420, EngineOnSiblingsEqualsEngineOnDedicatedCache) {
   test::TempDir tmp;
   const fs::path fixtures = test::shared_dir() / "fixtures/pyslipstream";
-  fs::copy(fixtures / "slipcache-3131b662", tmp.path() / "jpeg", fs::copy_options::recursive);
-  for (const auto& e : fs::directory_iterator(tmp.path() / "jpeg"))
-    fs::permissions(e.path(), fs::perms::owner_write, fs::perm_options::add);
-  fs::permissions(tmp.path() / "jpeg", fs::perms::owner_all, fs::perm_options::add);
+  test::writable_copy(fixtures / "slipcache-3131b662", tmp.path() / "jpeg");
   add_yuv420_siblings(tmp.path() / "jpeg");
   const Cache jpeg = Cache::open(tmp.path() / "jpeg");
   const Cache yuv = Cache::open(fixtures / "slipcache-3131b662-yuv420");
