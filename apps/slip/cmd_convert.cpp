@@ -35,7 +35,8 @@ Action setup_convert(CLI::App& sub, const GlobalOptions& global) {
   auto a = std::make_shared<ConvertArgs>();
   sub.add_option("source", a->sources,
                  "Dataset to convert: an ImageFolder directory, an FFCV .beton, tar shards (several, "
-                 "shard-{000..009}.tar, globs, @list.txt, - for stdin)")
+                 "shard-{000..009}.tar, globs, @list.txt, - for stdin), a LitData directory; local, or at an "
+                 "http://, https:// or s3:// URI")
       ->required();
   sub.add_option("-o,--output", a->output, "Directory to write the cache into")
       ->envname("SLIPSTREAM_CACHE_DIR")

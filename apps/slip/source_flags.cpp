@@ -39,6 +39,25 @@ void add_source_flags(CLI::App& sub, SourceOptions& options) {
   add_setting(sub, options, "--rename", "rename", "Rename a source field: OLD=NEW (repeatable)");
   add_setting(sub, options, "--raw-field", "raw-field",
               "FFCV custom field classes / LitData unknown serializers: keep the raw bytes as a bytes field instead of failing");
+  // Remote sources (http://, https://, s3://).
+  add_setting(sub, options, "--download-dir", "download-dir",
+              "Remote: where downloads go and resume from (default: $SLIPSTREAM_CACHE_DIR/downloads or ~/.slipstream/downloads)")
+      ->group("Remote sources");
+  add_setting(sub, options, "--jobs", "jobs", "Remote: transfers in parallel (default 4)")->group("Remote sources");
+  add_setting(sub, options, "--endpoint-url", "endpoint-url",
+              "S3: endpoint of an S3-compatible store, path-style (default: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, S3_ENDPOINT_URL, else AWS)")
+      ->group("Remote sources");
+  sub.add_flag_callback(
+         "--no-sign-request", [&options] { options.set("no-sign-request", "1"); }, "S3: send anonymous requests (public buckets)")
+      ->group("Remote sources");
+  add_setting(sub, options, "--retries", "retries", "Remote: retries of a failed request (default 5; backoff doubles with jitter)")
+      ->group("Remote sources");
+  add_setting(sub, options, "--retry-delay", "retry-delay", "Remote: seconds before the first retry (default 0.5)")
+      ->group("Remote sources");
+  add_setting(sub, options, "--connect-timeout", "connect-timeout", "Remote: seconds to wait for a connection (default 20)")
+      ->group("Remote sources");
+  add_setting(sub, options, "--stall-timeout", "stall-timeout", "Remote: seconds without progress before a transfer is retried (default 60)")
+      ->group("Remote sources");
 }
 
 }  // namespace slip::cli

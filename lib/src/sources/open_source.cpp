@@ -3,7 +3,10 @@
 #include <filesystem>
 #include <vector>
 
+#include <algorithm>
+
 #include "slip/error.hpp"
+#include "slip/remote.hpp"
 #include "sources/source_registry.hpp"
 
 namespace slip {
@@ -58,20 +61,27 @@ std::vector<std::string> SourceOptions::get_all(std::string_view key) const {
   return out;
 }
 
-std::unique_ptr<Source> open_sources(const std::vector<std::string>& uris, const SourceOptions& options) {
-  if (uris.size() == 1) return open_source(uris[0], options);
-  if (uris.empty()) throw Error(Errc::usage, "no source given");
-  return open_tar_shards(uris, options);  // several inputs: tar shards
-}
+std::unique_ptr<Source> open_remote_sources(const std::vector<std::string>& uris, const SourceOptions& options);
 
-std::unique_ptr<Source> open_source(const std::string& uri, const SourceOptions& options) {
+// After any download: the files on this machine.
+std::unique_ptr<Source> open_local_sources(const std::vector<std::string>& paths, const SourceOptions& options) {
+  if (paths.empty()) throw Error(Errc::usage, "no source given");
+  if (paths.size() > 1) return open_tar_shards(paths, options);  // several inputs: tar shards
   for (const auto& kind : source_kinds())
-    if (kind.probe(uri, options)) return kind.open(uri, options);
+    if (kind.probe(paths[0], options)) return kind.open(paths[0], options);
+  const std::string& uri = paths[0];
   std::error_code ec;
   if (!fs::exists(uri, ec)) throw Error(Errc::io, "no such file or directory").with_path(uri);
   throw Error(Errc::bad_input,
               "not a source slip can read (an ImageFolder directory, an FFCV .beton, WebDataset tar shards, a LitData directory)")
       .with_path(uri);
 }
+
+std::unique_ptr<Source> open_sources(const std::vector<std::string>& uris, const SourceOptions& options) {
+  if (std::any_of(uris.begin(), uris.end(), [](const std::string& u) { return is_remote_uri(u); })) return open_remote_sources(uris, options);
+  return open_local_sources(uris, options);
+}
+
+std::unique_ptr<Source> open_source(const std::string& uri, const SourceOptions& options) { return open_sources({uri}, options); }
 
 }  // namespace slip

@@ -9,8 +9,6 @@
 
 namespace slip::detail {
 
-namespace {
-
 std::vector<std::string> expand_braces(const std::string& s) {
   const auto open = s.find('{');
   if (open == std::string::npos) return {s};
@@ -45,8 +43,6 @@ std::vector<std::string> expand_braces(const std::string& s) {
     for (auto& rest : expand_braces(tail)) out.push_back(head + item + rest);
   return out;
 }
-
-}  // namespace
 
 bool looks_like_shard_pattern(const std::string& arg) {
   return arg == "-" || (!arg.empty() && arg[0] == '@') || arg.find('{') != std::string::npos ||

@@ -11,5 +11,7 @@ namespace slip::detail {
 // comments). "-" stays "-" (stdin). Throws Error(usage/io) for bad patterns or lists.
 std::vector<std::string> expand_shards(const std::vector<std::string>& args);
 bool looks_like_shard_pattern(const std::string& arg);
+// Brace ranges and lists only (remote URIs: no globbing, no @lists).
+std::vector<std::string> expand_braces(const std::string& arg);
 
 }  // namespace slip::detail

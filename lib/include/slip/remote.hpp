@@ -1,0 +1,75 @@
+// slip/remote.hpp — datasets behind http://, https:// and s3:// URIs.
+//
+// open_source()/open_sources() accept these URIs directly: the files a source needs are
+// fetched with libcurl into a download directory (several transfers at once; complete files
+// reused by later runs, partial ones resumed with Range requests), checked against the
+// length and checksum the server announced, then read like local files. The functions here
+// are the same machinery for callers that want the files themselves.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "slip/source.hpp"
+
+namespace slip {
+
+struct RetryPolicy {
+  unsigned attempts = 6;         // tries per request, the first included
+  double initial_delay_s = 0.5;  // wait before the second try; doubles each time (+-50% jitter)
+  double max_delay_s = 30;       // cap on one wait (also on a server's Retry-After)
+};
+
+struct RemoteOptions {
+  // Empty: $SLIPSTREAM_CACHE_DIR/downloads, else ~/.slipstream/downloads.
+  std::filesystem::path download_dir;
+  unsigned jobs = 4;  // transfers in parallel
+  // S3 endpoint; empty: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, S3_ENDPOINT_URL, else AWS itself.
+  // Custom endpoints are addressed path-style (http://host:port/bucket/key).
+  std::string endpoint_url;
+  bool no_sign_request = false;  // anonymous requests (public buckets)
+  RetryPolicy retry;
+  long connect_timeout_s = 20;
+  long stall_timeout_s = 60;  // a transfer with no progress for this long is retried
+
+  // From --download-dir, --jobs, --endpoint-url, --no-sign-request, --retries, --retry-delay,
+  // --connect-timeout (SourceOptions keys of the same names). Throws Error(usage) on bad values.
+  static RemoteOptions from_settings(const SourceOptions& options);
+  std::filesystem::path resolved_download_dir() const;
+};
+
+// True for http://, https:// and s3:// URIs.
+bool is_remote_uri(std::string_view uri);
+// The URI as messages and manifests show it: no user:password@, no query string.
+std::string redact_uri(std::string_view uri);
+
+struct FetchStats {
+  uint64_t files = 0;       // files the source needs
+  uint64_t downloaded = 0;  // fetched in full this run
+  uint64_t resumed = 0;     // continued from a partial download
+  uint64_t reused = 0;      // complete and unchanged from an earlier run
+  uint64_t bytes = 0;       // bytes transferred this run
+  double seconds = 0;
+};
+
+struct FetchedDataset {
+  // What to open locally: one directory (a LitData dataset) or the files (FFCV, tar shards).
+  std::vector<std::string> local_paths;
+  std::vector<std::string> remote_uris;  // what they came from, redacted
+  FetchStats stats;
+};
+
+// Fetches what the URIs name:
+//   a LitData directory  (s3://b/ds, s3://b/ds/, http://h/ds/): index.json, then its chunks;
+//   a file               (.beton/.ffcv, .tar/.tar.gz/.tgz/...): the file;
+//   an S3 prefix of shards (s3://b/shards/ or s3://b/shards/*.tar): every tar under it;
+// brace ranges (shard-{000..009}.tar) are expanded first. Throws Error: usage (bad URI or
+// options), io (403/404/other 4xx, local disk), bad_input (an index naming unsafe files),
+// retryable (network failures or 5xx that persisted through every retry).
+FetchedDataset fetch_remote(const std::vector<std::string>& uris, const RemoteOptions& options);
+
+}  // namespace slip

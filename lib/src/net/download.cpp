@@ -1,0 +1,331 @@
+#include "net/download.hpp"
+
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "net/retry.hpp"
+#include "slip/error.hpp"
+#include "slip/runtime.hpp"
+#include "util/file_io.hpp"
+
+namespace slip::net {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// An exclusive flock held for one download; released (and the fd closed) on scope exit.
+class LockFile {
+ public:
+  explicit LockFile(const fs::path& path) {
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw_errno("cannot create the download lock", path.string(), errno);
+    while (::flock(fd_, LOCK_EX) != 0) {
+      if (errno != EINTR) throw_errno("cannot lock the download", path.string(), errno);
+      throw_if_interrupted();
+    }
+  }
+  ~LockFile() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  LockFile(const LockFile&) = delete;
+  LockFile& operator=(const LockFile&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+// What we know about a file in the download directory: the validators of the response that
+// produced it, so a later run can ask "changed?" (If-None-Match / If-Modified-Since) or
+// resume it (If-Range).
+struct Validators {
+  std::string etag;
+  std::string last_modified;
+  std::optional<uint64_t> size;
+};
+
+std::optional<Validators> read_validators(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return std::nullopt;
+  try {
+    const auto j = nlohmann::json::parse(detail::read_text_file(path));
+    Validators v{j.value("etag", ""), j.value("last_modified", ""), std::nullopt};
+    if (j.contains("size") && j["size"].is_number_unsigned()) v.size = j["size"].get<uint64_t>();
+    return v;
+  } catch (const std::exception&) {
+    return std::nullopt;  // a damaged record only costs a fresh download
+  }
+}
+
+void write_validators(const fs::path& path, const Validators& v, const std::string& uri) {
+  nlohmann::ordered_json j{{"uri", uri}, {"etag", v.etag}, {"last_modified", v.last_modified}};
+  if (v.size) j["size"] = *v.size;
+  const fs::path tmp = path.string() + ".tmp";
+  detail::write_text_file(tmp, j.dump(2) + "\n");
+  fs::rename(tmp, path);
+}
+
+std::string header(const Headers& h, const char* name) {
+  auto it = h.find(name);
+  return it == h.end() ? std::string() : it->second;
+}
+
+std::optional<uint64_t> parse_u64(const std::string& s) {
+  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos || s.size() > 19) return std::nullopt;
+  return std::stoull(s);
+}
+
+std::string unquote(std::string s) {
+  if (s.starts_with("W/")) return s;  // weak validators stay as they are
+  if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
+  return s;
+}
+
+bool is_md5_hex(const std::string& s) {
+  return s.size() == 32 && s.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+std::string md5_hex_of_file(const fs::path& path) {
+  detail::MappedFile m(path);
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (EVP_Digest(m.bytes().data(), m.bytes().size(), digest, &len, EVP_md5(), nullptr) != 1)
+    throw Error(Errc::io, "OpenSSL: MD5 failed").with_path(path.string());
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned i = 0; i < len; ++i) {
+    out += kHex[digest[i] >> 4];
+    out += kHex[digest[i] & 15];
+  }
+  return out;
+}
+
+uint64_t file_size_or_zero(const fs::path& p) {
+  std::error_code ec;
+  const auto n = fs::file_size(p, ec);
+  return ec ? 0 : n;
+}
+
+void remove_quietly(const fs::path& p) {
+  std::error_code ec;
+  fs::remove(p, ec);
+}
+
+// Why an attempt failed, and whether another may succeed.
+struct AttemptFailure {
+  bool transient = true;
+  std::string reason;
+  const Headers* headers = nullptr;
+};
+
+// The .part file being written by one attempt.
+class PartWriter {
+ public:
+  PartWriter(const fs::path& path, bool append) : path_(path) {
+    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC), 0644);
+    if (fd_ < 0) throw_errno("cannot write the download", path.string(), errno);
+  }
+  ~PartWriter() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  PartWriter(const PartWriter&) = delete;
+  PartWriter& operator=(const PartWriter&) = delete;
+  void write(std::span<const char> data) {
+    while (!data.empty()) {
+      const ssize_t n = ::write(fd_, data.data(), data.size());
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        throw_errno("cannot write the download", path_.string(), errno);
+      }
+      data = data.subspan(static_cast<size_t>(n));
+    }
+  }
+  void finish() {
+    if (::fdatasync(fd_) != 0) throw_errno("cannot sync the download", path_.string(), errno);
+    if (::close(fd_) != 0) {
+      fd_ = -1;
+      throw_errno("cannot close the download", path_.string(), errno);
+    }
+    fd_ = -1;
+  }
+
+ private:
+  fs::path path_;
+  int fd_ = -1;
+};
+
+}  // namespace
+
+fs::path local_path_for(const fs::path& download_dir, const std::string& scheme, const std::string& host, std::string_view path) {
+  auto check = [&](std::string_view segment) {
+    if (segment.empty() || segment == "." || segment == ".." || segment.find('\0') != std::string_view::npos)
+      throw Error(Errc::bad_input, "remote name \"" + std::string(path) + "\" has a segment that could leave the download directory");
+  };
+  std::string safe_host = host;
+  for (char& c : safe_host)
+    if (c == ':' || c == '/') c = '_';
+  check(safe_host);
+  fs::path out = download_dir / scheme / safe_host;
+  size_t start = 0;
+  while (start <= path.size()) {
+    auto slash = path.find('/', start);
+    if (slash == std::string_view::npos) slash = path.size();
+    const std::string_view segment = path.substr(start, slash - start);
+    if (!(segment.empty() && (start == 0 || slash == path.size()))) {  // leading/trailing '/' are fine
+      check(segment);
+      out /= std::string(segment);
+    }
+    start = slash + 1;
+  }
+  if (out == download_dir / scheme / safe_host) throw Error(Errc::bad_input, "remote URI names no file");
+  return out;
+}
+
+DownloadOutcome download(const DownloadItem& item, const RemoteOptions& options, uint64_t* bytes) {
+  std::error_code ec;
+  fs::create_directories(item.dest.parent_path(), ec);
+  if (ec) throw_errno("cannot create the download directory", item.dest.parent_path().string(), ec.value());
+  const fs::path part = item.dest.string() + ".part";
+  const fs::path record = item.dest.string() + ".slipdl";  // validators of dest or of part
+  LockFile lock(item.dest.string() + ".lock");
+
+  // A complete earlier download: reusable without asking when a listing vouches for it.
+  std::optional<Validators> known = read_validators(record);
+  const bool have_complete = known && fs::is_regular_file(item.dest, ec) && (!known->size || file_size_or_zero(item.dest) == *known->size);
+  if (have_complete && item.expected_size && !item.expected_etag.empty()) {
+    if (known->size == item.expected_size && unquote(known->etag) == item.expected_etag) return DownloadOutcome::reused;
+  }
+
+  unsigned failures_without_progress = 0, total_attempts = 0;
+  bool resumed = false;
+  for (;;) {
+    throw_if_interrupted();
+    ++total_attempts;
+    // What to ask for: "changed since?" for a complete file, the rest for a partial one.
+    std::vector<std::string> extra;
+    uint64_t offset = 0;
+    const bool conditional = have_complete && !(item.expected_size && !item.expected_etag.empty());
+    if (conditional) {
+      if (!known->etag.empty()) extra.push_back("If-None-Match: " + known->etag);
+      if (!known->last_modified.empty()) extra.push_back("If-Modified-Since: " + known->last_modified);
+    } else if (const auto part_record = read_validators(part.string() + ".slipdl"); part_record && fs::is_regular_file(part, ec)) {
+      const std::string validator = !part_record->etag.empty() && !part_record->etag.starts_with("W/") ? part_record->etag
+                                                                                                      : part_record->last_modified;
+      const bool same_object = item.expected_etag.empty() || unquote(part_record->etag) == item.expected_etag;
+      offset = file_size_or_zero(part);
+      if (!validator.empty() && same_object && offset > 0 && (!part_record->size || offset < *part_record->size)) {
+        extra.push_back("Range: bytes=" + std::to_string(offset) + "-");
+        extra.push_back("If-Range: " + validator);
+      } else {
+        offset = 0;
+      }
+    }
+
+    Transfer t = item.make_get(extra);
+    std::unique_ptr<PartWriter> writer;
+    uint64_t received = 0, start_offset = 0;
+    std::optional<uint64_t> total;
+    Validators started;
+    t.on_headers = [&](long status, const Headers& h) {
+      started = {header(h, "etag"), header(h, "last-modified"), std::nullopt};
+      if (status == 206) {
+        // "bytes a-b/total": the server must continue exactly where the part ends.
+        const std::string range = header(h, "content-range");
+        const auto dash = range.find('-'), slash_pos = range.find('/');
+        const auto first = range.starts_with("bytes ") && dash != std::string::npos ? parse_u64(range.substr(6, dash - 6)) : std::nullopt;
+        if (!first || *first != offset || slash_pos == std::string::npos) {
+          remove_quietly(part);
+          remove_quietly(part.string() + ".slipdl");
+          throw Error(Errc::retryable, "the server answered a resume with the range \"" + range + "\"; starting over");
+        }
+        total = parse_u64(range.substr(slash_pos + 1));
+        start_offset = offset;
+      } else {
+        if (const auto len = parse_u64(header(h, "content-length"))) total = *len;
+        start_offset = 0;
+      }
+      started.size = total;
+      write_validators(part.string() + ".slipdl", started, item.uri);
+      writer = std::make_unique<PartWriter>(part, status == 206);
+    };
+    t.on_body = [&](std::span<const char> data) {
+      if (total && start_offset + received + data.size() > *total)
+        throw Error(Errc::retryable, "the server sent more bytes than it announced");
+      writer->write(data);
+      received += data.size();
+    };
+
+    AttemptFailure failure;
+    TransferResult r;
+    try {
+      r = perform(t);
+    } catch (const Error& e) {
+      if (e.code() != Errc::retryable) throw;
+      failure = {true, e.message(), nullptr};
+      r.curl = CURLE_WRITE_ERROR;
+    }
+    if (bytes) *bytes += received;
+    if (r.curl == CURLE_OK && r.status == 304 && conditional) return DownloadOutcome::reused;
+
+    if (failure.reason.empty()) {
+      if (r.ok()) {
+        if (!writer) writer = std::make_unique<PartWriter>(part, false);  // an empty body
+        writer->finish();
+        writer.reset();
+        const uint64_t have = file_size_or_zero(part);
+        const std::optional<uint64_t> want = total ? total : item.expected_size;
+        const std::string etag = unquote(started.etag.empty() ? item.expected_etag : started.etag);
+        if (want && have != *want) {
+          failure = {true, "downloaded " + std::to_string(have) + " bytes, the server announced " + std::to_string(*want), nullptr};
+        } else if (item.expected_size && have != *item.expected_size) {
+          failure = {true, "downloaded " + std::to_string(have) + " bytes, the listing says " + std::to_string(*item.expected_size), nullptr};
+        } else if (item.etag_is_content_md5 && is_md5_hex(etag) && md5_hex_of_file(part) != etag) {
+          failure = {true, "the MD5 of the download does not match the ETag " + etag, nullptr};
+        }
+        if (!failure.reason.empty()) {
+          // Never keep (or later resume) bytes that failed a check.
+          remove_quietly(part);
+          remove_quietly(part.string() + ".slipdl");
+        } else {
+          if (r.filetime >= 0) {  // keep the remote modification time: stat fingerprints stay stable
+            const struct timespec times[2] = {{r.filetime, 0}, {r.filetime, 0}};
+            ::utimensat(AT_FDCWD, part.c_str(), times, 0);
+          }
+          Validators done = started;
+          done.size = have;
+          if (done.etag.empty() && !item.expected_etag.empty()) done.etag = "\"" + item.expected_etag + "\"";
+          fs::rename(part, item.dest, ec);
+          if (ec) throw_errno("cannot move the download into place", item.dest.string(), ec.value());
+          write_validators(record, done, item.uri);
+          remove_quietly(part.string() + ".slipdl");
+          return resumed || start_offset > 0 ? DownloadOutcome::resumed : DownloadOutcome::downloaded;
+        }
+      } else if (r.curl == CURLE_OK && r.status == 416) {
+        remove_quietly(part);  // the part is not a prefix of what the server has now
+        remove_quietly(part.string() + ".slipdl");
+        failure = {true, "HTTP 416: the partial download no longer matches; starting over", &r.headers};
+      } else {
+        failure = {is_transient(r), describe_failure(r), &r.headers};
+      }
+    }
+    if (start_offset > 0 && received > 0) resumed = true;
+    if (!failure.transient) throw Error(Errc::io, "GET failed: " + failure.reason).with_path(item.uri);
+    failures_without_progress = received > 0 ? 1 : failures_without_progress + 1;
+    if (failures_without_progress >= options.retry.attempts || total_attempts >= 20 * options.retry.attempts) {
+      const uint64_t kept = file_size_or_zero(part);
+      throw Error(Errc::retryable, "GET failed after " + std::to_string(total_attempts) + " attempts: " + failure.reason +
+                                       (kept > 0 ? " (" + std::to_string(kept) + " bytes kept; the next run resumes)" : ""))
+          .with_path(item.uri);
+    }
+    spdlog::warn("{}: {}; retrying", item.uri, failure.reason);
+    wait_before_retry(options.retry, failures_without_progress, failure.headers);
+  }
+}
+
+}  // namespace slip::net

@@ -1,0 +1,234 @@
+#include "net/s3.hpp"
+
+#include <cstdlib>
+#include <ctime>
+
+#include "net/retry.hpp"
+#include "slip/error.hpp"
+#include "slip/hash.hpp"
+
+namespace slip::net {
+
+namespace {
+
+constexpr const char* kEmptySha256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::string(v) : std::string();
+}
+
+std::string amz_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[20];
+  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
+  return buf;
+}
+
+// Bucket names that can be a DNS label under the AWS endpoint (no dots: TLS wildcard certs).
+bool virtual_host_ok(const std::string& bucket) {
+  if (bucket.size() < 3 || bucket.size() > 63) return false;
+  for (char c : bucket)
+    if (!(std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '-')) return false;
+  return bucket.front() != '-' && bucket.back() != '-';
+}
+
+// The text between <tag> and </tag> at or after `from`; npos-safe.
+std::optional<std::string_view> element(std::string_view xml, std::string_view tag, size_t from = 0, size_t* end_out = nullptr) {
+  const std::string open = "<" + std::string(tag) + ">", close = "</" + std::string(tag) + ">";
+  const auto a = xml.find(open, from);
+  if (a == std::string_view::npos) return std::nullopt;
+  const auto b = xml.find(close, a + open.size());
+  if (b == std::string_view::npos) return std::nullopt;
+  if (end_out) *end_out = b + close.size();
+  return xml.substr(a + open.size(), b - a - open.size());
+}
+
+}  // namespace
+
+S3Location parse_s3_uri(std::string_view uri) {
+  if (!uri.starts_with("s3://")) throw Error(Errc::usage, "not an s3:// URI: " + std::string(uri));
+  std::string_view rest = uri.substr(5);
+  const auto slash = rest.find('/');
+  S3Location loc{std::string(rest.substr(0, slash)), slash == std::string_view::npos ? "" : std::string(rest.substr(slash + 1))};
+  if (loc.bucket.empty()) throw Error(Errc::usage, "s3:// URI without a bucket: " + std::string(uri));
+  return loc;
+}
+
+std::string xml_unescape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '&') {
+      out += text[i];
+      continue;
+    }
+    const auto semi = text.find(';', i);
+    if (semi == std::string_view::npos || semi - i > 10) throw Error(Errc::bad_input, "S3 listing: malformed XML entity");
+    const std::string_view name = text.substr(i + 1, semi - i - 1);
+    if (name == "amp") out += '&';
+    else if (name == "lt") out += '<';
+    else if (name == "gt") out += '>';
+    else if (name == "quot") out += '"';
+    else if (name == "apos") out += '\'';
+    else if (name.size() > 1 && name[0] == '#') {
+      const bool hex = name[1] == 'x' || name[1] == 'X';
+      const std::string digits(name.substr(hex ? 2 : 1));
+      char* end = nullptr;
+      const unsigned long cp = std::strtoul(digits.c_str(), &end, hex ? 16 : 10);
+      if (digits.empty() || *end || cp == 0 || cp > 0x10FFFF) throw Error(Errc::bad_input, "S3 listing: bad character reference");
+      // UTF-8 encode.
+      if (cp < 0x80) out += static_cast<char>(cp);
+      else if (cp < 0x800) out += {static_cast<char>(0xC0 | (cp >> 6)), static_cast<char>(0x80 | (cp & 0x3F))};
+      else if (cp < 0x10000)
+        out += {static_cast<char>(0xE0 | (cp >> 12)), static_cast<char>(0x80 | ((cp >> 6) & 0x3F)), static_cast<char>(0x80 | (cp & 0x3F))};
+      else
+        out += {static_cast<char>(0xF0 | (cp >> 18)), static_cast<char>(0x80 | ((cp >> 12) & 0x3F)),
+                static_cast<char>(0x80 | ((cp >> 6) & 0x3F)), static_cast<char>(0x80 | (cp & 0x3F))};
+    } else {
+      throw Error(Errc::bad_input, "S3 listing: unknown XML entity &" + std::string(name) + ";");
+    }
+    i = semi;
+  }
+  return out;
+}
+
+S3ListPage parse_list_objects_v2(std::string_view xml) {
+  if (xml.find("<ListBucketResult") == std::string_view::npos)
+    throw Error(Errc::bad_input, "S3 listing: the response is not a ListBucketResult");
+  S3ListPage page;
+  size_t pos = 0, end = 0;
+  while (auto contents = element(xml, "Contents", pos, &end)) {
+    pos = end;
+    const auto key = element(*contents, "Key"), size = element(*contents, "Size"), etag = element(*contents, "ETag");
+    if (!key || !size) throw Error(Errc::bad_input, "S3 listing: an object without Key or Size");
+    S3Object o;
+    o.key = xml_unescape(*key);
+    const std::string size_text(*size);
+    char* size_end = nullptr;
+    o.size = std::strtoull(size_text.c_str(), &size_end, 10);
+    if (size_text.empty() || *size_end || size_text[0] == '-') throw Error(Errc::bad_input, "S3 listing: bad Size \"" + size_text + "\"");
+    if (etag) {
+      o.etag = xml_unescape(*etag);
+      if (o.etag.size() >= 2 && o.etag.front() == '"' && o.etag.back() == '"') o.etag = o.etag.substr(1, o.etag.size() - 2);
+    }
+    page.objects.push_back(std::move(o));
+  }
+  const auto truncated = element(xml, "IsTruncated");
+  if (truncated && *truncated == "true") {
+    const auto token = element(xml, "NextContinuationToken");
+    if (!token || token->empty()) throw Error(Errc::bad_input, "S3 listing: truncated without a NextContinuationToken");
+    page.next_token = xml_unescape(*token);
+  }
+  return page;
+}
+
+S3Client::S3Client(const RemoteOptions& options) : options_(options) {
+  region_ = env("AWS_REGION");
+  if (region_.empty()) region_ = env("AWS_DEFAULT_REGION");
+  if (region_.empty()) region_ = "us-east-1";
+  std::string endpoint = options.endpoint_url;
+  for (const char* name : {"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "S3_ENDPOINT_URL"})
+    if (endpoint.empty()) endpoint = env(name);
+  if (endpoint.empty()) {
+    scheme_ = "https";
+    authority_ = "s3." + region_ + ".amazonaws.com";
+    path_style_ = false;
+  } else {
+    const auto sep = endpoint.find("://");
+    if (sep == std::string::npos) throw Error(Errc::usage, "S3 endpoint must be http://host[:port] or https://...: " + endpoint);
+    scheme_ = endpoint.substr(0, sep);
+    if (scheme_ != "http" && scheme_ != "https") throw Error(Errc::usage, "S3 endpoint must use http or https: " + endpoint);
+    const std::string rest = endpoint.substr(sep + 3);
+    const auto slash = rest.find('/');
+    authority_ = rest.substr(0, slash);
+    if (slash != std::string::npos) base_path_ = rest.substr(slash);
+    while (!base_path_.empty() && base_path_.back() == '/') base_path_.pop_back();
+    if (authority_.empty()) throw Error(Errc::usage, "S3 endpoint without a host: " + endpoint);
+    // Drop default ports: curl's Host header omits them, and the signature covers Host.
+    if ((scheme_ == "http" && authority_.ends_with(":80")) || (scheme_ == "https" && authority_.ends_with(":443")))
+      authority_ = authority_.substr(0, authority_.rfind(':'));
+    path_style_ = true;
+  }
+  if (!options.no_sign_request) credentials_ = find_aws_credentials();
+  if (!options.no_sign_request && !credentials_)
+    throw Error(Errc::usage,
+                "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE (~/.aws/credentials), "
+                "or pass --no-sign-request for a public bucket");
+}
+
+Transfer S3Client::signed_get(const std::string& bucket, const std::string& key, const std::vector<std::pair<std::string, std::string>>& query,
+                              std::vector<std::string> extra_headers) const {
+  const bool vhost = !path_style_ && virtual_host_ok(bucket);
+  const std::string host = vhost ? bucket + "." + authority_ : authority_;
+  const std::string path = base_path_ + (vhost ? "" : "/" + aws_uri_encode(bucket, false)) + "/" + aws_uri_encode(key, true);
+  const std::string qs = canonical_query_string(query);
+  Transfer t;
+  t.url = scheme_ + "://" + host + path + (qs.empty() ? "" : "?" + qs);
+  t.limits = {options_.connect_timeout_s, options_.stall_timeout_s};
+  t.request_headers = std::move(extra_headers);
+  if (credentials_) {
+    SigV4Request r;
+    r.method = "GET";
+    r.canonical_uri = path;
+    r.query = query;
+    r.amz_date = amz_now();
+    r.payload_sha256 = kEmptySha256;
+    r.region = region_;
+    r.headers = {{"host", host}, {"x-amz-content-sha256", kEmptySha256}, {"x-amz-date", r.amz_date}};
+    if (!credentials_->session_token.empty()) r.headers.emplace_back("x-amz-security-token", credentials_->session_token);
+    const SigV4Signature s = sign_v4(r, *credentials_);
+    for (const auto& [name, value] : r.headers)
+      if (name != "host") t.request_headers.push_back(name + ": " + value);
+    t.request_headers.push_back("Authorization: " + s.authorization);
+  }
+  return t;
+}
+
+Transfer S3Client::get_object(const std::string& bucket, const std::string& key, std::vector<std::string> extra_headers) const {
+  return signed_get(bucket, key, {}, std::move(extra_headers));
+}
+
+std::vector<S3Object> S3Client::list(const std::string& bucket, const std::string& prefix) const {
+  std::vector<S3Object> all;
+  std::optional<std::string> token;
+  const std::string where = uri(bucket, prefix);
+  for (int page = 0;; ++page) {
+    std::vector<std::pair<std::string, std::string>> query = {{"list-type", "2"}, {"prefix", prefix}};
+    if (token) query.emplace_back("continuation-token", *token);
+    std::string body;
+    TransferResult r;
+    for (unsigned attempt = 0;; ++attempt) {
+      Transfer t = signed_get(bucket, "", query, {});
+      body.clear();
+      t.on_body = [&body](std::span<const char> bytes) {
+        if (body.size() + bytes.size() > (64u << 20)) throw Error(Errc::bad_input, "S3 listing: a page larger than 64 MiB");
+        body.append(bytes.data(), bytes.size());
+      };
+      r = perform(t);
+      if (r.ok()) break;
+      if (!is_transient(r))
+        throw Error(Errc::io, "listing failed: " + describe_failure(r)).with_path(where);
+      if (attempt + 1 >= options_.retry.attempts)
+        throw Error(Errc::retryable, "listing failed after " + std::to_string(options_.retry.attempts) + " attempts: " + describe_failure(r))
+            .with_path(where);
+      wait_before_retry(options_.retry, attempt + 1, &r.headers);
+    }
+    S3ListPage p = [&] {
+      try {
+        return parse_list_objects_v2(body);
+      } catch (Error& e) {
+        throw e.with_path(where);
+      }
+    }();
+    for (auto& o : p.objects) all.push_back(std::move(o));
+    if (!p.next_token) break;
+    if (token == p.next_token) throw Error(Errc::bad_input, "S3 listing: the server repeated a continuation token").with_path(where);
+    token = std::move(p.next_token);
+  }
+  return all;
+}
+
+}  // namespace slip::net

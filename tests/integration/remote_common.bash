@@ -1,0 +1,25 @@
+# Sourced by the remote-source tests: starting and stopping servers on 127.0.0.1.
+SERVERS=$SRC/tests/servers
+PIDS=()
+cleanup_servers() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$WORK"; }
+trap cleanup_servers EXIT
+free_port() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+wait_port() {  # wait_port PORT: until something accepts connections on it (10 s)
+  for _ in $(seq 100); do
+    $PY -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 0.2).close()' "$1" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  fail "nothing listens on port $1"
+}
+# same_cache A B: every data file of two caches is byte-identical (the manifests name their
+# sources, which differ by design).
+same_cache() {
+  local a=$1 b=$2 f n=0
+  for f in "$a"/*; do
+    case $(basename "$f") in manifest.json*) continue ;; esac
+    cmp -s "$f" "$b/$(basename "$f")" || fail "$(basename "$f") differs between $a and $b"
+    n=$((n + 1))
+  done
+  [ "$n" -gt 0 ] || fail "no data files in $a"
+  [ "$(ls "$a" | wc -l)" -eq "$(ls "$b" | wc -l)" ] || fail "$a and $b hold different files"
+}

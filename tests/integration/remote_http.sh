@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# Sources over http:// from a real HTTP server on 127.0.0.1 (tests/servers/http_server.py):
+# an FFCV file, tar shards (brace ranges) and a LitData directory convert to the same bytes as
+# their local copies; a second run reuses the downloads (304s); a server killed mid-transfer and
+# restarted: the download resumes with a Range request and the cache is identical; a server that
+# truncates its responses, a 404 and persistent 503s give clear errors, distinct exit codes and
+# no cache; transient 503s are retried.
+source "$(dirname "$0")/common.bash"
+source "$(dirname "$0")/remote_common.bash"
+
+www=$WORK/www && mkdir -p "$www/ffcv" "$www/shards" "$www/big"
+cp "$SLIP_SHARED_DIR/fixtures/ffcv/imagenet_like.beton" "$www/ffcv/"
+cp -r "$SLIP_SHARED_DIR/fixtures/litdata/all_types" "$www/litdata"
+# Three small tar shards (ImageFolder layout) and one big one, with GNU tar.
+classes=$(cd "$CORPUS" && ls -d */ | head -3 | tr -d /)
+i=0
+for c in $classes; do
+  (cd "$CORPUS" && tar --format=gnu -cf "$www/shards/shard-$(printf %06d $i).tar" $(ls -d "$c"/* | head -20))
+  i=$((i + 1))
+done
+(cd "$CORPUS" && tar --format=gnu -cf "$www/big/all.tar" $(ls -d */ | head -40 | tr -d /))
+[ "$(stat -c %s "$www/big/all.tar")" -gt 4000000 ] || fail "the big shard is too small to kill the server mid-transfer"
+
+start_http() {  # start_http PORT [options...]
+  local port=$1; shift
+  $PY "$SERVERS/http_server.py" "$www" --port "$port" --log "$WORK/http.log" "$@" &
+  HTTP_PID=$!
+  PIDS+=("$HTTP_PID")
+  wait_port "$port"
+}
+port=$(free_port)
+start_http "$port"
+base=http://127.0.0.1:$port
+local_cache() { "$SLIP" convert "$@" -o "$WORK/local" -q --layout imagefolder 2>/dev/null || "$SLIP" convert "$@" -o "$WORK/local" -q; }
+
+# FFCV file.
+remote=$("$SLIP" convert "$base/ffcv/imagenet_like.beton" -o "$WORK/remote" -q)
+local=$("$SLIP" convert "$www/ffcv/imagenet_like.beton" -o "$WORK/local" -q)
+same_cache "$remote" "$local"
+grep -q "\"uri\": \"$base/ffcv/imagenet_like.beton\"" "$remote/manifest.json" || fail "the manifest does not name the remote URI"
+pass "FFCV over http equals the local conversion"
+
+# Tar shards, brace range, several transfers at once.
+remote=$("$SLIP" convert "$base/shards/shard-{000000..000002}.tar" --layout imagefolder --jobs 3 -o "$WORK/remote" -q)
+local=$("$SLIP" convert "$www"/shards/shard-00000{0,1,2}.tar --layout imagefolder -o "$WORK/local" -q)
+same_cache "$remote" "$local"
+[ "$(json_get "$remote/manifest.json" "['num_samples']")" -eq 60 ] || fail "expected 60 samples"
+pass "tar shards over http (brace range, 3 jobs) equal the local conversion"
+
+# LitData directory: index.json, then the chunks it names.
+remote=$("$SLIP" convert "$base/litdata/" -o "$WORK/remote" -q)
+local=$("$SLIP" convert "$www/litdata" -o "$WORK/local" -q)
+same_cache "$remote" "$local"
+pass "LitData over http equals the local conversion"
+
+# A second run reuses every download: conditional requests answered 304, no body sent.
+: > "$WORK/http.log"
+"$SLIP" convert "$base/shards/shard-{000000..000002}.tar" --layout imagefolder -o "$WORK/remote2" -q > /dev/null
+[ "$(grep -c '"status": 304' "$WORK/http.log")" -eq 3 ] || { cat "$WORK/http.log"; fail "expected three 304 answers"; }
+! grep -q '"status": 200' "$WORK/http.log" || fail "a complete download was fetched again"
+pass "later runs reuse complete downloads (If-None-Match -> 304)"
+
+# Killed mid-transfer, restarted: the download resumes where it stopped.
+kill "$HTTP_PID"; wait "$HTTP_PID" 2>/dev/null || true
+: > "$WORK/http.log"
+start_http "$port" --rate 1500000
+dl=$SLIPSTREAM_CACHE_DIR/downloads/http/127.0.0.1_$port/big/all.tar
+"$SLIP" convert "$base/big/all.tar" --layout imagefolder --retries 30 --retry-delay 0.2 -o "$WORK/remote" > "$WORK/resume.out" 2> "$WORK/resume.err" &
+convert_pid=$!
+for _ in $(seq 200); do
+  [ "$(stat -c %s "$dl.part" 2>/dev/null || echo 0)" -gt 1000000 ] && break
+  sleep 0.05
+done
+kill -9 "$HTTP_PID"; wait "$HTTP_PID" 2>/dev/null || true
+had=$(stat -c %s "$dl.part")
+[ "$had" -gt 0 ] || fail "nothing was downloaded before the kill"
+sleep 1
+start_http "$port"
+wait "$convert_pid" || { cat "$WORK/resume.err"; fail "convert did not survive the server restart"; }
+$PY - "$WORK/http.log" "$had" <<'PY' || fail "no resuming Range request"
+import json, sys
+log = [json.loads(l) for l in open(sys.argv[1])]
+resumes = [e for e in log if e["status"] == 206 and e["start"] > 0]
+assert resumes, log
+assert resumes[0]["start"] >= int(sys.argv[2]) * 0.5, (resumes[0], sys.argv[2])
+print(f"resumed at byte {resumes[0]['start']} of the part ({sys.argv[2]} bytes on disk at the kill)")
+PY
+grep -q "1 resumed" "$WORK/resume.err" || fail "the summary does not mention the resume"
+local=$("$SLIP" convert "$www/big/all.tar" --layout imagefolder -o "$WORK/local" -q)
+same_cache "$(cat "$WORK/resume.out")" "$local"
+pass "a download interrupted by a server kill resumes with Range and gives the identical cache"
+
+# A server that cuts every response short at byte 100000: no cache, a clear error, exit 5.
+kill "$HTTP_PID"; wait "$HTTP_PID" 2>/dev/null || true
+port2=$(free_port)
+start_http "$port2" --truncate-at 100000
+expect_status 5 "$SLIP" convert "http://127.0.0.1:$port2/big/all.tar" --layout imagefolder --retries 2 --retry-delay 0.05 -o "$WORK/trunc"
+grep -q "http://127.0.0.1:$port2/big/all.tar" "$WORK/err" || fail "the error does not name the URL"
+grep -qi "attempts" "$WORK/err" || fail "the error does not say it retried"
+[ ! -e "$WORK/trunc" ] || [ -z "$(ls "$WORK/trunc")" ] || fail "a cache was produced from a truncated download"
+[ ! -e "$SLIPSTREAM_CACHE_DIR/downloads/http/127.0.0.1_$port2/big/all.tar" ] || fail "a truncated download was kept under its final name"
+pass "truncated responses: exit 5 ($(head -c 160 "$WORK/err" | tr '\n' ' '))"
+kill "$HTTP_PID"; wait "$HTTP_PID" 2>/dev/null || true
+
+# 404: at once (one request), exit 4, the URL and the status named.
+port3=$(free_port)
+: > "$WORK/http.log"
+start_http "$port3" --fail-first 2
+expect_status 4 "$SLIP" convert "http://127.0.0.1:$port3/nope/missing.tar" --retries 5 --retry-delay 0.05 -o "$WORK/x"
+grep -q "HTTP 404" "$WORK/err" && grep -q "missing.tar" "$WORK/err" || { cat "$WORK/err"; fail "404 not reported"; }
+[ "$(grep -c '"status": 404' "$WORK/http.log")" -eq 1 ] || fail "a 404 was retried"
+grep -q '"status": 503' "$WORK/http.log" || fail "the 503s were not seen"
+pass "503 retried, then 404 fails at once with exit 4"
+
+# Transient 503s are retried and the conversion succeeds; persistent ones exit 5.
+: > "$WORK/http.log"
+kill "$HTTP_PID"; wait "$HTTP_PID" 2>/dev/null || true
+start_http "$port3" --fail-first 2
+remote=$("$SLIP" convert "http://127.0.0.1:$port3/ffcv/imagenet_like.beton" --retry-delay 0.05 -o "$WORK/r503" -q)
+same_cache "$remote" "$("$SLIP" convert "$www/ffcv/imagenet_like.beton" -o "$WORK/local" -q)"
+kill "$HTTP_PID"; wait "$HTTP_PID" 2>/dev/null || true
+start_http "$port3" --fail-first 1000
+expect_status 5 "$SLIP" convert "http://127.0.0.1:$port3/shards/shard-000000.tar" --retries 2 --retry-delay 0.05 -o "$WORK/x"
+grep -q "HTTP 503" "$WORK/err" || fail "the persistent 503 is not named"
+pass "transient 503s retried; persistent ones exit 5"
+
+# Connection refused (no server): retried, then exit 5.
+expect_status 5 "$SLIP" convert "http://127.0.0.1:$(free_port)/a.tar" --retries 1 --retry-delay 0.05 -o "$WORK/x"
+pass "connection refused: exit 5 ($(tail -1 "$WORK/err"))"

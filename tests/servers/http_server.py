@@ -1,0 +1,166 @@
+#!/usr/bin/python3
+"""A real HTTP/1.1 file server for slip's remote-source tests, with the faults they need.
+
+Serves a directory like `python3 -m http.server`, plus what a download client must cope with:
+single-range requests (206 / Content-Range / If-Range), conditional requests (ETag,
+If-None-Match, If-Modified-Since -> 304), and injected faults:
+  --rate B          send at most B bytes/s per response (so a test can kill the server mid-transfer)
+  --truncate-at N   never send byte N or later of any file: the connection closes early
+                    although Content-Length promised more
+  --fail-first K    answer the first K GETs with 503 (Retry-After: 0)
+Every request is appended to --log as one JSON line (method, path, range, status, bytes sent).
+The chosen port is written to --port-file (use --port 0 for a free one).
+"""
+import argparse
+import email.utils
+import http.server
+import json
+import os
+import socketserver
+import sys
+import threading
+import time
+import urllib.parse
+
+ARGS = None
+LOCK = threading.Lock()
+STATE = {"gets": 0}
+
+
+def log(entry):
+    if ARGS.log:
+        with LOCK, open(ARGS.log, "a") as f:
+            f.write(json.dumps(entry) + "\n")
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, fmt, *args):  # quiet: the JSON log is the record
+        pass
+
+    def do_HEAD(self):
+        self.serve(head=True)
+
+    def do_GET(self):
+        self.serve(head=False)
+
+    def reply_status(self, status, extra=None, entry=None):
+        body = (http.server.BaseHTTPRequestHandler.responses.get(status, ("",))[0] + "\n").encode()
+        self.send_response(status)
+        for k, v in (extra or {}).items():
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+        entry = dict(entry or {}, status=status)
+        log(entry)
+
+    def serve(self, head):
+        path = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path)
+        entry = {"method": self.command, "path": path, "range": self.headers.get("Range")}
+        with LOCK:
+            STATE["gets"] += 1
+            n = STATE["gets"]
+        if n <= ARGS.fail_first:
+            return self.reply_status(503, {"Retry-After": "0"}, entry)
+        full = os.path.realpath(os.path.join(ARGS.root, path.lstrip("/")))
+        if not full.startswith(os.path.realpath(ARGS.root) + os.sep) or not os.path.isfile(full):
+            return self.reply_status(404, None, entry)
+        st = os.stat(full)
+        size = st.st_size
+        etag = '"%x-%x"' % (size, st.st_mtime_ns)
+        last_modified = email.utils.formatdate(st.st_mtime, usegmt=True)
+        validators = {"ETag": etag, "Last-Modified": last_modified, "Accept-Ranges": "bytes"}
+        inm, ims = self.headers.get("If-None-Match"), self.headers.get("If-Modified-Since")
+        if inm is not None:
+            if etag in [t.strip() for t in inm.split(",")] or inm.strip() == "*":
+                return self.reply_status(304, validators, entry)
+        elif ims is not None:
+            try:
+                if int(st.st_mtime) <= email.utils.parsedate_to_datetime(ims).timestamp():
+                    return self.reply_status(304, validators, entry)
+            except (TypeError, ValueError):
+                pass
+        start, end, status = 0, size - 1, 200
+        rng, if_range = self.headers.get("Range"), self.headers.get("If-Range")
+        if rng and (if_range is None or if_range in (etag, last_modified)):
+            spec = rng.strip()
+            if not spec.startswith("bytes=") or "," in spec:
+                return self.reply_status(416, {"Content-Range": "bytes */%d" % size}, entry)
+            a, _, b = spec[6:].partition("-")
+            if a == "":
+                start = max(0, size - int(b))
+            else:
+                start = int(a)
+                end = min(int(b), size - 1) if b else size - 1
+            if start >= size or start > end:
+                return self.reply_status(416, {"Content-Range": "bytes */%d" % size}, entry)
+            status = 206
+        length = end - start + 1
+        self.send_response(status)
+        for k, v in validators.items():
+            self.send_header(k, v)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Length", str(length))
+        if status == 206:
+            self.send_header("Content-Range", "bytes %d-%d/%d" % (start, end, size))
+        self.end_headers()
+        sent = 0
+        if not head:
+            stop = end + 1
+            if ARGS.truncate_at is not None:
+                stop = min(stop, ARGS.truncate_at)
+            with open(full, "rb") as f:
+                f.seek(start)
+                pos = start
+                began = time.monotonic()
+                while pos < stop:
+                    chunk = f.read(min(65536, stop - pos))
+                    if not chunk:
+                        break
+                    try:
+                        self.wfile.write(chunk)
+                        self.wfile.flush()
+                    except (BrokenPipeError, ConnectionResetError):
+                        break
+                    pos += len(chunk)
+                    sent += len(chunk)
+                    if ARGS.rate:
+                        ahead = sent / ARGS.rate - (time.monotonic() - began)
+                        if ahead > 0:
+                            time.sleep(ahead)
+            if sent < length:
+                self.close_connection = True
+        entry.update(status=status, sent=sent, start=start)
+        log(entry)
+
+
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+def main():
+    global ARGS
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("root")
+    p.add_argument("--port", type=int, default=0)
+    p.add_argument("--port-file")
+    p.add_argument("--log")
+    p.add_argument("--rate", type=float, default=0)
+    p.add_argument("--truncate-at", type=int)
+    p.add_argument("--fail-first", type=int, default=0)
+    ARGS = p.parse_args()
+    server = Server(("127.0.0.1", ARGS.port), Handler)
+    if ARGS.port_file:
+        tmp = ARGS.port_file + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(str(server.server_address[1]))
+        os.rename(tmp, ARGS.port_file)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
