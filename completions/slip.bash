@@ -35,8 +35,16 @@ _slip() {
       --layout) COMPREPLY=($(compgen -W "webdataset imagefolder" -- "$cur")); return ;;
       --rename) return ;;
       --raw-field) return ;;
+      --download-dir) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+      --jobs) return ;;
+      --endpoint-url) return ;;
+      --no-sign-request) return ;;
+      --retries) return ;;
+      --retry-delay) return ;;
+      --connect-timeout) return ;;
+      --stall-timeout) return ;;
     esac
-    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version --verbose -v --quiet -q --progress --no-progress --help -h --output -o --name --threads -j --force -f --non-jpeg --image-format --on-error --dry-run -n --json --max-image-pixels --shard --fingerprint --field --image-field --label-field --missing --fields --layout --rename --raw-field" -- "$cur")); return; fi
+    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version --verbose -v --quiet -q --progress --no-progress --help -h --output -o --name --threads -j --force -f --non-jpeg --image-format --on-error --dry-run -n --json --max-image-pixels --shard --fingerprint --field --image-field --label-field --missing --fields --layout --rename --raw-field --download-dir --jobs --endpoint-url --no-sign-request --retries --retry-delay --connect-timeout --stall-timeout" -- "$cur")); return; fi
     COMPREPLY=($(compgen -f -- "$cur")) ;;
   info)
     case $prev in

@@ -44,8 +44,9 @@ void add_source_flags(CLI::App& sub, SourceOptions& options) {
               "Remote: where downloads go and resume from (default: $SLIPSTREAM_CACHE_DIR/downloads or ~/.slipstream/downloads)")
       ->group("Remote sources");
   add_setting(sub, options, "--jobs", "jobs", "Remote: transfers in parallel (default 4)")->group("Remote sources");
-  add_setting(sub, options, "--endpoint-url", "endpoint-url",
-              "S3: endpoint of an S3-compatible store, path-style (default: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, S3_ENDPOINT_URL, else AWS)")
+  add_setting(
+      sub, options, "--endpoint-url", "endpoint-url",
+      "S3: endpoint of an S3-compatible store, path-style (default: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, S3_ENDPOINT_URL, else AWS)")
       ->group("Remote sources");
   sub.add_flag_callback(
          "--no-sign-request", [&options] { options.set("no-sign-request", "1"); }, "S3: send anonymous requests (public buckets)")
@@ -56,7 +57,8 @@ void add_source_flags(CLI::App& sub, SourceOptions& options) {
       ->group("Remote sources");
   add_setting(sub, options, "--connect-timeout", "connect-timeout", "Remote: seconds to wait for a connection (default 20)")
       ->group("Remote sources");
-  add_setting(sub, options, "--stall-timeout", "stall-timeout", "Remote: seconds without progress before a transfer is retried (default 60)")
+  add_setting(sub, options, "--stall-timeout", "stall-timeout",
+              "Remote: seconds without progress before a transfer is retried (default 60)")
       ->group("Remote sources");
 }
 

@@ -3,6 +3,7 @@ SERVERS=$SRC/tests/servers
 PIDS=()
 cleanup_servers() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$WORK"; }
 trap cleanup_servers EXIT
+[ -n "${KEEP_WORK:-}" ] && trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done' EXIT
 free_port() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 wait_port() {  # wait_port PORT: until something accepts connections on it (10 s)
   for _ in $(seq 100); do

@@ -14,7 +14,8 @@ request to s3rver. Like S3 it answers, in S3's XML error format:
   403 AccessDenied           an anonymous request to a bucket not made --public
 Options: --credentials AK:SECRET (repeatable), --region, --public BUCKET (repeatable),
 --max-keys N (forces ListObjectsV2 pagination by capping every page), --fail-first K
-(the first K requests get 503 SlowDown), --log FILE (one JSON line per request).
+(the first K requests get 503 SlowDown), --corrupt TEXT (object bodies whose path contains
+TEXT arrive with their first byte flipped, ETag unchanged), --log FILE (one JSON line per request).
 """
 import argparse
 import datetime
@@ -135,6 +136,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         upstream.request(self.command, path, body=body, headers=headers)
         response = upstream.getresponse()
         data = response.read()
+        if ARGS.corrupt and ARGS.corrupt in path and "list-type" not in path and response.status in (200, 206) and data:
+            data = bytes([data[0] ^ 0xFF]) + data[1:]
+            entry["corrupted"] = True
         self.send_response(response.status)
         for k, v in response.getheaders():
             if k.lower() not in ("transfer-encoding", "connection", "content-length", "date", "server"):
@@ -166,6 +170,7 @@ def main():
     p.add_argument("--public", action="append", default=[])
     p.add_argument("--max-keys", type=int, default=0)
     p.add_argument("--fail-first", type=int, default=0)
+    p.add_argument("--corrupt")
     p.add_argument("--log")
     ARGS = p.parse_args()
     ARGS.secrets = dict(c.split(":", 1) for c in ARGS.credentials)

@@ -27,11 +27,11 @@ std::optional<AwsCredentials> find_aws_credentials();
 
 struct SigV4Request {
   std::string method = "GET";
-  std::string canonical_uri = "/";  // the request path exactly as sent (already URI-encoded)
+  std::string canonical_uri = "/";                           // the request path exactly as sent (already URI-encoded)
   std::vector<std::pair<std::string, std::string>> query;    // decoded names and values, any order
   std::vector<std::pair<std::string, std::string>> headers;  // the headers to sign (host included)
-  std::string payload_sha256;  // hex SHA-256 of the body (empty body: e3b0c442...)
-  std::string amz_date;        // request time, "YYYYMMDDTHHMMSSZ" (UTC)
+  std::string payload_sha256;                                // hex SHA-256 of the body (empty body: e3b0c442...)
+  std::string amz_date;                                      // request time, "YYYYMMDDTHHMMSSZ" (UTC)
   std::string region = "us-east-1";
   std::string service = "s3";
 };
@@ -47,8 +47,7 @@ struct SigV4Signature {
 SigV4Signature sign_v4(const SigV4Request& request, const AwsCredentials& credentials);
 
 // HMAC chain "AWS4"+secret -> date -> region -> service -> "aws4_request", as hex (for tests).
-std::string sigv4_signing_key_hex(std::string_view secret, std::string_view yyyymmdd, std::string_view region,
-                                  std::string_view service);
+std::string sigv4_signing_key_hex(std::string_view secret, std::string_view yyyymmdd, std::string_view region, std::string_view service);
 
 // AWS's URI encoding: every byte but A-Z a-z 0-9 - . _ ~ as %XX (upper case); '/' kept when
 // keep_slash (object key paths), encoded otherwise (query names and values).

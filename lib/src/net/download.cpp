@@ -87,9 +87,7 @@ std::string unquote(std::string s) {
   return s;
 }
 
-bool is_md5_hex(const std::string& s) {
-  return s.size() == 32 && s.find_first_not_of("0123456789abcdef") == std::string::npos;
-}
+bool is_md5_hex(const std::string& s) { return s.size() == 32 && s.find_first_not_of("0123456789abcdef") == std::string::npos; }
 
 std::string md5_hex_of_file(const fs::path& path) {
   detail::MappedFile m(path);
@@ -215,8 +213,8 @@ DownloadOutcome download(const DownloadItem& item, const RemoteOptions& options,
       if (!known->etag.empty()) extra.push_back("If-None-Match: " + known->etag);
       if (!known->last_modified.empty()) extra.push_back("If-Modified-Since: " + known->last_modified);
     } else if (const auto part_record = read_validators(part.string() + ".slipdl"); part_record && fs::is_regular_file(part, ec)) {
-      const std::string validator = !part_record->etag.empty() && !part_record->etag.starts_with("W/") ? part_record->etag
-                                                                                                      : part_record->last_modified;
+      const std::string validator =
+          !part_record->etag.empty() && !part_record->etag.starts_with("W/") ? part_record->etag : part_record->last_modified;
       const bool same_object = item.expected_etag.empty() || unquote(part_record->etag) == item.expected_etag;
       offset = file_size_or_zero(part);
       if (!validator.empty() && same_object && offset > 0 && (!part_record->size || offset < *part_record->size)) {
@@ -284,7 +282,8 @@ DownloadOutcome download(const DownloadItem& item, const RemoteOptions& options,
         if (want && have != *want) {
           failure = {true, "downloaded " + std::to_string(have) + " bytes, the server announced " + std::to_string(*want), nullptr};
         } else if (item.expected_size && have != *item.expected_size) {
-          failure = {true, "downloaded " + std::to_string(have) + " bytes, the listing says " + std::to_string(*item.expected_size), nullptr};
+          failure = {true, "downloaded " + std::to_string(have) + " bytes, the listing says " + std::to_string(*item.expected_size),
+                     nullptr};
         } else if (item.etag_is_content_md5 && is_md5_hex(etag) && md5_hex_of_file(part) != etag) {
           failure = {true, "the MD5 of the download does not match the ETag " + etag, nullptr};
         }

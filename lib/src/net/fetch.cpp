@@ -172,7 +172,8 @@ class Fetcher {
       out.local_paths = {litdata_dir_->string()};
       for (const std::string& name : litdata_chunk_names(index_item.dest, index_item.uri)) {
         const net::S3Object* chunk = named(name);
-        if (!chunk) throw Error(Errc::bad_input, "chunk listed in index.json is missing").with_path(net::S3Client::uri(loc.bucket, dir + name));
+        if (!chunk)
+          throw Error(Errc::bad_input, "chunk listed in index.json is missing").with_path(net::S3Client::uri(loc.bucket, dir + name));
         files.push_back(item_for(*chunk));
       }
       return;
@@ -244,7 +245,9 @@ class Fetcher {
   void record(net::DownloadOutcome outcome, uint64_t bytes) {
     std::lock_guard lock(mutex_);
     stats_.bytes += bytes;
-    (outcome == net::DownloadOutcome::reused ? stats_.reused : outcome == net::DownloadOutcome::resumed ? stats_.resumed : stats_.downloaded)++;
+    (outcome == net::DownloadOutcome::reused    ? stats_.reused
+     : outcome == net::DownloadOutcome::resumed ? stats_.resumed
+                                                : stats_.downloaded)++;
   }
 
   void download_all(const std::vector<DownloadItem>& files) {

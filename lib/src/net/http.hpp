@@ -34,8 +34,8 @@ struct TransferResult {
   std::string curl_error;  // curl's own message, when curl != CURLE_OK
   long status = 0;         // HTTP status (0: no response)
   Headers headers;
-  std::string error_body;  // the body of a non-2xx response, first 64 KiB (S3 XML errors)
-  long long filetime = -1; // Last-Modified as seconds since the epoch, -1 unknown
+  std::string error_body;   // the body of a non-2xx response, first 64 KiB (S3 XML errors)
+  long long filetime = -1;  // Last-Modified as seconds since the epoch, -1 unknown
   bool ok() const { return curl == CURLE_OK && status >= 200 && status < 300; }
 };
 

@@ -68,11 +68,16 @@ std::string xml_unescape(std::string_view text) {
     const auto semi = text.find(';', i);
     if (semi == std::string_view::npos || semi - i > 10) throw Error(Errc::bad_input, "S3 listing: malformed XML entity");
     const std::string_view name = text.substr(i + 1, semi - i - 1);
-    if (name == "amp") out += '&';
-    else if (name == "lt") out += '<';
-    else if (name == "gt") out += '>';
-    else if (name == "quot") out += '"';
-    else if (name == "apos") out += '\'';
+    if (name == "amp")
+      out += '&';
+    else if (name == "lt")
+      out += '<';
+    else if (name == "gt")
+      out += '>';
+    else if (name == "quot")
+      out += '"';
+    else if (name == "apos")
+      out += '\'';
     else if (name.size() > 1 && name[0] == '#') {
       const bool hex = name[1] == 'x' || name[1] == 'X';
       const std::string digits(name.substr(hex ? 2 : 1));
@@ -80,8 +85,10 @@ std::string xml_unescape(std::string_view text) {
       const unsigned long cp = std::strtoul(digits.c_str(), &end, hex ? 16 : 10);
       if (digits.empty() || *end || cp == 0 || cp > 0x10FFFF) throw Error(Errc::bad_input, "S3 listing: bad character reference");
       // UTF-8 encode.
-      if (cp < 0x80) out += static_cast<char>(cp);
-      else if (cp < 0x800) out += {static_cast<char>(0xC0 | (cp >> 6)), static_cast<char>(0x80 | (cp & 0x3F))};
+      if (cp < 0x80)
+        out += static_cast<char>(cp);
+      else if (cp < 0x800)
+        out += {static_cast<char>(0xC0 | (cp >> 6)), static_cast<char>(0x80 | (cp & 0x3F))};
       else if (cp < 0x10000)
         out += {static_cast<char>(0xE0 | (cp >> 12)), static_cast<char>(0x80 | ((cp >> 6) & 0x3F)), static_cast<char>(0x80 | (cp & 0x3F))};
       else
@@ -159,8 +166,8 @@ S3Client::S3Client(const RemoteOptions& options) : options_(options) {
                 "or pass --no-sign-request for a public bucket");
 }
 
-Transfer S3Client::signed_get(const std::string& bucket, const std::string& key, const std::vector<std::pair<std::string, std::string>>& query,
-                              std::vector<std::string> extra_headers) const {
+Transfer S3Client::signed_get(const std::string& bucket, const std::string& key,
+                              const std::vector<std::pair<std::string, std::string>>& query, std::vector<std::string> extra_headers) const {
   const bool vhost = !path_style_ && virtual_host_ok(bucket);
   const std::string host = vhost ? bucket + "." + authority_ : authority_;
   const std::string path = base_path_ + (vhost ? "" : "/" + aws_uri_encode(bucket, false)) + "/" + aws_uri_encode(key, true);
@@ -209,10 +216,10 @@ std::vector<S3Object> S3Client::list(const std::string& bucket, const std::strin
       };
       r = perform(t);
       if (r.ok()) break;
-      if (!is_transient(r))
-        throw Error(Errc::io, "listing failed: " + describe_failure(r)).with_path(where);
+      if (!is_transient(r)) throw Error(Errc::io, "listing failed: " + describe_failure(r)).with_path(where);
       if (attempt + 1 >= options_.retry.attempts)
-        throw Error(Errc::retryable, "listing failed after " + std::to_string(options_.retry.attempts) + " attempts: " + describe_failure(r))
+        throw Error(Errc::retryable,
+                    "listing failed after " + std::to_string(options_.retry.attempts) + " attempts: " + describe_failure(r))
             .with_path(where);
       wait_before_retry(options_.retry, attempt + 1, &r.headers);
     }

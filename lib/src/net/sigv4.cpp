@@ -152,10 +152,9 @@ std::optional<AwsCredentials> find_aws_credentials() {
     return v ? std::string(v) : std::string();
   };
   const std::string profile_env = env("AWS_PROFILE");
-  if (profile_env.empty()) {
-    AwsCredentials c{env("AWS_ACCESS_KEY_ID"), env("AWS_SECRET_ACCESS_KEY"), env("AWS_SESSION_TOKEN")};
-    if (!c.access_key_id.empty() && !c.secret_access_key.empty()) return c;
-  }
+  // As in the AWS CLI and botocore, keys in the environment win over AWS_PROFILE.
+  AwsCredentials from_env{env("AWS_ACCESS_KEY_ID"), env("AWS_SECRET_ACCESS_KEY"), env("AWS_SESSION_TOKEN")};
+  if (!from_env.access_key_id.empty() && !from_env.secret_access_key.empty()) return from_env;
   std::string file = env("AWS_SHARED_CREDENTIALS_FILE");
   if (file.empty()) {
     const std::string home = env("HOME");

@@ -78,7 +78,8 @@ std::unique_ptr<Source> open_local_sources(const std::vector<std::string>& paths
 }
 
 std::unique_ptr<Source> open_sources(const std::vector<std::string>& uris, const SourceOptions& options) {
-  if (std::any_of(uris.begin(), uris.end(), [](const std::string& u) { return is_remote_uri(u); })) return open_remote_sources(uris, options);
+  if (std::any_of(uris.begin(), uris.end(), [](const std::string& u) { return is_remote_uri(u); }))
+    return open_remote_sources(uris, options);
   return open_local_sources(uris, options);
 }
 

@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# Sources over s3:// from a real S3 implementation on 127.0.0.1: s3rver (npm, installed by
+# .ci/run) behind tests/servers/s3_sigv4_gateway.py, which checks every Signature V4 with
+# botocore (AWS's own signer) and caps ListObjectsV2 pages at 2 keys so listings paginate.
+# LitData, tar shards (prefix, brace range, glob, odd key names) and FFCV convert to the same
+# bytes as their local copies; a wrong secret gives the 403 at once (exit 4) and never shows
+# the secret; a body that fails its MD5 (ETag) check is discarded, no cache; --no-sign-request works on a public bucket and is refused on a private one; a
+# profile from a credentials file works; 503 SlowDown is retried.
+source "$(dirname "$0")/common.bash"
+source "$(dirname "$0")/remote_common.bash"
+
+S3RVER=${SLIP_S3RVER:-${XDG_CACHE_HOME:-$HOME/.cache}/slip-test-tools/node_modules/.bin/s3rver}
+if [ ! -x "$S3RVER" ]; then
+  echo "SKIP: s3rver not installed (.ci/run installs it: npm install --prefix ~/.cache/slip-test-tools s3rver@3.7.1)"
+  exit 77
+fi
+$PY -c 'import botocore' 2>/dev/null || { echo "SKIP: python3-botocore missing"; exit 77; }
+
+s3_port=$(free_port)
+# s3rver encrypts its continuation tokens with DES, which OpenSSL 3 keeps in its legacy provider.
+NODE_OPTIONS=--openssl-legacy-provider "$S3RVER" -d "$WORK/s3data" -a 127.0.0.1 -p "$s3_port" --configure-bucket data --configure-bucket public > "$WORK/s3rver.log" 2>&1 &
+PIDS+=($!)
+wait_port "$s3_port"
+start_gateway() {  # start_gateway PORT [options...]
+  local port=$1; shift
+  $PY "$SERVERS/s3_sigv4_gateway.py" --upstream-port "$s3_port" --port "$port" --credentials AKIASLIPTEST:s3cr3t-k3y-do-not-print \
+    --credentials AKIAPROFILE:profile-secret --public public --max-keys 2 --log "$WORK/gw.log" "$@" &
+  PIDS+=($!)
+  wait_port "$port"
+}
+gw=$(free_port)
+start_gateway "$gw"
+
+# Stage: LitData fixture, three tar shards (one with an awkward key), an FFCV file.
+stage=$WORK/stage && mkdir -p "$stage"
+classes=$(cd "$CORPUS" && ls -d */ | head -3 | tr -d /)
+i=0
+for c in $classes; do
+  (cd "$CORPUS" && tar --format=gnu -cf "$stage/shard-$(printf %06d $i).tar" $(ls -d "$c"/* | head -12))
+  i=$((i + 1))
+done
+upload() {  # upload FILE BUCKET KEY: an anonymous PUT straight to s3rver
+  $PY - "$1" "http://127.0.0.1:$s3_port/$2/$3" <<'PY'
+import sys, urllib.parse, urllib.request
+path, url = sys.argv[1], sys.argv[2]
+scheme, netloc, p, q, f = urllib.parse.urlsplit(url)
+req = urllib.request.Request(urllib.parse.urlunsplit((scheme, netloc, urllib.parse.quote(p), q, f)), data=open(path, "rb").read(), method="PUT")
+assert urllib.request.urlopen(req).status == 200
+PY
+}
+for f in "$SLIP_SHARED_DIR"/fixtures/litdata/all_types/*; do upload "$f" data "litdata/all_types/$(basename "$f")"; done
+for f in "$stage"/shard-*.tar; do upload "$f" data "shards/$(basename "$f")"; upload "$f" public "shards/$(basename "$f")"; done
+upload "$stage/shard-000001.tar" data "odd dir/été+1 (copy)/shard-000001.tar"
+upload "$SLIP_SHARED_DIR/fixtures/ffcv/imagenet_like.beton" data "ffcv/imagenet_like.beton"
+
+export AWS_ACCESS_KEY_ID=AKIASLIPTEST AWS_SECRET_ACCESS_KEY=s3cr3t-k3y-do-not-print AWS_REGION=us-east-1
+export AWS_ENDPOINT_URL=http://127.0.0.1:$gw
+unset AWS_PROFILE AWS_SESSION_TOKEN
+export AWS_SHARED_CREDENTIALS_FILE=$WORK/no-credentials-file
+
+# LitData from s3:// equals the local conversion (and so the fixture's expected values, which
+# tests/unit/litdata_test.cpp checks for the local one).
+remote=$("$SLIP" convert s3://data/litdata/all_types -o "$WORK/remote" -q)
+same_cache "$remote" "$("$SLIP" convert "$SLIP_SHARED_DIR/fixtures/litdata/all_types" -o "$WORK/local" -q)"
+grep -q '"uri": "s3://data/litdata/all_types"' "$remote/manifest.json" || fail "the manifest does not name the s3 URI"
+grep -q 'continuation-token' "$WORK/gw.log" || fail "the listing did not paginate"
+! grep -q '"status": 403' "$WORK/gw.log" || fail "a signed request was refused"
+pass "LitData from s3:// (listing paginated, every signature checked by botocore) equals the local conversion"
+
+# Tar shards: a prefix, a brace range and a glob give the same cache as the local shards.
+local=$("$SLIP" convert "$stage"/shard-00000{0,1,2}.tar --layout imagefolder -o "$WORK/local" -q)
+for uri in "s3://data/shards/" "s3://data/shards/shard-{000000..000002}.tar" "s3://data/shards/*.tar"; do
+  remote=$("$SLIP" convert "$uri" --layout imagefolder --jobs 3 -o "$WORK/remote-$RANDOM" -q)
+  same_cache "$remote" "$local"
+done
+pass "tar shards from an s3 prefix, a brace range and a glob equal the local conversion"
+
+# An object key that needs encoding (space, UTF-8, '+', parentheses) signs and downloads.
+remote=$("$SLIP" convert "s3://data/odd dir/été+1 (copy)/shard-000001.tar" --layout imagefolder -o "$WORK/odd" -q)
+same_cache "$remote" "$("$SLIP" convert "$stage/shard-000001.tar" --layout imagefolder -o "$WORK/local" -q)"
+pass "an awkward key (space, UTF-8, +, parentheses) is signed and fetched"
+
+# FFCV from s3://, and a second run reuses the downloads without fetching any object again.
+remote=$("$SLIP" convert s3://data/ffcv/imagenet_like.beton -o "$WORK/remote" -q)
+same_cache "$remote" "$("$SLIP" convert "$SLIP_SHARED_DIR/fixtures/ffcv/imagenet_like.beton" -o "$WORK/local" -q)"
+: > "$WORK/gw.log"
+"$SLIP" convert s3://data/ffcv/imagenet_like.beton -o "$WORK/again" 2> "$WORK/again.err" > /dev/null
+grep -q "1 reused" "$WORK/again.err" || { cat "$WORK/again.err"; fail "the download was not reused"; }
+! grep -q '"path": "/data/ffcv/imagenet_like.beton"' "$WORK/gw.log" || fail "the object was fetched again"
+pass "FFCV from s3:// equals the local conversion; the next run only lists"
+
+# A wrong secret: 403 at once, exit 4, named; the secret never printed (not even with -v).
+expect_status 4 env AWS_SECRET_ACCESS_KEY=wrong-secret-value "$SLIP" -v convert s3://data/shards/ --json -o "$WORK/x"
+grep -q "403" "$WORK/err" && grep -q "SignatureDoesNotMatch" "$WORK/err" && grep -q "s3://data/shards/" "$WORK/err" ||
+  { cat "$WORK/err"; fail "the 403 is not explained"; }
+! grep -q "wrong-secret-value" "$WORK/err" "$WORK/out" || fail "the secret was printed"
+[ "$(grep -c '"status": 403' "$WORK/gw.log")" -eq 1 ] || fail "a 403 was retried"
+pass "wrong secret: $(grep -o 'listing failed.*' "$WORK/err" | head -c 120)"
+expect_status 4 env AWS_ACCESS_KEY_ID=AKIAUNKNOWN "$SLIP" convert s3://data/shards/ -o "$WORK/x"
+grep -q "InvalidAccessKeyId" "$WORK/err" || fail "an unknown key is not explained"
+! grep -q "s3cr3t" "$WORK/err" || fail "the secret was printed"
+
+# No credentials at all: a usage error that says what to do.
+expect_status 2 env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY "$SLIP" convert s3://data/shards/ -o "$WORK/x"
+grep -q -- "--no-sign-request" "$WORK/err" || fail "the missing-credentials error gives no hint"
+
+# Public bucket: anonymous requests work; on a private bucket they are refused.
+remote=$(env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY "$SLIP" convert s3://public/shards/ --no-sign-request --layout imagefolder -o "$WORK/pub" -q)
+same_cache "$remote" "$local"
+grep -q '"auth": "anonymous"' "$WORK/gw.log" || fail "the requests were not anonymous"
+expect_status 4 "$SLIP" convert s3://data/shards/ --no-sign-request -o "$WORK/x"
+grep -q "AccessDenied" "$WORK/err" || fail "anonymous access to a private bucket not refused"
+pass "--no-sign-request reads a public bucket; a private one answers 403 AccessDenied"
+
+# A profile from a shared credentials file.
+printf '[default]\naws_access_key_id = AKIANOPE\naws_secret_access_key = nope\n[slip]\naws_access_key_id = AKIAPROFILE\naws_secret_access_key = profile-secret\n' > "$WORK/credentials"
+remote=$(env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY AWS_SHARED_CREDENTIALS_FILE="$WORK/credentials" AWS_PROFILE=slip \
+  "$SLIP" convert s3://data/ffcv/imagenet_like.beton -o "$WORK/prof" --force -q)
+[ -f "$remote/manifest.json" ] || fail "profile credentials did not work"
+pass "credentials from AWS_PROFILE in a shared credentials file"
+
+# Throttling: the first answers are 503 SlowDown, retried with backoff until they pass.
+gw2=$(free_port)
+start_gateway "$gw2" --fail-first 3
+remote=$(AWS_ENDPOINT_URL=http://127.0.0.1:$gw2 "$SLIP" convert s3://data/shards/shard-000000.tar --layout imagefolder --retry-delay 0.05 \
+  --download-dir "$WORK/dl2" -o "$WORK/slow" -q)
+same_cache "$remote" "$("$SLIP" convert "$stage/shard-000000.tar" --layout imagefolder -o "$WORK/local" -q)"
+pass "503 SlowDown is retried"
+
+# A body whose MD5 does not match its ETag is discarded, retried, and never converted.
+gw3=$(free_port)
+start_gateway "$gw3" --corrupt shard-000002
+expect_status 5 env AWS_ENDPOINT_URL=http://127.0.0.1:$gw3 "$SLIP" convert s3://data/shards/shard-000002.tar --layout imagefolder --retries 1 \
+  --retry-delay 0.05 --download-dir "$WORK/dl3" -o "$WORK/corrupt"
+grep -q "MD5" "$WORK/err" || { cat "$WORK/err"; fail "the checksum mismatch is not named"; }
+[ ! -e "$WORK/corrupt" ] || [ -z "$(ls "$WORK/corrupt")" ] || fail "a cache was made from a corrupt download"
+[ -z "$(find "$WORK/dl3" -name 'shard-000002.tar*' ! -name '*.lock')" ] || fail "corrupt bytes were kept"
+pass "a download failing its MD5/ETag check is discarded: $(grep -o 'the MD5.*' "$WORK/err" | head -c 90)"
