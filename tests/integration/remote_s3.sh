@@ -48,7 +48,10 @@ req = urllib.request.Request(urllib.parse.urlunsplit((scheme, netloc, urllib.par
 assert urllib.request.urlopen(req).status == 200
 PY
 }
-for f in "$SLIP_SHARED_DIR"/fixtures/litdata/all_types/*; do upload "$f" data "litdata/all_types/$(basename "$f")"; done
+litdata_sets=$(cd "$SLIP_SHARED_DIR/fixtures/litdata" && ls -d */ | tr -d /)
+for ds in $litdata_sets; do
+  for f in "$SLIP_SHARED_DIR/fixtures/litdata/$ds"/*; do upload "$f" data "litdata/$ds/$(basename "$f")"; done
+done
 for f in "$stage"/shard-*.tar; do upload "$f" data "shards/$(basename "$f")"; upload "$f" public "shards/$(basename "$f")"; done
 upload "$stage/shard-000001.tar" data "odd dir/été+1 (copy)/shard-000001.tar"
 upload "$SLIP_SHARED_DIR/fixtures/ffcv/imagenet_like.beton" data "ffcv/imagenet_like.beton"
@@ -60,12 +63,14 @@ export AWS_SHARED_CREDENTIALS_FILE=$WORK/no-credentials-file
 
 # LitData from s3:// equals the local conversion (and so the fixture's expected values, which
 # tests/unit/litdata_test.cpp checks for the local one).
-remote=$("$SLIP" convert s3://data/litdata/all_types -o "$WORK/remote" -q)
-same_cache "$remote" "$("$SLIP" convert "$SLIP_SHARED_DIR/fixtures/litdata/all_types" -o "$WORK/local" -q)"
-grep -q '"uri": "s3://data/litdata/all_types"' "$remote/manifest.json" || fail "the manifest does not name the s3 URI"
+for ds in $litdata_sets; do
+  remote=$("$SLIP" convert "s3://data/litdata/$ds" -o "$WORK/remote" -q)
+  same_cache "$remote" "$("$SLIP" convert "$SLIP_SHARED_DIR/fixtures/litdata/$ds" -o "$WORK/local" -q)"
+  grep -q "\"uri\": \"s3://data/litdata/$ds\"" "$remote/manifest.json" || fail "the manifest does not name the s3 URI"
+done
 grep -q 'continuation-token' "$WORK/gw.log" || fail "the listing did not paginate"
 ! grep -q '"status": 403' "$WORK/gw.log" || fail "a signed request was refused"
-pass "LitData from s3:// (listing paginated, every signature checked by botocore) equals the local conversion"
+pass "every LitData fixture ($(echo $litdata_sets)) from s3:// (listing paginated, every signature checked by botocore) equals the local conversion"
 
 # Tar shards: a prefix, a brace range and a glob give the same cache as the local shards.
 local=$("$SLIP" convert "$stage"/shard-00000{0,1,2}.tar --layout imagefolder -o "$WORK/local" -q)

@@ -157,6 +157,16 @@ TEST(LitDataErrors, DamagedDatasets) {
   d = copy("zstd");
   fs::resize_file(d / "chunk-0-1.zstd.bin", fs::file_size(d / "chunk-0-1.zstd.bin") / 2);
   EXPECT_EQ(read_all(d, &msg), Errc::bad_input);
+  // A zstd chunk whose index entry claims 3 GiB: refused from the frame header, before any
+  // buffer of that size is allocated.
+  d = copy("zstd");
+  {
+    json idx = json::parse(test::read_file(d / "index.json"));
+    idx["chunks"][0]["chunk_bytes"] = uint64_t{3} << 30;
+    std::ofstream(d / "index.json") << idx.dump();
+  }
+  EXPECT_EQ(read_all(d, &msg), Errc::bad_input);
+  EXPECT_NE(msg.find("the zstd frame holds"), std::string::npos) << msg;
   for (const char* key : {"encryption", "item_loader"}) {
     d = copy("tuple_samples");
     json idx = json::parse(test::read_file(d / "index.json"));

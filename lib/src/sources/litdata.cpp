@@ -262,17 +262,28 @@ class LitDataSource final : public Source {
 
   // The bytes of chunk c: mapped, or decompressed in memory (checked against chunk_bytes).
   std::span<const std::byte> chunk_bytes(size_t c) {
-    if (loaded_ == c) return zstd_ ? std::span<const std::byte>(decompressed_) : mapped_.bytes();
+    if (loaded_ == c) return zstd_ ? std::span<const std::byte>(decompressed_.get(), decompressed_size_) : mapped_.bytes();
     const fs::path p = dir_ / chunks_[c].file;
     std::error_code ec;
     if (!fs::exists(p, ec)) throw Error(Errc::bad_input, "chunk file listed in index.json is missing").with_path(p.string());
     mapped_ = detail::MappedFile(p);
     std::span<const std::byte> data = mapped_.bytes();
     if (zstd_) {
-      decompressed_.assign(chunks_[c].bytes, std::byte{0});
+      // chunk_bytes comes from the (untrusted) index: when the zstd frame records its content
+      // size, the two must agree before anything is allocated.
+      const unsigned long long framed = ZSTD_getFrameContentSize(data.data(), data.size());
+      if (framed == ZSTD_CONTENTSIZE_ERROR) throw fail(c, std::nullopt, "not a zstd frame", 0);
+      if (framed != ZSTD_CONTENTSIZE_UNKNOWN && framed != chunks_[c].bytes)
+        throw fail(c, std::nullopt,
+                   "the zstd frame holds " + std::to_string(framed) + " bytes, index.json says " + std::to_string(chunks_[c].bytes), 0);
+      if (decompressed_capacity_ < chunks_[c].bytes) {  // reused across chunks; never zero-filled
+        decompressed_ = std::make_unique_for_overwrite<std::byte[]>(chunks_[c].bytes);
+        decompressed_capacity_ = chunks_[c].bytes;
+      }
+      decompressed_size_ = chunks_[c].bytes;
       std::unique_ptr<ZSTD_DCtx, decltype(&ZSTD_freeDCtx)> dctx(ZSTD_createDCtx(), &ZSTD_freeDCtx);
       ZSTD_inBuffer in{data.data(), data.size(), 0};
-      ZSTD_outBuffer out{decompressed_.data(), decompressed_.size(), 0};
+      ZSTD_outBuffer out{decompressed_.get(), decompressed_size_, 0};
       while (in.pos < in.size) {
         const size_t rc = ZSTD_decompressStream(dctx.get(), &out, &in);
         if (ZSTD_isError(rc)) throw fail(c, std::nullopt, std::string("zstd: ") + ZSTD_getErrorName(rc), in.pos);
@@ -291,7 +302,7 @@ class LitDataSource final : public Source {
                    "decompresses to " + std::to_string(out.pos) + " bytes, index.json says " + std::to_string(chunks_[c].bytes) +
                        " (truncated chunk?)",
                    data.size());
-      data = decompressed_;
+      data = std::span<const std::byte>(decompressed_.get(), decompressed_size_);
     } else if (data.size() != chunks_[c].bytes) {
       throw fail(c, std::nullopt,
                  "chunk holds " + std::to_string(data.size()) + " bytes, index.json says " + std::to_string(chunks_[c].bytes) +
@@ -508,7 +519,8 @@ class LitDataSource final : public Source {
   uint64_t total_ = 0, global_ = 0, item_ = 0, item_offset_ = 0;
   size_t chunk_ = 0, loaded_ = SIZE_MAX;
   detail::MappedFile mapped_;
-  std::vector<std::byte> decompressed_;
+  std::unique_ptr<std::byte[]> decompressed_;
+  uint64_t decompressed_size_ = 0, decompressed_capacity_ = 0;
 };
 
 }  // namespace
