@@ -18,10 +18,11 @@ export SLIP_SHARED_DIR=${SLIP_SHARED_DIR:-$PWD/../shared} SLIP_PYTHON=${SLIP_PYT
 export ASAN_OPTIONS=detect_leaks=0
 work=build-fuzz/corpus
 bash tests/fuzz/seeds.sh "$work"
-declare -A dict=([fuzz_tar]=tar [fuzz_litdata]=litdata [fuzz_ffcv]=ffcv [fuzz_npy_header]=npy [fuzz_jpeg_header]=jpeg [fuzz_image_decode]=jpeg [fuzz_cache_verify]=manifest [fuzz_roundtrip]=jpeg)
+declare -A dict=()
+while read -r t d; do dict[$t]=$d; done < <(grep '^fuzz_' tests/fuzz/targets.txt)
 status=0
 printf '%-20s %8s %12s %10s %8s %8s\n' target seconds executions exec/s cov crashes
-for t in fuzz_npy_header fuzz_jpeg_header fuzz_image_decode fuzz_cache_verify fuzz_ffcv fuzz_tar fuzz_litdata fuzz_roundtrip; do
+for t in $(grep -o '^fuzz_[a-z0-9_]*' tests/fuzz/targets.txt); do
   mkdir -p "tests/data/regress/$t" "$work/$t.live"
   log=build-fuzz/$t.log
   before=$(ls "tests/data/regress/$t" | wc -l)

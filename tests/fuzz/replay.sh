@@ -5,7 +5,7 @@ bin=$1
 seeds=$(mktemp -d)
 trap 'rm -rf "$seeds"' EXIT
 bash "$SLIP_SOURCE_DIR/tests/fuzz/seeds.sh" "$seeds"
-for t in fuzz_npy_header fuzz_jpeg_header fuzz_image_decode fuzz_cache_verify fuzz_ffcv fuzz_tar fuzz_litdata fuzz_roundtrip; do
+for t in $(grep -o '^fuzz_[a-z0-9_]*' "$SLIP_SOURCE_DIR/tests/fuzz/targets.txt"); do
   echo -n "$t: "
   "$bin/replay_$t" "$seeds/$t" "$SLIP_SOURCE_DIR/tests/data/regress/$t"
 done

@@ -4,7 +4,7 @@
 set -euo pipefail
 mkdir -p "$1"; out=$(cd "$1" && pwd)  # absolute: the tar seeds are made from another directory
 shared=$SLIP_SHARED_DIR src=$SLIP_SOURCE_DIR py=${SLIP_PYTHON:-/usr/bin/python3}
-mkdir -p "$out"/{fuzz_npy_header,fuzz_jpeg_header,fuzz_image_decode,fuzz_cache_verify,fuzz_ffcv,fuzz_tar,fuzz_litdata,fuzz_roundtrip}
+for t in $(grep -o '^fuzz_[a-z0-9_]*' "$src/tests/fuzz/targets.txt"); do mkdir -p "$out/$t"; done
 for f in "$shared"/fixtures/ffcv/*.beton; do if [ "$(stat -c %s "$f")" -lt 60000 ]; then cp "$f" "$out/fuzz_ffcv/"; fi; done
 find "$shared/fixtures/pyslipstream" -name '*.npy' | head -40 | while read -r f; do cp "$f" "$out/fuzz_npy_header/$(echo "$f" | md5sum | cut -c1-12).npy"; done
 for f in "$shared"/corpus/bad/* $(find "$src/examples/sample" -type f | LC_ALL=C sort | head -20); do
@@ -47,3 +47,10 @@ done
 { printf '\001'; cat "$shared/corpus/imagenet_like/n03888605/n03888605_7974.JPEG" "$shared/corpus/imagenet_like/n02979186/n02979186_11501.JPEG"; } > "$out/fuzz_roundtrip/two_jpegs.bin"
 { printf '\000'; cat "$shared/corpus/imagenet_like/n02979186/n02979186_11501.JPEG"; } > "$out/fuzz_roundtrip/one_jpeg.bin"
 printf '\007abcdefghijklmnopqrstuvwxyz0123456789' > "$out/fuzz_roundtrip/text.bin"
+# S3 listings: a page with entities and a token, a last page, an error document.
+cat > "$out/fuzz_s3_listing/page.xml" <<'XML'
+<?xml version="1.0" encoding="UTF-8"?>
+<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Name>data</Name><Prefix>shards/</Prefix><KeyCount>2</KeyCount><MaxKeys>2</MaxKeys><IsTruncated>true</IsTruncated><Contents><Key>shards/a&amp;b &#233;.tar</Key><LastModified>2026-11-23T08:00:00.000Z</LastModified><ETag>&quot;0123456789abcdef0123456789abcdef&quot;</ETag><Size>358400</Size><StorageClass>STANDARD</StorageClass></Contents><Contents><Key>shards/sub/c.tar</Key><ETag>"x-2"</ETag><Size>0</Size></Contents><NextContinuationToken>1dNe1S2QHUm01jSAxPfFru/Fx+=</NextContinuationToken></ListBucketResult>
+XML
+printf '<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>ds/index.json</Key><Size>12</Size></Contents></ListBucketResult>' > "$out/fuzz_s3_listing/last.xml"
+printf '<Error><Code>SignatureDoesNotMatch</Code><Message>no</Message></Error>' > "$out/fuzz_s3_listing/error.xml"
