@@ -276,10 +276,13 @@ struct BatchDecoder::Impl {
         const int hy1 = std::min(view.height, static_cast<int>(std::ceil(y1)));
         const RgbView hull = {view.data + static_cast<size_t>(hy0) * view.stride + static_cast<size_t>(hx0) * 3, hx1 - hx0, hy1 - hy0,
                               view.stride};
-        detail::resample_rgb(hull, x0 - hx0, y0 - hy0, x1 - hx0, y1 - hy0, static_cast<int>(group.size), static_cast<int>(group.size),
-                             options.filter, w.resample, w.crop.data());
         std::byte* dst = outputs[g].data() + slot * crop_group_sample_bytes(group, options.type) + c * per_crop;
-        emit(w.crop.data(), group.size, win.flip, dst);
+        // The flip is done by the resampler (mirrored taps); uint8 HWC is resampled straight into
+        // the caller's batch, other layouts go through emit().
+        const bool direct = options.type == PixelType::uint8 && options.layout == PixelLayout::hwc;
+        detail::resample_rgb(hull, x0 - hx0, y0 - hy0, x1 - hx0, y1 - hy0, static_cast<int>(group.size), static_cast<int>(group.size),
+                             options.filter, w.resample, direct ? reinterpret_cast<uint8_t*>(dst) : w.crop.data(), win.flip);
+        if (!direct) emit(w.crop.data(), group.size, false, dst);
       }
     }
   }

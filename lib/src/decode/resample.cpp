@@ -164,11 +164,77 @@ __attribute__((target("sse4.1"))) void horizontal_row_madd(const uint8_t* in_row
   }
 }
 
+// Four rows at once with AVX2: rows r and r+1 share one 256-bit register (one per 128-bit lane),
+// rows r+2 and r+3 another, so each broadcast coefficient pair feeds four rows' multiply-adds.
+// Same integer arithmetic as horizontal_row_madd: the sums, and so the bytes, are identical.
+__attribute__((target("avx2"))) void horizontal_4rows_madd_avx2(const uint8_t* in0, size_t in_stride, int in_width,
+                                                                const ResampleAxis& axis, int out_w, uint8_t* out0, size_t out_stride) {
+  const int32_t* bounds = axis.bounds.data();
+  const int pairs_per_output = (axis.ksize + 1) / 2;
+  const __m256i shuffle = _mm256_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1,  //
+                                           0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1);
+  const __m256i half = _mm256_set1_epi32(1 << (kPrecisionBits - 1));
+  const uint8_t* in1 = in0 + in_stride;
+  const uint8_t* in2 = in1 + in_stride;
+  const uint8_t* in3 = in2 + in_stride;
+  uint8_t* out[4] = {out0, out0 + out_stride, out0 + 2 * out_stride, out0 + 3 * out_stride};
+  for (int xx = 0; xx < out_w; ++xx) {
+    const int xmin = bounds[xx * 2], n = bounds[xx * 2 + 1];
+    const int pairs = (n + 1) / 2;
+    if (3 * (xmin + 2 * (pairs - 1)) + 8 > 3 * in_width) {
+      horizontal_row_scalar(in0, axis, xx, xx + 1, out[0]);
+      horizontal_row_scalar(in1, axis, xx, xx + 1, out[1]);
+      horizontal_row_scalar(in2, axis, xx, xx + 1, out[2]);
+      horizontal_row_scalar(in3, axis, xx, xx + 1, out[3]);
+      continue;
+    }
+    const int32_t* lo = &axis.pairs_lo[static_cast<size_t>(xx) * pairs_per_output];
+    const int32_t* hi = &axis.pairs_hi[static_cast<size_t>(xx) * pairs_per_output];
+    const size_t offset = static_cast<size_t>(xmin) * 3;
+    __m256i lo01 = _mm256_setzero_si256(), hi01 = _mm256_setzero_si256(), lo23 = _mm256_setzero_si256(), hi23 = _mm256_setzero_si256();
+    for (int j = 0; j < pairs; ++j) {
+      const size_t at = offset + static_cast<size_t>(j) * 6;
+      const __m256i px01 =
+          _mm256_shuffle_epi8(_mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(in0 + at))),
+                                                      _mm_loadl_epi64(reinterpret_cast<const __m128i*>(in1 + at)), 1),
+                              shuffle);
+      const __m256i px23 =
+          _mm256_shuffle_epi8(_mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(in2 + at))),
+                                                      _mm_loadl_epi64(reinterpret_cast<const __m128i*>(in3 + at)), 1),
+                              shuffle);
+      const __m256i k_lo = _mm256_set1_epi32(lo[j]), k_hi = _mm256_set1_epi32(hi[j]);
+      lo01 = _mm256_add_epi32(lo01, _mm256_madd_epi16(px01, k_lo));
+      hi01 = _mm256_add_epi32(hi01, _mm256_madd_epi16(px01, k_hi));
+      lo23 = _mm256_add_epi32(lo23, _mm256_madd_epi16(px23, k_lo));
+      hi23 = _mm256_add_epi32(hi23, _mm256_madd_epi16(px23, k_hi));
+    }
+    const __m256i s01 = _mm256_srai_epi32(_mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(hi01, 11), lo01), half), kPrecisionBits);
+    const __m256i s23 = _mm256_srai_epi32(_mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(hi23, 11), lo23), half), kPrecisionBits);
+    // Saturate to [0, 255] per 128-bit lane: byte 0..3 of each lane hold R, G, B, x of one row.
+    const __m256i p16 = _mm256_packs_epi32(s01, s23);  // lanes: [r0 | r2], [r1 | r3] as int16
+    const __m256i p8 = _mm256_packus_epi16(p16, p16);
+    const __m128i low = _mm256_castsi256_si128(p8), high = _mm256_extracti128_si256(p8, 1);
+    const int32_t px[4] = {_mm_cvtsi128_si32(low), _mm_cvtsi128_si32(high), _mm_extract_epi32(low, 1), _mm_extract_epi32(high, 1)};
+    const size_t o = static_cast<size_t>(xx) * 3;
+    if (xx + 1 < out_w) {
+      for (int r = 0; r < 4; ++r) std::memcpy(out[r] + o, &px[r], 4);
+    } else {
+      for (int r = 0; r < 4; ++r) std::memcpy(out[r] + o, &px[r], 3);
+    }
+  }
+}
+
 bool cpu_supports_sse41() {
   __builtin_cpu_init();  // static initialisers may run before libgcc's own CPU probe
   return __builtin_cpu_supports("sse4.1");
 }
 const bool kHaveSse41 = cpu_supports_sse41();
+
+bool cpu_supports_avx2() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2");
+}
+const bool kHaveAvx2 = cpu_supports_avx2();
 
 void horizontal_row(const uint8_t* in_row, int in_width, const ResampleAxis& axis, int out_w, uint8_t* out_row) {
   if (kHaveSse41)
@@ -196,13 +262,22 @@ const AccumulateRow accumulate_row = pick_accumulate_row();
 }  // namespace
 
 void resample_rgb(const RgbView& in, double x0, double y0, double x1, double y1, int out_w, int out_h, ResampleFilter filter,
-                  ResampleScratch& scratch, uint8_t* out) {
-  const bool need_horizontal = out_w != in.width || x0 != 0 || x1 != out_w;
+                  ResampleScratch& scratch, uint8_t* out, bool mirror) {
+  const bool need_horizontal = mirror || out_w != in.width || x0 != 0 || x1 != out_w;
   const bool need_vertical = out_h != in.height || y0 != 0 || y1 != out_h;
   ResampleAxis& hz = scratch.horizontal;
   ResampleAxis& vt = scratch.vertical;
   precompute_axis(hz, in.width, x0, x1, out_w, filter);
   precompute_axis(vt, in.height, y0, y1, out_h, filter);
+  if (mirror) {  // output column xx takes the taps of column out_w - 1 - xx
+    for (int a = 0, b = out_w - 1; a < b; ++a, --b) {
+      std::swap(hz.bounds[static_cast<size_t>(a) * 2], hz.bounds[static_cast<size_t>(b) * 2]);
+      std::swap(hz.bounds[static_cast<size_t>(a) * 2 + 1], hz.bounds[static_cast<size_t>(b) * 2 + 1]);
+      std::swap_ranges(hz.coeffs.begin() + static_cast<ptrdiff_t>(a) * hz.ksize,
+                       hz.coeffs.begin() + static_cast<ptrdiff_t>(a + 1) * hz.ksize,
+                       hz.coeffs.begin() + static_cast<ptrdiff_t>(b) * hz.ksize);
+    }
+  }
   if (need_horizontal && kHaveSse41) pack_coefficient_pairs(hz, out_w);
   const size_t out_stride = static_cast<size_t>(out_w) * 3;
 
@@ -216,7 +291,12 @@ void resample_rgb(const RgbView& in, double x0, double y0, double x1, double y1,
   if (need_horizontal) {
     const int rows = std::max(ybox_last - ybox_first, 0);
     scratch.temp.resize(static_cast<size_t>(rows) * out_stride);
-    for (int y = 0; y < rows; ++y)
+    int y = 0;
+    if (kHaveAvx2 && kHaveSse41)
+      for (; y + 4 <= rows; y += 4)
+        horizontal_4rows_madd_avx2(in.data + static_cast<size_t>(y + ybox_first) * in.stride, in.stride, in.width, hz, out_w,
+                                   scratch.temp.data() + static_cast<size_t>(y) * out_stride, out_stride);
+    for (; y < rows; ++y)
       horizontal_row(in.data + static_cast<size_t>(y + ybox_first) * in.stride, in.width, hz, out_w,
                      scratch.temp.data() + static_cast<size_t>(y) * out_stride);
     src = scratch.temp.data();

@@ -43,7 +43,8 @@ struct ResampleScratch {
 
 // Resizes the box [x0, x1) x [y0, y1) of `in` (fractional bounds allowed) to out_w x out_h RGB,
 // written to `out` with row stride out_w * 3. Pillow semantics: taps are clamped to `in`.
+// mirror: the output flipped left-right, for free (the horizontal pass's outputs in reverse order).
 void resample_rgb(const RgbView& in, double x0, double y0, double x1, double y1, int out_w, int out_h, ResampleFilter filter,
-                  ResampleScratch& scratch, uint8_t* out);
+                  ResampleScratch& scratch, uint8_t* out, bool mirror = false);
 
 }  // namespace slip::detail
