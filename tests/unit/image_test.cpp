@@ -585,15 +585,16 @@ TEST(ImageDecode, SyntheticFormatsMatchPillow) {
 }
 
 TEST(ImageDecode, RejectsBombsAndUnsupportedFormats) {
-  // The baseline JPEG's frame header rewritten to 16385x16384 (one row over 2^28 pixels).
+  // The baseline JPEG's frame header rewritten to 13380x13375: 178,957,500 pixels, just over
+  // Pillow's DecompressionBombError threshold (2 x 89,478,485 = 178,956,970).
   Bytes b = load(imagenet(kBaseline));
   const JpegHeader h = header_of(b);
   const auto put16 = [&](size_t at, unsigned v) {
     b[at] = std::byte(v >> 8);
     b[at + 1] = std::byte(v & 0xFF);
   };
-  put16(h.sof_offset + 5, 16384);
-  put16(h.sof_offset + 7, 16385);
+  put16(h.sof_offset + 5, 13375);
+  put16(h.sof_offset + 7, 13380);
   EXPECT_NE(error_of([&] { decode_to_rgb(b); }).find("exceeds the limit"), std::string::npos);
   EXPECT_NE(error_of([&] { decode_jpeg_rgb(b); }).find("exceeds the limit"), std::string::npos);
   put16(h.sof_offset + 5, 65500);  // libjpeg's own maximum side

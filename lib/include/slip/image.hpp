@@ -62,7 +62,8 @@ struct RgbImage {
 // convert("RGB"): alpha dropped (not composited), gray replicated, 16-bit gray clipped to 255
 // (Pillow's mode "I"), other 16-bit PNGs reduced to their high byte, CMYK inverted as Adobe
 // writes it. WebP, TIFF and PNM with maxval != 255 are refused. JPEG warnings (truncation)
-// are errors, as in Pillow. Images over 2^28 pixels are refused before any pixel is allocated.
+// are errors, as in Pillow. Images over 178,956,970 pixels (Pillow's DecompressionBombError limit) are
+// refused before any pixel is allocated.
 // Throws slip::Error(bad_input) with a reason when the bytes do not decode.
 RgbImage decode_to_rgb(std::span<const std::byte> data);
 
