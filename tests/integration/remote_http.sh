@@ -4,7 +4,8 @@
 # their local copies; a second run reuses the downloads (304s); a server killed mid-transfer and
 # restarted: the download resumes with a Range request and the cache is identical; a server that
 # truncates its responses, a 404 and persistent 503s give clear errors, distinct exit codes and
-# no cache; transient 503s are retried.
+# no cache; transient 503s are retried; https:// with a CA given by CURL_CA_BUNDLE, and a
+# certificate the client cannot verify refused at once.
 source "$(dirname "$0")/common.bash"
 source "$(dirname "$0")/remote_common.bash"
 
@@ -127,3 +128,14 @@ pass "transient 503s retried; persistent ones exit 5"
 # Connection refused (no server): retried, then exit 5.
 expect_status 5 "$SLIP" convert "http://127.0.0.1:$(free_port)/a.tar" --retries 1 --retry-delay 0.05 -o "$WORK/x"
 pass "connection refused: exit 5 ($(tail -1 "$WORK/err"))"
+
+# HTTPS: a self-signed certificate for 127.0.0.1, trusted through CURL_CA_BUNDLE.
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
+  -keyout "$WORK/key.pem" -out "$WORK/cert.pem" 2>/dev/null
+port4=$(free_port)
+start_http "$port4" --tls "$WORK/cert.pem" "$WORK/key.pem"
+remote=$(CURL_CA_BUNDLE=$WORK/cert.pem "$SLIP" convert "https://127.0.0.1:$port4/ffcv/imagenet_like.beton" -o "$WORK/tls" -q)
+same_cache "$remote" "$("$SLIP" convert "$www/ffcv/imagenet_like.beton" -o "$WORK/local" -q)"
+expect_status 4 env -u CURL_CA_BUNDLE "$SLIP" convert "https://127.0.0.1:$port4/ffcv/imagenet_like.beton" --download-dir "$WORK/dl-tls" -o "$WORK/x"
+grep -qi "certificate" "$WORK/err" || { cat "$WORK/err"; fail "an unverifiable certificate is not named"; }
+pass "https:// with a CA bundle; an unverifiable certificate fails at once ($(tail -1 "$WORK/err" | head -c 140))"

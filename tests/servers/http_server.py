@@ -9,7 +9,8 @@ If-None-Match, If-Modified-Since -> 304), and injected faults:
                     although Content-Length promised more
   --fail-first K    answer the first K GETs with 503 (Retry-After: 0)
 Every request is appended to --log as one JSON line (method, path, range, status, bytes sent).
-The chosen port is written to --port-file (use --port 0 for a free one).
+The chosen port is written to --port-file (use --port 0 for a free one). --tls CERT KEY serves
+HTTPS instead.
 """
 import argparse
 import email.utils
@@ -17,6 +18,7 @@ import http.server
 import json
 import os
 import socketserver
+import ssl
 import sys
 import threading
 import time
@@ -152,8 +154,13 @@ def main():
     p.add_argument("--rate", type=float, default=0)
     p.add_argument("--truncate-at", type=int)
     p.add_argument("--fail-first", type=int, default=0)
+    p.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
     ARGS = p.parse_args()
     server = Server(("127.0.0.1", ARGS.port), Handler)
+    if ARGS.tls:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(*ARGS.tls)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
     if ARGS.port_file:
         tmp = ARGS.port_file + ".tmp"
         with open(tmp, "w") as f:
