@@ -1,4 +1,5 @@
 // slip convert SRC [-o DIR] [--name N] [--threads N] [--force] [--image-format ...] [--non-jpeg ...] [--on-error ...] [--json]
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -9,6 +10,7 @@
 #include "output.hpp"
 #include "source_flags.hpp"
 #include "slip/convert.hpp"
+#include "slip/remote.hpp"
 #include "slip/source.hpp"
 
 namespace slip::cli {
@@ -67,6 +69,27 @@ Action setup_convert(CLI::App& sub, const GlobalOptions& global) {
   add_source_flags(sub, a->source_options);
 
   return [a, &global]() -> int {
+    // A dry run of a remote source fetches nothing: the content id needs the data (or its
+    // index), so it says what would be fetched and where instead.
+    if (a->dry_run && std::any_of(a->sources.begin(), a->sources.end(), [](const std::string& u) { return is_remote_uri(u); })) {
+      const auto downloads = RemoteOptions::from_settings(a->source_options).resolved_download_dir();
+      const auto output = a->output.empty() ? default_cache_root() : std::filesystem::path(a->output);
+      nlohmann::ordered_json uris = nlohmann::ordered_json::array();
+      for (const auto& u : a->sources) uris.push_back(redact_uri(u));
+      if (a->json) {
+        print_json({{"command", "convert"},
+                    {"dry_run", true},
+                    {"remote", true},
+                    {"sources", uris},
+                    {"download_dir", downloads.string()},
+                    {"output_dir", output.string()}});
+      } else {
+        std::cerr << "slip: dry run: would fetch " << uris.dump() << " into " << downloads.string()
+                  << " (complete downloads reused), then write a cache under " << output.string() << "\n";
+        std::cout << output.string() << "\n";
+      }
+      return 0;
+    }
     auto source = open_sources(a->sources, a->source_options);
     ConvertOptions options;
     options.output_dir = a->output;

@@ -139,3 +139,11 @@ same_cache "$remote" "$("$SLIP" convert "$www/ffcv/imagenet_like.beton" -o "$WOR
 expect_status 4 env -u CURL_CA_BUNDLE "$SLIP" convert "https://127.0.0.1:$port4/ffcv/imagenet_like.beton" --download-dir "$WORK/dl-tls" -o "$WORK/x"
 grep -qi "certificate" "$WORK/err" || { cat "$WORK/err"; fail "an unverifiable certificate is not named"; }
 pass "https:// with a CA bundle; an unverifiable certificate fails at once ($(tail -1 "$WORK/err" | head -c 140))"
+
+# A dry run of a remote source sends no request and says what it would fetch, secrets redacted.
+: > "$WORK/http.log"
+"$SLIP" convert "https://user:pw@127.0.0.1:$port4/ffcv/imagenet_like.beton?sig=x" --dry-run --json > "$WORK/dry.json"
+[ ! -s "$WORK/http.log" ] || fail "a dry run made requests"
+[ "$(json_get "$WORK/dry.json" "['sources'][0]")" = "https://127.0.0.1:$port4/ffcv/imagenet_like.beton" ] || fail "the dry run did not redact the URI"
+! grep -q "pw" "$WORK/dry.json" || fail "the dry run printed a password"
+pass "a remote dry run fetches nothing and redacts the URI"
