@@ -147,3 +147,17 @@ pass "https:// with a CA bundle; an unverifiable certificate fails at once ($(ta
 [ "$(json_get "$WORK/dry.json" "['sources'][0]")" = "https://127.0.0.1:$port4/ffcv/imagenet_like.beton" ] || fail "the dry run did not redact the URI"
 ! grep -q "pw" "$WORK/dry.json" || fail "the dry run printed a password"
 pass "a remote dry run fetches nothing and redacts the URI"
+
+# A server that stops sending after 300 kB of every response without hanging up: each stall
+# times out (--stall-timeout), each retry resumes where the last stopped, and the download
+# completes to the identical cache.
+port5=$(free_port)
+: > "$WORK/http.log"
+start_http "$port5" --stall-after 300000
+remote=$("$SLIP" convert "http://127.0.0.1:$port5/shards/shard-000000.tar" --layout imagefolder --stall-timeout 1 --retries 2 \
+  --retry-delay 0.05 -o "$WORK/stall" 2> "$WORK/stall.err") || { cat "$WORK/stall.err"; fail "convert did not get through the stalls"; }
+same_cache "$remote" "$("$SLIP" convert "$www/shards/shard-000000.tar" --layout imagefolder -o "$WORK/local" -q)"
+grep -q "stalled transfer" "$WORK/stall.err" || { cat "$WORK/stall.err"; fail "the stalls were not reported"; }
+stalls=$($PY -c 'import json,sys; print(sum(1 for l in open(sys.argv[1]) if json.loads(l).get("stalled")))' "$WORK/http.log")
+[ "$stalls" -ge 2 ] || fail "expected at least 2 stalled responses, saw $stalls"
+pass "$stalls stalled responses timed out and were resumed; the cache is identical"

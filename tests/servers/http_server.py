@@ -8,6 +8,7 @@ If-None-Match, If-Modified-Since -> 304), and injected faults:
   --truncate-at N   never send byte N or later of any file: the connection closes early
                     although Content-Length promised more
   --fail-first K    answer the first K GETs with 503 (Retry-After: 0)
+  --stall-after N   send N bytes of each body, then nothing (the connection stays open)
 Every request is appended to --log as one JSON line (method, path, range, status, bytes sent).
 The chosen port is written to --port-file (use --port 0 for a free one). --tls CERT KEY serves
 HTTPS instead.
@@ -114,6 +115,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             stop = end + 1
             if ARGS.truncate_at is not None:
                 stop = min(stop, ARGS.truncate_at)
+            if ARGS.stall_after is not None:
+                stop = min(stop, start + ARGS.stall_after)
             with open(full, "rb") as f:
                 f.seek(start)
                 pos = start
@@ -133,6 +136,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                         ahead = sent / ARGS.rate - (time.monotonic() - began)
                         if ahead > 0:
                             time.sleep(ahead)
+            if ARGS.stall_after is not None and sent < length:
+                log(dict(entry, status=status, sent=sent, start=start, stalled=True))
+                time.sleep(3600)  # a server that stops sending but never hangs up
             if sent < length:
                 self.close_connection = True
         entry.update(status=status, sent=sent, start=start)
@@ -154,6 +160,7 @@ def main():
     p.add_argument("--rate", type=float, default=0)
     p.add_argument("--truncate-at", type=int)
     p.add_argument("--fail-first", type=int, default=0)
+    p.add_argument("--stall-after", type=int)
     p.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
     ARGS = p.parse_args()
     server = Server(("127.0.0.1", ARGS.port), Handler)

@@ -1,5 +1,6 @@
 #include "net/http.hpp"
 
+#include <chrono>
 #include <cstdlib>
 #include <exception>
 #include <memory>
@@ -26,6 +27,11 @@ struct Context {
   bool headers_done = false;
   bool body_to_sink = false;
   std::exception_ptr error;
+  // Stall detection: the time the byte count last moved (curl's own low-speed check averages
+  // over a window and reacts several times later than asked).
+  curl_off_t last_bytes = -1;
+  std::chrono::steady_clock::time_point last_progress = std::chrono::steady_clock::now();
+  bool stalled = false;
 };
 
 std::string to_lower(std::string s) {
@@ -69,7 +75,19 @@ size_t on_write(char* data, size_t size, size_t count, void* user) {
   return n;
 }
 
-int on_progress(void*, curl_off_t, curl_off_t, curl_off_t, curl_off_t) { return interrupted() ? 1 : 0; }
+int on_progress(void* user, curl_off_t, curl_off_t downloaded, curl_off_t, curl_off_t uploaded) {
+  if (interrupted()) return 1;
+  auto* ctx = static_cast<Context*>(user);
+  const auto now = std::chrono::steady_clock::now();
+  if (downloaded + uploaded != ctx->last_bytes) {
+    ctx->last_bytes = downloaded + uploaded;
+    ctx->last_progress = now;
+  } else if (now - ctx->last_progress > std::chrono::seconds(ctx->transfer->limits.stall_timeout_s)) {
+    ctx->stalled = true;
+    return 1;
+  }
+  return 0;
+}
 
 std::string xml_tag(const std::string& xml, const std::string& tag) {
   const auto a = xml.find("<" + tag + ">");
@@ -105,8 +123,6 @@ TransferResult perform(const Transfer& transfer) {
   curl_easy_setopt(h, CURLOPT_MAXREDIRS, 5L);
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, transfer.limits.connect_timeout_s);
-  curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, transfer.limits.stall_timeout_s);
   curl_easy_setopt(h, CURLOPT_FILETIME, 1L);
   curl_easy_setopt(h, CURLOPT_USERAGENT, ("slip/" + version()).c_str());
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error_text);
@@ -116,6 +132,7 @@ TransferResult perform(const Transfer& transfer) {
   curl_easy_setopt(h, CURLOPT_WRITEDATA, &ctx);
   curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
   curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, &on_progress);
+  curl_easy_setopt(h, CURLOPT_XFERINFODATA, &ctx);
   // Only the protocols slip speaks, also after redirects.
   curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
@@ -126,7 +143,12 @@ TransferResult perform(const Transfer& transfer) {
   curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &result.status);
   curl_off_t filetime = -1;
   if (curl_easy_getinfo(h, CURLINFO_FILETIME_T, &filetime) == CURLE_OK) result.filetime = filetime;
-  if (result.curl != CURLE_OK) result.curl_error = error_text[0] ? error_text : curl_easy_strerror(result.curl);
+  if (ctx.stalled) {
+    result.curl = CURLE_OPERATION_TIMEDOUT;
+    result.curl_error = "no data for " + std::to_string(transfer.limits.stall_timeout_s) + " s (stalled transfer)";
+  } else if (result.curl != CURLE_OK) {
+    result.curl_error = error_text[0] ? error_text : curl_easy_strerror(result.curl);
+  }
   // A response without a body (304, HEAD-like, empty object) never reached on_write.
   if (result.curl == CURLE_OK && !ctx.headers_done && result.status >= 200 && result.status < 300 && transfer.on_headers)
     transfer.on_headers(result.status, result.headers);

@@ -16,7 +16,7 @@ using Headers = std::map<std::string, std::string>;  // lower-case names; the la
 
 struct TransferLimits {
   long connect_timeout_s = 20;
-  long stall_timeout_s = 60;  // abort when fewer than 1 byte/s arrive for this long
+  long stall_timeout_s = 60;  // abort when no byte arrives for this long
 };
 
 struct Transfer {
