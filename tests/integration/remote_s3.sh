@@ -105,6 +105,10 @@ expect_status 4 env AWS_ACCESS_KEY_ID=AKIAUNKNOWN "$SLIP" convert s3://data/shar
 grep -q "InvalidAccessKeyId" "$WORK/err" || fail "an unknown key is not explained"
 ! grep -q "s3cr3t" "$WORK/err" || fail "the secret was printed"
 
+# The region is part of what is signed: a wrong one is refused at once, named.
+expect_status 4 env AWS_REGION=eu-west-1 "$SLIP" convert s3://data/shards/ -o "$WORK/x"
+grep -q "AuthorizationHeaderMalformed" "$WORK/err" && grep -q "eu-west-1" "$WORK/err" || { cat "$WORK/err"; fail "a wrong region is not explained"; }
+
 # No credentials at all: a usage error that says what to do.
 expect_status 2 env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY "$SLIP" convert s3://data/shards/ -o "$WORK/x"
 grep -q -- "--no-sign-request" "$WORK/err" || fail "the missing-credentials error gives no hint"

@@ -188,7 +188,7 @@ Transfer S3Client::signed_get(const std::string& bucket, const std::string& key,
     if (!credentials_->session_token.empty()) r.headers.emplace_back("x-amz-security-token", credentials_->session_token);
     const SigV4Signature s = sign_v4(r, *credentials_);
     for (const auto& [name, value] : r.headers)
-      if (name != "host") t.request_headers.push_back(name + ": " + value);
+      if (name != "host") t.request_headers.push_back(name + std::string(": ") += value);
     t.request_headers.push_back("Authorization: " + s.authorization);
   }
   return t;

@@ -104,7 +104,7 @@ std::string canonical_query_string(const std::vector<std::pair<std::string, std:
   std::string out;
   for (const auto& [k, v] : encoded) {
     if (!out.empty()) out += '&';
-    out += k + '=' + v;
+    out.append(k).append(1, '=').append(v);
   }
   return out;
 }
@@ -130,7 +130,7 @@ SigV4Signature sign_v4(const SigV4Request& request, const AwsCredentials& creden
   SigV4Signature out;
   std::string canonical_headers;
   for (const auto& [n, v] : headers) {
-    canonical_headers += n + ':' + v + '\n';
+    canonical_headers.append(n).append(1, ':').append(v).append(1, '\n');
     if (!out.signed_headers.empty()) out.signed_headers += ';';
     out.signed_headers += n;
   }

@@ -1,8 +1,6 @@
 // Remote sources: fetch (slip/remote.hpp), then open the local copy with the usual probes.
 // The source keeps the remote URI as its identity, so manifests name where the data lives,
 // not where this machine happened to download it.
-#include <numeric>
-
 #include "slip/error.hpp"
 #include "slip/remote.hpp"
 #include "slip/source.hpp"
@@ -13,10 +11,10 @@ namespace {
 
 class RemoteSource final : public Source {
  public:
-  RemoteSource(std::unique_ptr<Source> local, std::vector<std::string> remote_uris) : local_(std::move(local)) {
+  RemoteSource(std::unique_ptr<Source> local, const std::vector<std::string>& remote_uris) : local_(std::move(local)) {
     identity_ = local_->identity();
-    identity_.uri = std::accumulate(std::next(remote_uris.begin()), remote_uris.end(), remote_uris.front(),
-                                    [](std::string a, const std::string& b) { return a + "\n" + b; });
+    identity_.uri.clear();
+    for (const std::string& uri : remote_uris) identity_.uri.append(identity_.uri.empty() ? "" : "\n").append(uri);
   }
   const Schema& schema() const override { return local_->schema(); }
   SourceIdentity identity() const override { return identity_; }
