@@ -67,5 +67,9 @@ std::string read_text_file(const std::filesystem::path& path);
 void write_text_file(const std::filesystem::path& path, std::string_view text);
 // fsync a directory (after creating/renaming entries in it).
 void fsync_directory(const std::filesystem::path& dir);
+// Asks the kernel to start reading `path` into the page cache in the background
+// (POSIX_FADV_WILLNEED), so the next file of a sequence is read while this one is processed.
+// Best effort: errors are ignored.
+void prefetch_file(const std::filesystem::path& path) noexcept;
 
 }  // namespace slip::detail
