@@ -267,6 +267,7 @@ class LitDataSource final : public Source {
     std::error_code ec;
     if (!fs::exists(p, ec)) throw Error(Errc::bad_input, "chunk file listed in index.json is missing").with_path(p.string());
     mapped_ = detail::MappedFile(p);
+    mapped_.advise_sequential();
     // The next chunk is read from disk (or a network file system) while this one is converted.
     if (c + 1 < chunks_.size()) detail::prefetch_file(dir_ / chunks_[c + 1].file);
     std::span<const std::byte> data = mapped_.bytes();

@@ -35,9 +35,12 @@ MappedFile::MappedFile(const std::filesystem::path& path) : path_(path.string())
       throw_errno("cannot map", path_, err);
     }
     data_ = static_cast<const std::byte*>(p);
-    ::madvise(p, size_, MADV_SEQUENTIAL);  // readers walk mapped files front to back: read ahead
   }
   ::close(fd);
+}
+
+void MappedFile::advise_sequential() const noexcept {
+  if (data_) ::madvise(const_cast<std::byte*>(data_), size_, MADV_SEQUENTIAL);
 }
 
 void prefetch_file(const std::filesystem::path& path) noexcept {

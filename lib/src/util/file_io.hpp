@@ -28,6 +28,9 @@ class MappedFile {
   const std::string& path() const noexcept { return path_; }
   // Drops the file's pages from the page cache (posix_fadvise DONTNEED) for cold benchmarks.
   void drop_page_cache() const noexcept;
+  // For readers that walk the file front to back once (source chunks, not caches read in
+  // shuffled order): aggressive read-ahead (MADV_SEQUENTIAL).
+  void advise_sequential() const noexcept;
 
  private:
   const std::byte* data_ = nullptr;
