@@ -16,32 +16,23 @@ HTTPS instead.
 import argparse
 import email.utils
 import http.server
-import json
 import os
-import socketserver
 import ssl
 import sys
-import threading
 import time
 import urllib.parse
 
+from testserver import QuietHandler, RequestLog, Server, serve
+
 ARGS = None
-LOCK = threading.Lock()
-STATE = {"gets": 0}
+REQUESTS = None
 
 
 def log(entry):
-    if ARGS.log:
-        with LOCK, open(ARGS.log, "a") as f:
-            f.write(json.dumps(entry) + "\n")
+    REQUESTS.write(entry)
 
 
-class Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, fmt, *args):  # quiet: the JSON log is the record
-        pass
-
+class Handler(QuietHandler):
     def do_HEAD(self):
         self.serve(head=True)
 
@@ -63,9 +54,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def serve(self, head):
         path = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path)
         entry = {"method": self.command, "path": path, "range": self.headers.get("Range")}
-        with LOCK:
-            STATE["gets"] += 1
-            n = STATE["gets"]
+        n = REQUESTS.next_request()
         if n <= ARGS.fail_first:
             return self.reply_status(503, {"Retry-After": "0"}, entry)
         full = os.path.realpath(os.path.join(ARGS.root, path.lstrip("/")))
@@ -145,13 +134,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         log(entry)
 
 
-class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
-
 def main():
-    global ARGS
+    global ARGS, REQUESTS
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("root")
     p.add_argument("--port", type=int, default=0)
@@ -163,17 +147,13 @@ def main():
     p.add_argument("--stall-after", type=int)
     p.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
     ARGS = p.parse_args()
+    REQUESTS = RequestLog(ARGS.log)
     server = Server(("127.0.0.1", ARGS.port), Handler)
     if ARGS.tls:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(*ARGS.tls)
         server.socket = context.wrap_socket(server.socket, server_side=True)
-    if ARGS.port_file:
-        tmp = ARGS.port_file + ".tmp"
-        with open(tmp, "w") as f:
-            f.write(str(server.server_address[1]))
-        os.rename(tmp, ARGS.port_file)
-    server.serve_forever()
+    serve(server, ARGS.port_file)
 
 
 if __name__ == "__main__":

@@ -21,35 +21,25 @@ import argparse
 import datetime
 import http.client
 import http.server
-import json
-import os
-import socketserver
 import sys
-import threading
 import urllib.parse
+
+from testserver import QuietHandler, RequestLog, Server, serve
 
 from botocore.auth import S3SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
 ARGS = None
-LOCK = threading.Lock()
-STATE = {"requests": 0}
+REQUESTS = None
 FORWARD_HEADERS = ("range", "if-range", "if-none-match", "if-modified-since", "content-length", "content-type")
 
 
 def log(entry):
-    if ARGS.log:
-        with LOCK, open(ARGS.log, "a") as f:
-            f.write(json.dumps(entry) + "\n")
+    REQUESTS.write(entry)
 
 
-class Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, fmt, *args):
-        pass
-
+class Handler(QuietHandler):
     def error(self, status, code, message, entry):
         body = ('<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>%s</Code><Message>%s</Message></Error>' % (code, message)).encode()
         self.send_response(status)
@@ -117,9 +107,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         entry = {"method": self.command, "path": self.path, "range": self.headers.get("Range")}
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else None
-        with LOCK:
-            STATE["requests"] += 1
-            n = STATE["requests"]
+        n = REQUESTS.next_request()
         if n <= ARGS.fail_first:
             return self.error(503, "SlowDown", "Please reduce your request rate.", entry)
         problem = self.check_signature(entry)
@@ -154,13 +142,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
     do_GET = do_PUT = do_HEAD = do_DELETE = do_POST = handle_any
 
 
-class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
-
 def main():
-    global ARGS
+    global ARGS, REQUESTS
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--upstream-port", type=int, required=True)
     p.add_argument("--port", type=int, default=0)
@@ -173,13 +156,10 @@ def main():
     p.add_argument("--corrupt")
     p.add_argument("--log")
     ARGS = p.parse_args()
+    REQUESTS = RequestLog(ARGS.log)
     ARGS.secrets = dict(c.split(":", 1) for c in ARGS.credentials)
     server = Server(("127.0.0.1", ARGS.port), Handler)
-    if ARGS.port_file:
-        with open(ARGS.port_file + ".tmp", "w") as f:
-            f.write(str(server.server_address[1]))
-        os.rename(ARGS.port_file + ".tmp", ARGS.port_file)
-    server.serve_forever()
+    serve(server, ARGS.port_file)
 
 
 if __name__ == "__main__":
