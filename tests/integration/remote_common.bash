@@ -24,3 +24,12 @@ same_cache() {
   [ "$n" -gt 0 ] || fail "no data files in $a"
   [ "$(ls "$a" | wc -l)" -eq "$(ls "$b" | wc -l)" ] || fail "$a and $b hold different files"
 }
+# class_shards DIR N: three tar shards (ImageFolder layout, GNU tar), shard-00000{0,1,2}.tar, each
+# the first N images of one of the corpus's first three classes.
+class_shards() {
+  local i=0 c
+  for c in $(cd "$CORPUS" && ls -d */ | head -3 | tr -d /); do
+    (cd "$CORPUS" && tar --format=gnu -cf "$1/shard-$(printf %06d $i).tar" $(ls -d "$c"/* | head -"$2"))
+    i=$((i + 1))
+  done
+}

@@ -13,12 +13,7 @@ www=$WORK/www && mkdir -p "$www/ffcv" "$www/shards" "$www/big"
 cp "$SLIP_SHARED_DIR/fixtures/ffcv/imagenet_like.beton" "$www/ffcv/"
 cp -r "$SLIP_SHARED_DIR/fixtures/litdata/all_types" "$www/litdata"
 # Three small tar shards (ImageFolder layout) and one big one, with GNU tar.
-classes=$(cd "$CORPUS" && ls -d */ | head -3 | tr -d /)
-i=0
-for c in $classes; do
-  (cd "$CORPUS" && tar --format=gnu -cf "$www/shards/shard-$(printf %06d $i).tar" $(ls -d "$c"/* | head -20))
-  i=$((i + 1))
-done
+class_shards "$www/shards" 20
 (cd "$CORPUS" && tar --format=gnu -cf "$www/big/all.tar" $(ls -d */ | head -40 | tr -d /))
 [ "$(stat -c %s "$www/big/all.tar")" -gt 4000000 ] || fail "the big shard is too small to kill the server mid-transfer"
 

@@ -33,12 +33,7 @@ start_gateway "$gw"
 
 # Stage: LitData fixture, three tar shards (one with an awkward key), an FFCV file.
 stage=$WORK/stage && mkdir -p "$stage"
-classes=$(cd "$CORPUS" && ls -d */ | head -3 | tr -d /)
-i=0
-for c in $classes; do
-  (cd "$CORPUS" && tar --format=gnu -cf "$stage/shard-$(printf %06d $i).tar" $(ls -d "$c"/* | head -12))
-  i=$((i + 1))
-done
+class_shards "$stage" 12
 upload() {  # upload FILE BUCKET KEY: an anonymous PUT straight to s3rver
   $PY - "$1" "http://127.0.0.1:$s3_port/$2/$3" <<'PY'
 import sys, urllib.parse, urllib.request

@@ -13,6 +13,11 @@ namespace slip {
 
 std::string sha256_hex(std::span<const std::byte> data);
 std::string sha256_hex(std::string_view text);
+// MD5, for what others checksum with it (S3 single-part ETags); never for slip's own ids.
+std::string md5_hex(std::span<const std::byte> data);
+
+// Lowercase hex of any bytes (digests, HMACs).
+std::string to_hex(std::span<const std::byte> bytes);
 
 class Sha256 {
  public:

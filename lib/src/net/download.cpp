@@ -1,7 +1,6 @@
 #include "net/download.hpp"
 
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,6 +10,7 @@
 
 #include "net/retry.hpp"
 #include "slip/error.hpp"
+#include "slip/hash.hpp"
 #include "slip/runtime.hpp"
 #include "util/file_io.hpp"
 
@@ -89,20 +89,7 @@ std::string unquote(std::string s) {
 
 bool is_md5_hex(const std::string& s) { return s.size() == 32 && s.find_first_not_of("0123456789abcdef") == std::string::npos; }
 
-std::string md5_hex_of_file(const fs::path& path) {
-  detail::MappedFile m(path);
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  if (EVP_Digest(m.bytes().data(), m.bytes().size(), digest, &len, EVP_md5(), nullptr) != 1)
-    throw Error(Errc::io, "OpenSSL: MD5 failed").with_path(path.string());
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned i = 0; i < len; ++i) {
-    out += kHex[digest[i] >> 4];
-    out += kHex[digest[i] & 15];
-  }
-  return out;
-}
+std::string md5_hex_of_file(const fs::path& path) { return md5_hex(detail::MappedFile(path).bytes()); }
 
 uint64_t file_size_or_zero(const fs::path& p) {
   std::error_code ec;

@@ -16,6 +16,7 @@
 #include "slip/error.hpp"
 #include "slip/remote.hpp"
 #include "slip/runtime.hpp"
+#include "sources/litdata_names.hpp"
 #include "sources/shard_list.hpp"
 #include "util/file_io.hpp"
 
@@ -80,8 +81,7 @@ std::vector<std::string> litdata_chunk_names(const fs::path& index_path, const s
     if (!c.is_object() || !c.contains("filename") || !c["filename"].is_string())
       throw Error(Errc::bad_input, "index.json: a chunk without a filename").with_path(index_uri);
     const std::string name = c["filename"].get<std::string>();
-    if (name.empty() || name == "." || name == ".." || name.find_first_of("/\\") != std::string::npos ||
-        name.find('\0') != std::string::npos)
+    if (!detail::is_safe_chunk_name(name))
       throw Error(Errc::bad_input, "index.json: chunk filename \"" + name + "\" could leave the dataset directory").with_path(index_uri);
     names.push_back(name);
   }

@@ -31,16 +31,7 @@ Digest hmac_sha256(std::string_view key, std::string_view data) {
 
 std::string_view as_view(const Digest& d) { return {reinterpret_cast<const char*>(d.data()), d.size()}; }
 
-std::string to_hex(const Digest& d) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(64);
-  for (unsigned char c : d) {
-    out += kHex[c >> 4];
-    out += kHex[c & 15];
-  }
-  return out;
-}
+std::string to_hex(const Digest& d) { return slip::to_hex(std::as_bytes(std::span(d))); }
 
 Digest signing_key(std::string_view secret, std::string_view date, std::string_view region, std::string_view service) {
   const Digest k_date = hmac_sha256("AWS4" + std::string(secret), date);

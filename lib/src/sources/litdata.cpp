@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "slip/error.hpp"
+#include "sources/litdata_names.hpp"
 #include "slip/hash.hpp"
 #include "slip/source.hpp"
 #include "util/file_io.hpp"
@@ -217,9 +218,7 @@ class LitDataSource final : public Source {
           !c["chunk_size"].is_number_unsigned() || !c.contains("chunk_bytes") || !c["chunk_bytes"].is_number_unsigned())
         throw bad("a chunk entry lacks filename, chunk_size or chunk_bytes");
       Chunk ch{c["filename"].get<std::string>(), c["chunk_size"].get<uint64_t>(), c["chunk_bytes"].get<uint64_t>()};
-      if (ch.file.empty() || ch.file.find('/') != std::string::npos || ch.file.find('\\') != std::string::npos ||
-          ch.file.find("..") != std::string::npos)
-        throw bad("chunk filename \"" + ch.file + "\" could leave the dataset directory");
+      if (!detail::is_safe_chunk_name(ch.file)) throw bad("chunk filename \"" + ch.file + "\" could leave the dataset directory");
       if (ch.bytes > (uint64_t{1} << 32)) throw bad("chunk " + ch.file + " claims more than 4 GiB");
       total_ += ch.size;
       chunks_.push_back(std::move(ch));

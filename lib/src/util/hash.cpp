@@ -28,14 +28,25 @@ std::string Sha256::hex_digest() {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
   EVP_DigestFinal_ex(impl_->ctx.get(), digest, &len);
-  static const char* kHex = "0123456789abcdef";
+  return to_hex(std::as_bytes(std::span(digest, len)));
+}
+
+std::string to_hex(std::span<const std::byte> bytes) {
+  static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
-  out.reserve(len * 2);
-  for (unsigned i = 0; i < len; ++i) {
-    out += kHex[digest[i] >> 4];
-    out += kHex[digest[i] & 15];
+  out.reserve(bytes.size() * 2);
+  for (const std::byte b : bytes) {
+    out += kHex[std::to_integer<unsigned>(b) >> 4];
+    out += kHex[std::to_integer<unsigned>(b) & 15];
   }
   return out;
+}
+
+std::string md5_hex(std::span<const std::byte> data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (EVP_Digest(data.data(), data.size(), digest, &len, EVP_md5(), nullptr) != 1) throw Error(Errc::io, "OpenSSL: MD5 failed");
+  return to_hex(std::as_bytes(std::span(digest, len)));
 }
 
 std::string sha256_hex(std::span<const std::byte> data) {
