@@ -71,6 +71,17 @@ enum class PixelLayout { hwc, chw };
 enum class PixelType { uint8, float32 };
 enum class ResampleFilter { bilinear, bicubic };
 
+// How a JPEG crop is resized (docs/decode.md gives the accuracy of each).
+enum class ResampleMode {
+  automatic,  // planar when a sample has several crops (multi-crop: resizing costs more than decoding), rgb otherwise
+  rgb,        // decode to RGB, then Pillow 9.4's resampling: byte-exact with Pillow on the same pixels
+  planar,     // resize the JPEG's own Y, Cb, Cr planes (chroma at its stored resolution, 14-bit
+              // taps), then convert to RGB: skips libjpeg's chroma upsampling and colour
+              // conversion and resizes half the samples; within a documented bound of rgb.
+              // JPEGs that are not YCbCr/grayscale with 1x or 2x chroma subsampling, and other
+              // formats, take the rgb path.
+};
+
 struct DecodeOptions {
   std::vector<CropGroup> groups = {CropGroup{}};
   double flip_probability = 0.0;
@@ -81,6 +92,7 @@ struct DecodeOptions {
   std::array<float, 3> std = {0.229f, 0.224f, 0.225f};
   ResampleFilter filter = ResampleFilter::bilinear;
   bool crop_aware = true;  // false: full decode, then crop (the reference path)
+  ResampleMode resample = ResampleMode::automatic;
   uint64_t seed = 0;
   unsigned threads = 0;  // 0: available_cpus()
   std::string field;     // empty: the cache's first image field

@@ -8,6 +8,7 @@
 
 #include "decode/jpeg_region.hpp"
 #include "decode/resample.hpp"
+#include "decode/resample_planar.hpp"
 #include "decode/worker_pool.hpp"
 #include "image/yuv420_kernels.hpp"
 #include "slip/cache.hpp"
@@ -25,9 +26,12 @@ size_t crop_group_sample_bytes(const CropGroup& group, PixelType type) {
 
 namespace {
 
+using detail::DecodedPlanes;
 using detail::DecodedRegion;
 using detail::JpegImageInfo;
 using detail::JpegRegionDecoder;
+using detail::PlaneResampleScratch;
+using detail::PlaneView;
 using detail::ResampleScratch;
 using detail::RgbView;
 
@@ -50,6 +54,8 @@ struct Worker {
   std::vector<uint8_t> crop;
   std::vector<uint16_t> sums;  // YUV420 reduction
   ResampleScratch resample;
+  PlaneResampleScratch planar;
+  std::vector<uint8_t> plane_y, plane_cb, plane_cr;
   std::vector<CropWindow> windows;
   std::vector<uint32_t> sizes;
   RgbImage fallback;
@@ -74,6 +80,7 @@ struct BatchDecoder::Impl {
   detail::WorkerPool pool;
   std::array<float, 3> scale{}, bias{};
   uint32_t total_crops = 0;
+  bool planar = false;  // resize JPEG planes (ResampleMode::planar, or automatic with several crops)
 
   Impl(const Cache& c, DecodeOptions o, unsigned threads) : cache(c), options(std::move(o)), workers(threads), pool(threads) {}
 
@@ -90,31 +97,119 @@ struct BatchDecoder::Impl {
     }
   }
 
+  // Fills w.windows / w.sizes: one window per crop (or the whole image when `full`).
+  void make_sample_windows(Worker& w, uint64_t id, int width, int height, bool full) const {
+    w.windows.clear();
+    w.sizes.clear();
+    if (full) {
+      w.windows.push_back({0, 0, width, height, false});
+      w.sizes.push_back(0);
+      return;
+    }
+    uint32_t crop_index = 0;
+    for (const CropGroup& g : options.groups)
+      for (uint32_t k = 0; k < g.count; ++k, ++crop_index) {
+        if (w.forced_windows) {
+          w.windows.push_back((*w.forced_windows)[crop_index]);
+          w.sizes.push_back(g.size);
+          continue;
+        }
+        w.windows.push_back(sample_crop_window(g, static_cast<uint32_t>(width), static_cast<uint32_t>(height), options.seed, epoch, id,
+                                               crop_index, options.flip_probability));
+        w.sizes.push_back(g.size);
+      }
+  }
+
+  // The planar path (ResampleMode::planar): the JPEG decoded to its Y/Cb/Cr planes, each crop's
+  // window resized plane by plane (chroma at its own resolution, to half the output size), then
+  // converted to RGB. Returns false, touching nothing, when the sample is not a JPEG this path
+  // takes (the caller then runs the RGB path); true when done or failed (w.error set).
+  bool process_planar(Worker& w, size_t slot, uint64_t id, std::span<const std::span<std::byte>> outputs) {
+    const std::span<const std::byte> payload = payload_of(id);
+    JpegImageInfo info;
+    if (sniff_image_format(payload) != ImageFormat::jpeg || !w.jpeg.read_header(payload, info) || !w.jpeg.planar_capable()) return false;
+    if (info.width <= 0 || info.height <= 0 || static_cast<uint64_t>(info.width) * info.height > (1ull << 28)) {
+      fail(w, slot, id, "JPEG of " + std::to_string(info.width) + "x" + std::to_string(info.height) + " refused");
+      return true;
+    }
+    make_sample_windows(w, id, info.width, info.height, false);
+    const int denom = options.crop_aware ? choose_denominator(w.windows, w.sizes) : 1;
+    int bottom = 0;
+    for (const CropWindow& win : w.windows) bottom = std::max(bottom, win.y + win.height);
+    DecodedPlanes planes;
+    if (!w.jpeg.decode_planes(denom, (bottom + denom - 1) / denom, w.region, planes)) {
+      fail(w, slot, id, "corrupt JPEG: " + w.jpeg.message());
+      return true;
+    }
+    const double inv = 1.0 / denom;
+    // The plane view of the integer hull of [x0, x1) x [y0, y1): Pillow crops before resizing,
+    // so the filter's taps stop at the window's edges.
+    struct Hull {
+      PlaneView view;
+      double x0, y0, x1, y1;  // the box relative to the view
+    };
+    auto hull_of = [&](int plane, double x0, double y0, double x1, double y1) {
+      x1 = std::min<double>(x1, planes.width[plane]);
+      y1 = std::min<double>(y1, planes.height[plane]);
+      const int hx0 = std::max(0, static_cast<int>(std::floor(x0))), hy0 = std::max(0, static_cast<int>(std::floor(y0)));
+      const int hx1 = std::max(hx0 + 1, std::min(planes.width[plane], static_cast<int>(std::ceil(x1))));
+      const int hy1 = std::max(hy0 + 1, std::min(planes.height[plane], static_cast<int>(std::ceil(y1))));
+      return Hull{{planes.data[plane] + static_cast<size_t>(hy0) * planes.stride[plane] + hx0, hx1 - hx0, hy1 - hy0, planes.stride[plane]},
+                  x0 - hx0,
+                  y0 - hy0,
+                  x1 - hx0,
+                  y1 - hy0};
+    };
+    const bool direct_layout = options.type == PixelType::uint8 && options.layout == PixelLayout::hwc;
+    size_t k = 0;
+    for (size_t g = 0; g < options.groups.size(); ++g) {
+      const CropGroup& group = options.groups[g];
+      const int size = static_cast<int>(group.size), chroma_size = (size + 1) / 2;
+      const size_t per_crop = crop_group_sample_bytes(group, options.type) / group.count;
+      w.crop.resize(static_cast<size_t>(size) * size * 3);
+      w.plane_y.resize(static_cast<size_t>(size) * size);
+      w.plane_cb.resize(static_cast<size_t>(chroma_size) * chroma_size);
+      w.plane_cr.resize(w.plane_cb.size());
+      for (uint32_t c = 0; c < group.count; ++c, ++k) {
+        const CropWindow& win = w.windows[k];
+        const bool boxed = win.box_x1 > win.box_x0;
+        const double x0 = (boxed ? win.box_x0 : win.x) * inv, y0 = (boxed ? win.box_y0 : win.y) * inv;
+        const double x1 = (boxed ? win.box_x1 : win.x + win.width) * inv, y1 = (boxed ? win.box_y1 : win.y + win.height) * inv;
+        // An odd output size leaves its last chroma sample half outside the crop: mirroring the
+        // planes would then shift chroma by a pixel, so those flips are done after conversion.
+        const bool flip_after = win.flip && size % 2 == 1;
+        const bool mirror = win.flip && !flip_after;
+        std::byte* dst = outputs[g].data() + slot * crop_group_sample_bytes(group, options.type) + c * per_crop;
+        uint8_t* rgb = direct_layout && !flip_after ? reinterpret_cast<uint8_t*>(dst) : w.crop.data();
+        const Hull y = hull_of(0, x0, y0, x1, y1);
+        detail::resample_plane(y.view, y.x0, y.y0, y.x1, y.y1, size, size, options.filter, w.planar, w.plane_y.data(),
+                               static_cast<size_t>(size), mirror);
+        if (planes.planes == 1) {
+          for (size_t i = 0; i < w.plane_y.size(); ++i) rgb[3 * i] = rgb[3 * i + 1] = rgb[3 * i + 2] = w.plane_y[i];
+        } else {
+          // Chroma sample j of the output sits under output pixels 2j and 2j + 1.
+          const double cx1 = x0 + (x1 - x0) * 2 * chroma_size / size, cy1 = y0 + (y1 - y0) * 2 * chroma_size / size;
+          const double sx = planes.chroma_scale_x, sy = planes.chroma_scale_y;
+          const Hull cb = hull_of(1, x0 * sx, y0 * sy, cx1 * sx, cy1 * sy);
+          const Hull cr = hull_of(2, x0 * sx, y0 * sy, cx1 * sx, cy1 * sy);
+          detail::resample_plane(cb.view, cb.x0, cb.y0, cb.x1, cb.y1, chroma_size, chroma_size, options.filter, w.planar,
+                                 w.plane_cb.data(), static_cast<size_t>(chroma_size), mirror);
+          detail::resample_plane(cr.view, cr.x0, cr.y0, cr.x1, cr.y1, chroma_size, chroma_size, options.filter, w.planar,
+                                 w.plane_cr.data(), static_cast<size_t>(chroma_size), mirror);
+          detail::yuv420_planes_to_rgb(w.plane_y.data(), static_cast<size_t>(size), w.plane_cb.data(), w.plane_cr.data(),
+                                       static_cast<size_t>(chroma_size), size, size, rgb, static_cast<size_t>(size) * 3);
+        }
+        if (rgb == w.crop.data()) emit(w.crop.data(), group.size, flip_after, dst);
+      }
+    }
+    return true;
+  }
+
   // Decodes sample `id`'s pixels covering all its windows into w's region; returns the region
   // view and the scale (1/denominator) windows must be mapped by. Fills w.windows.
   bool prepare(Worker& w, size_t slot, uint64_t id, bool full, RgbView& view, double& inv_scale, double& origin_x, double& origin_y) {
     const std::span<const std::byte> payload = payload_of(id);
-    auto make_windows = [&](int width, int height) {
-      w.windows.clear();
-      w.sizes.clear();
-      if (full) {
-        w.windows.push_back({0, 0, width, height, false});
-        w.sizes.push_back(0);
-        return;
-      }
-      uint32_t crop_index = 0;
-      for (const CropGroup& g : options.groups)
-        for (uint32_t k = 0; k < g.count; ++k, ++crop_index) {
-          if (w.forced_windows) {
-            w.windows.push_back((*w.forced_windows)[crop_index]);
-            w.sizes.push_back(g.size);
-            continue;
-          }
-          w.windows.push_back(sample_crop_window(g, static_cast<uint32_t>(width), static_cast<uint32_t>(height), options.seed, epoch, id,
-                                                 crop_index, options.flip_probability));
-          w.sizes.push_back(g.size);
-        }
-    };
+    auto make_windows = [&](int width, int height) { make_sample_windows(w, id, width, height, full); };
     auto union_box = [&](int& x0, int& y0, int& x1, int& y1) {
       x0 = y0 = std::numeric_limits<int>::max();
       x1 = y1 = 0;
@@ -253,6 +348,7 @@ struct BatchDecoder::Impl {
 
   void process(unsigned thread, size_t slot, uint64_t id, std::span<const std::span<std::byte>> outputs) {
     Worker& w = workers[thread];
+    if (planar && !yuv420 && process_planar(w, slot, id, outputs)) return;
     RgbView view;
     double inv_scale, ox, oy;
     if (!prepare(w, slot, id, false, view, inv_scale, ox, oy)) return;
@@ -329,6 +425,9 @@ BatchDecoder::BatchDecoder(const Cache& cache, DecodeOptions options) {
           .with_path(cache.path().string());
     impl_->yuv420 = true;
   }
+  for (const CropGroup& g : impl_->options.groups) impl_->total_crops += g.count;
+  impl_->planar = impl_->options.resample == ResampleMode::planar ||
+                  (impl_->options.resample == ResampleMode::automatic && impl_->options.crop_aware && impl_->total_crops > 1);
   for (int c = 0; c < 3; ++c) {
     if (!(impl_->options.std[c] > 0)) throw Error(Errc::usage, "normalisation std must be > 0");
     impl_->scale[c] = 1.0f / (255.0f * impl_->options.std[c]);

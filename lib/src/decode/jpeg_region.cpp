@@ -102,4 +102,79 @@ bool JpegRegionDecoder::decode_region_impl(int denom, int x0, int y0, int x1, in
   return true;
 }
 
+bool JpegRegionDecoder::planar_capable() const {
+  if (cinfo_.jpeg_color_space == JCS_GRAYSCALE && cinfo_.num_components == 1) return true;
+  if (cinfo_.jpeg_color_space != JCS_YCbCr || cinfo_.num_components != 3) return false;
+  const jpeg_component_info* c = cinfo_.comp_info;
+  if (c[0].h_samp_factor != cinfo_.max_h_samp_factor || c[0].v_samp_factor != cinfo_.max_v_samp_factor) return false;
+  for (int i = 1; i < 3; ++i) {
+    const int rx = cinfo_.max_h_samp_factor / c[i].h_samp_factor, ry = cinfo_.max_v_samp_factor / c[i].v_samp_factor;
+    if ((rx != 1 && rx != 2) || (ry != 1 && ry != 2) || rx * c[i].h_samp_factor != cinfo_.max_h_samp_factor ||
+        ry * c[i].v_samp_factor != cinfo_.max_v_samp_factor || c[i].h_samp_factor != c[1].h_samp_factor ||
+        c[i].v_samp_factor != c[1].v_samp_factor)
+      return false;
+  }
+  return true;
+}
+
+bool JpegRegionDecoder::decode_planes(int denom, int rows, std::vector<uint8_t>& scratch, DecodedPlanes& out) {
+  const bool ok = decode_planes_impl(denom, rows, scratch, out);
+  jpeg_abort_decompress(&cinfo_);
+  return ok && !warned_;
+}
+
+bool JpegRegionDecoder::decode_planes_impl(int denom, int rows, std::vector<uint8_t>& scratch, DecodedPlanes& out) {
+  if (setjmp(error_.jump)) return false;
+  cinfo_.scale_num = 1;
+  cinfo_.scale_denom = static_cast<unsigned>(denom);
+  cinfo_.raw_data_out = TRUE;
+  cinfo_.dct_method = JDCT_ISLOW;
+  jpeg_start_decompress(&cinfo_);
+  const int planes = cinfo_.num_components;
+  // Each plane padded to whole blocks and whole iMCU rows, as jpeg_read_raw_data writes them.
+  size_t offsets[4] = {0, 0, 0, 0};
+  int rows_per_imcu[3] = {};
+  for (int c = 0; c < planes; ++c) {
+    const jpeg_component_info& comp = cinfo_.comp_info[c];
+    rows_per_imcu[c] = comp.v_samp_factor * comp.DCT_scaled_size;
+    if (rows_per_imcu[c] > 32) {
+      message_ = "unsupported JPEG sampling for planar decoding";
+      return false;
+    }
+    out.stride[c] = static_cast<size_t>(comp.width_in_blocks) * static_cast<size_t>(comp.DCT_scaled_size);
+    offsets[c + 1] = offsets[c] + out.stride[c] * static_cast<size_t>(cinfo_.total_iMCU_rows) * static_cast<size_t>(rows_per_imcu[c]);
+  }
+  if (scratch.size() < offsets[planes]) scratch.resize(offsets[planes]);
+  const int wanted = std::min(rows, static_cast<int>(cinfo_.output_height));
+  const int luma_rows_per_imcu = cinfo_.max_v_samp_factor * cinfo_.min_DCT_scaled_size;
+  JDIMENSION imcu = 0;
+  while (static_cast<int>(imcu) * luma_rows_per_imcu < wanted && imcu < cinfo_.total_iMCU_rows) {
+    JSAMPARRAY arrays[3];
+    for (int c = 0; c < planes; ++c) {
+      uint8_t* first = scratch.data() + offsets[c] + static_cast<size_t>(imcu) * rows_per_imcu[c] * out.stride[c];
+      for (int r = 0; r < rows_per_imcu[c]; ++r) raw_rows_[c][r] = first + static_cast<size_t>(r) * out.stride[c];
+      arrays[c] = raw_rows_[c];
+    }
+    if (jpeg_read_raw_data(&cinfo_, arrays, static_cast<JDIMENSION>(luma_rows_per_imcu)) == 0) {
+      message_ = "no raw data returned";
+      return false;
+    }
+    ++imcu;
+  }
+  out.planes = planes;
+  const double luma_h = cinfo_.comp_info[0].h_samp_factor * cinfo_.comp_info[0].DCT_scaled_size;
+  const double luma_v = cinfo_.comp_info[0].v_samp_factor * cinfo_.comp_info[0].DCT_scaled_size;
+  for (int c = 0; c < planes; ++c) {
+    const jpeg_component_info& comp = cinfo_.comp_info[c];
+    out.data[c] = scratch.data() + offsets[c];
+    out.width[c] = static_cast<int>(comp.downsampled_width);
+    out.height[c] = std::min(static_cast<int>(comp.downsampled_height), static_cast<int>(imcu) * rows_per_imcu[c]);
+  }
+  if (planes == 3) {
+    out.chroma_scale_x = cinfo_.comp_info[1].h_samp_factor * cinfo_.comp_info[1].DCT_scaled_size / luma_h;
+    out.chroma_scale_y = cinfo_.comp_info[1].v_samp_factor * cinfo_.comp_info[1].DCT_scaled_size / luma_v;
+  }
+  return true;
+}
+
 }  // namespace slip::detail

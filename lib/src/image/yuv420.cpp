@@ -120,75 +120,86 @@ const Interleave interleave_rgb = pick_interleave();
 
 }  // namespace
 
-void yuv420_region_to_rgb(const uint8_t* yp, int width, int height, int x0, int y0, int x1, int y1, uint8_t* out, size_t stride) {
-  // Row by row in three passes the compiler vectorises (-O3): chroma upsampled to full width,
-  // the inverse transform on 16-bit lanes into planar rows, then interleaved into packed RGB.
-  // Fixed point with 6 fractional bits keeps every intermediate inside int16.
-  const uint8_t* up = yp + static_cast<size_t>(width) * height;
-  const uint8_t* vp = up + static_cast<size_t>(width / 2) * (height / 2);
-  const int n = x1 - x0;
+namespace {
+
+// n pixels of one row from luma column xs: chroma sample j covers luma columns 2j and 2j + 1.
+void yuv420_row_to_rgb(const uint8_t* yrow, const uint8_t* urow, const uint8_t* vrow, int x0, int n, uint8_t* o) {
+  // In three passes the compiler vectorises (-O3): chroma upsampled to full width, the inverse
+  // transform on 16-bit lanes into planar rows, then interleaved into packed RGB. Fixed point
+  // with 6 fractional bits keeps every intermediate inside int16.
   constexpr int kRowChunk = 256;
   alignas(32) int16_t uu[kRowChunk + 2], vv[kRowChunk + 2];
   alignas(32) uint8_t rr[kRowChunk], gg[kRowChunk], bb[kRowChunk];
-  for (int y = y0; y < y1; ++y) {
-    const uint8_t* yrow = yp + static_cast<size_t>(y) * width;
-    const uint8_t* urow = up + static_cast<size_t>(y / 2) * (width / 2);
-    const uint8_t* vrow = vp + static_cast<size_t>(y / 2) * (width / 2);
-    uint8_t* o = out + static_cast<size_t>(y - y0) * stride;
-    for (int start = 0; start < n; start += kRowChunk) {
-      const int m = std::min(kRowChunk, n - start);
-      const int xs = x0 + start;
-      // Each chroma sample covers two columns; an odd first column takes the second half of a pair.
-      const int odd = xs & 1;
-      const int pairs = (m - odd + 1) / 2;
-      const uint8_t* uc = urow + ((xs + odd) >> 1);
-      const uint8_t* vc = vrow + ((xs + odd) >> 1);
-      if (odd) {
-        uu[0] = static_cast<int16_t>(urow[xs >> 1] - 128);
-        vv[0] = static_cast<int16_t>(vrow[xs >> 1] - 128);
-      }
-      alignas(32) int16_t up2[kRowChunk / 2 + 1], vp2[kRowChunk / 2 + 1];
-      for (int j = 0; j < pairs; ++j) {
-        up2[j] = static_cast<int16_t>(uc[j] - 128);
-        vp2[j] = static_cast<int16_t>(vc[j] - 128);
-      }
-      int16_t* ud = uu + odd;
-      int16_t* vd = vv + odd;
-      for (int j = 0; j < pairs; ++j) {
-        ud[2 * j] = ud[2 * j + 1] = up2[j];
-        vd[2 * j] = vd[2 * j + 1] = vp2[j];
-      }
-      const uint8_t* yy = yrow + xs;
-      // Eight pixels per step on 16-bit lanes (every intermediate fits int16, see above); the
-      // saturating pack is the clamp to [0, 255]. Bit-identical to the scalar tail.
-      int i = 0;
-      const __m128i zero = _mm_setzero_si128(), bias = _mm_set1_epi16(32);
-      const __m128i k90 = _mm_set1_epi16(90), k22 = _mm_set1_epi16(22), k46 = _mm_set1_epi16(46), k113 = _mm_set1_epi16(113);
-      for (; i + 8 <= m; i += 8) {
-        const __m128i l =
-            _mm_add_epi16(_mm_slli_epi16(_mm_unpacklo_epi8(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(yy + i)), zero), 6), bias);
-        const __m128i u = _mm_loadu_si128(reinterpret_cast<const __m128i*>(uu + i));
-        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(vv + i));
-        const __m128i r = _mm_srai_epi16(_mm_add_epi16(l, _mm_mullo_epi16(v, k90)), 6);
-        const __m128i g = _mm_srai_epi16(_mm_sub_epi16(_mm_sub_epi16(l, _mm_mullo_epi16(u, k22)), _mm_mullo_epi16(v, k46)), 6);
-        const __m128i b = _mm_srai_epi16(_mm_add_epi16(l, _mm_mullo_epi16(u, k113)), 6);
-        _mm_storel_epi64(reinterpret_cast<__m128i*>(rr + i), _mm_packus_epi16(r, r));
-        _mm_storel_epi64(reinterpret_cast<__m128i*>(gg + i), _mm_packus_epi16(g, g));
-        _mm_storel_epi64(reinterpret_cast<__m128i*>(bb + i), _mm_packus_epi16(b, b));
-      }
-      for (; i < m; ++i) {
-        // 1.402, 0.344136, 0.714136, 1.772 in 1/64 units; +32 rounds.
-        const int l = yy[i] * 64 + 32;
-        const int r = (l + 90 * vv[i]) >> 6;
-        const int g = (l - 22 * uu[i] - 46 * vv[i]) >> 6;
-        const int b = (l + 113 * uu[i]) >> 6;
-        rr[i] = static_cast<uint8_t>(r < 0 ? 0 : r > 255 ? 255 : r);
-        gg[i] = static_cast<uint8_t>(g < 0 ? 0 : g > 255 ? 255 : g);
-        bb[i] = static_cast<uint8_t>(b < 0 ? 0 : b > 255 ? 255 : b);
-      }
-      interleave_rgb(rr, gg, bb, m, o + static_cast<size_t>(start) * 3);
+  for (int start = 0; start < n; start += kRowChunk) {
+    const int m = std::min(kRowChunk, n - start);
+    const int xs = x0 + start;
+    // Each chroma sample covers two columns; an odd first column takes the second half of a pair.
+    const int odd = xs & 1;
+    const int pairs = (m - odd + 1) / 2;
+    const uint8_t* uc = urow + ((xs + odd) >> 1);
+    const uint8_t* vc = vrow + ((xs + odd) >> 1);
+    if (odd) {
+      uu[0] = static_cast<int16_t>(urow[xs >> 1] - 128);
+      vv[0] = static_cast<int16_t>(vrow[xs >> 1] - 128);
     }
+    alignas(32) int16_t up2[kRowChunk / 2 + 1], vp2[kRowChunk / 2 + 1];
+    for (int j = 0; j < pairs; ++j) {
+      up2[j] = static_cast<int16_t>(uc[j] - 128);
+      vp2[j] = static_cast<int16_t>(vc[j] - 128);
+    }
+    int16_t* ud = uu + odd;
+    int16_t* vd = vv + odd;
+    for (int j = 0; j < pairs; ++j) {
+      ud[2 * j] = ud[2 * j + 1] = up2[j];
+      vd[2 * j] = vd[2 * j + 1] = vp2[j];
+    }
+    const uint8_t* yy = yrow + xs;
+    // Eight pixels per step on 16-bit lanes (every intermediate fits int16, see above); the
+    // saturating pack is the clamp to [0, 255]. Bit-identical to the scalar tail.
+    int i = 0;
+    const __m128i zero = _mm_setzero_si128(), bias = _mm_set1_epi16(32);
+    const __m128i k90 = _mm_set1_epi16(90), k22 = _mm_set1_epi16(22), k46 = _mm_set1_epi16(46), k113 = _mm_set1_epi16(113);
+    for (; i + 8 <= m; i += 8) {
+      const __m128i l =
+          _mm_add_epi16(_mm_slli_epi16(_mm_unpacklo_epi8(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(yy + i)), zero), 6), bias);
+      const __m128i u = _mm_loadu_si128(reinterpret_cast<const __m128i*>(uu + i));
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(vv + i));
+      const __m128i r = _mm_srai_epi16(_mm_add_epi16(l, _mm_mullo_epi16(v, k90)), 6);
+      const __m128i g = _mm_srai_epi16(_mm_sub_epi16(_mm_sub_epi16(l, _mm_mullo_epi16(u, k22)), _mm_mullo_epi16(v, k46)), 6);
+      const __m128i b = _mm_srai_epi16(_mm_add_epi16(l, _mm_mullo_epi16(u, k113)), 6);
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(rr + i), _mm_packus_epi16(r, r));
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(gg + i), _mm_packus_epi16(g, g));
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(bb + i), _mm_packus_epi16(b, b));
+    }
+    for (; i < m; ++i) {
+      // 1.402, 0.344136, 0.714136, 1.772 in 1/64 units; +32 rounds.
+      const int l = yy[i] * 64 + 32;
+      const int r = (l + 90 * vv[i]) >> 6;
+      const int g = (l - 22 * uu[i] - 46 * vv[i]) >> 6;
+      const int b = (l + 113 * uu[i]) >> 6;
+      rr[i] = static_cast<uint8_t>(r < 0 ? 0 : r > 255 ? 255 : r);
+      gg[i] = static_cast<uint8_t>(g < 0 ? 0 : g > 255 ? 255 : g);
+      bb[i] = static_cast<uint8_t>(b < 0 ? 0 : b > 255 ? 255 : b);
+    }
+    interleave_rgb(rr, gg, bb, m, o + static_cast<size_t>(start) * 3);
   }
+}
+
+}  // namespace
+
+void yuv420_region_to_rgb(const uint8_t* yp, int width, int height, int x0, int y0, int x1, int y1, uint8_t* out, size_t stride) {
+  const uint8_t* up = yp + static_cast<size_t>(width) * height;
+  const uint8_t* vp = up + static_cast<size_t>(width / 2) * (height / 2);
+  for (int y = y0; y < y1; ++y)
+    yuv420_row_to_rgb(yp + static_cast<size_t>(y) * width, up + static_cast<size_t>(y / 2) * (width / 2),
+                      vp + static_cast<size_t>(y / 2) * (width / 2), x0, x1 - x0, out + static_cast<size_t>(y - y0) * stride);
+}
+
+void yuv420_planes_to_rgb(const uint8_t* yp, size_t y_stride, const uint8_t* up, const uint8_t* vp, size_t c_stride, int width, int height,
+                          uint8_t* out, size_t stride) {
+  for (int y = 0; y < height; ++y)
+    yuv420_row_to_rgb(yp + static_cast<size_t>(y) * y_stride, up + static_cast<size_t>(y / 2) * c_stride,
+                      vp + static_cast<size_t>(y / 2) * c_stride, 0, width, out + static_cast<size_t>(y) * stride);
 }
 
 namespace {

@@ -1,0 +1,41 @@
+// The fast resampler for single 8-bit planes (the Y, Cb and Cr planes of a JPEG): the same
+// antialiased filters and geometry as the Pillow-exact RGB resampler (resample.hpp), with
+// 14-bit coefficients instead of 22-bit ones, both passes run as one contiguous "vertical"
+// kernel (the horizontal pass runs on a transposed copy), and the vertical pass first, so the
+// horizontal one sees only the output's rows. Each output value is within one level of the
+// exact filter's (the coefficient rounding; see resample_planar_test.cpp); the RGB result,
+// with the colour transform done after resizing, stays within the bounds documented in
+// docs/decode.md.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "decode/resample.hpp"
+
+namespace slip::detail {
+
+// A view of one 8-bit plane.
+struct PlaneView {
+  const uint8_t* data = nullptr;
+  int width = 0, height = 0;
+  size_t stride = 0;
+};
+
+struct PlaneResampleScratch {
+  ResampleAxis horizontal, vertical;
+  std::vector<int16_t> coeffs_h, coeffs_v;  // per output: ksize (even-padded) Q14 taps
+  std::vector<uint8_t> pass1, pass1_t, pass2;
+};
+
+// Resizes the box [x0, x1) x [y0, y1) of `in` (fractional bounds, Pillow's pixel-centre
+// mapping; taps clamped to the plane) to out_w x out_h at `out` (row stride out_stride).
+// mirror: left-right flipped output.
+void resample_plane(const PlaneView& in, double x0, double y0, double x1, double y1, int out_w, int out_h, ResampleFilter filter,
+                    PlaneResampleScratch& scratch, uint8_t* out, size_t out_stride, bool mirror);
+
+// Byte transpose: out[x][y] = in[y][x] for a width x height block.
+void transpose_plane(const uint8_t* in, size_t in_stride, int width, int height, uint8_t* out, size_t out_stride);
+
+}  // namespace slip::detail
