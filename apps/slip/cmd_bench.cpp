@@ -27,6 +27,7 @@ nlohmann::ordered_json report_json(const BenchReport& r) {
   j["payload_bytes"] = r.payload_bytes;
   j["crops_per_image"] = r.crops_per_image;
   j["crop_aware"] = r.dct_scaling == 1;
+  if (!r.resample.empty()) j["resample"] = r.resample;
   auto epochs = nlohmann::ordered_json::array();
   for (const BenchEpoch& e : r.epochs)
     epochs.push_back({{"seconds", e.seconds},
@@ -53,7 +54,7 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
     std::string cache;
     BenchOptions options;
     std::string order = "sequential";
-    std::string layout = "hwc", dtype = "uint8", filter = "bilinear";
+    std::string layout = "hwc", dtype = "uint8", filter = "bilinear", resample = "auto";
     bool no_crop_aware = false;
     bool no_limit = false;
     bool json = false;
@@ -81,6 +82,11 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("--filter", a->filter, "Resampling filter: bilinear or bicubic (both antialiased)")
       ->check(CLI::IsMember({"bilinear", "bicubic"}))
       ->default_val("bilinear");
+  sub.add_option("--resample", a->resample,
+                 "auto, rgb (decode to RGB, then Pillow-exact resizing) or planar (resize the JPEG's Y/Cb/Cr planes, then "
+                 "convert; within a documented bound of rgb). auto: planar for multi-crop")
+      ->check(CLI::IsMember({"auto", "rgb", "planar"}))
+      ->default_val("auto");
   sub.add_flag("--no-crop-aware", a->no_crop_aware, "Decode whole images, then crop (to measure what crop-aware decoding gains)");
   sub.add_option("--field", a->options.decode.field, "Image field (default: the first)");
   sub.add_option("--max-samples", a->options.max_samples, "Use only the first N samples");
@@ -98,18 +104,22 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
     options.decode.type = a->dtype == "float32" ? PixelType::float32 : PixelType::uint8;
     options.decode.filter = a->filter == "bicubic" ? ResampleFilter::bicubic : ResampleFilter::bilinear;
     options.decode.crop_aware = !a->no_crop_aware;
+    options.decode.resample = a->resample == "rgb"      ? ResampleMode::rgb
+                              : a->resample == "planar" ? ResampleMode::planar
+                                                        : ResampleMode::automatic;
     options.measure_limit = !a->no_limit;
     const Cache cache = Cache::open(a->cache);
     const bool text = !a->json && !global.quiet;
     const auto print_epoch = [&](const BenchReport& r, size_t epoch) {
       if (!text) return;
       if (epoch == 0) {
-        std::printf("%s: pipeline %s, %llu images (%s), %u threads, batch %zu%s%s\n", a->cache.c_str(), r.pipeline.c_str(),
+        std::printf("%s: pipeline %s, %llu images (%s), %u threads, batch %zu%s%s%s\n", a->cache.c_str(), r.pipeline.c_str(),
                     static_cast<unsigned long long>(r.samples), human_bytes(r.payload_bytes).c_str(), r.threads, r.batch_size,
                     r.crops_per_image > 1 ? (", " + std::to_string(r.crops_per_image) + " crops/image").c_str() : "",
                     r.yuv420_siblings            ? ", yuv420 siblings"
                     : r.image_format == "yuv420" ? ", yuv420"
-                                                 : "");
+                                                 : "",
+                    r.resample.empty() ? "" : (", " + r.resample + " resampling").c_str());
       }
       const BenchEpoch& e = r.epochs.back();
       std::printf("epoch %zu: %9.1f img/s %9.1f MB/s %8.2f ms/batch%s\n", epoch + 1, e.images_per_second, e.megabytes_per_second,

@@ -15,6 +15,14 @@ for f in "$shared"/corpus/bad/* "$shared/corpus/imagenet_like/n02979186/n0297918
          "$shared/corpus/imagenet_like/n03888605/n03888605_7974.JPEG" "$shared/corpus/imagenet_like/n03888605/n03888605_4775.JPEG"; do
   cp "$f" "$out/fuzz_image_decode/$(basename "$f")"
 done
+# The engine's JPEG paths: a control byte (path, scale, window) before small JPEGs of every
+# sampling the corpus has (4:2:0, 4:4:4, grayscale, progressive).
+for f in "$shared/corpus/imagenet_like/n02979186/n02979186_11501.JPEG" "$shared/corpus/imagenet_like/n03888605/n03888605_7974.JPEG" \
+         $(find "$src/examples/sample" -type f | LC_ALL=C sort | head -4); do
+  for control in 00 05 0e 36 4b 7c; do
+    { printf "\x$control"; cat "$f"; } > "$out/fuzz_engine_jpeg/$control-$(basename "$f")"
+  done
+done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/tiny/a" "$tmp/tiny/b"

@@ -10,6 +10,7 @@
 #include <random>
 
 #include <nlohmann/json.hpp>
+#include <turbojpeg.h>
 
 #include "decode/samplers.hpp"
 #include "slip/cache.hpp"
@@ -479,5 +480,111 @@ TEST(DecodeEngine, Yuv420FixtureDecodesCloseToItsJpegTwin) {
   std::printf("yuv420 vs jpeg fixture: worst mean %.3f, worst PSNR %.2f dB\n", worst_mean, worst_psnr);
 }
 
+// The planar path (ResampleMode::planar: the JPEG's Y/Cb/Cr planes resized, then converted)
+// against Pillow's resized_crop outputs on the reference windows, bilinear and bicubic.
+// Documented bound (docs/decode.md): mean absolute difference <= 2 and PSNR >= 30 dB per crop
+// (chroma resized at its stored resolution and upsampled from half the output size instead of
+// libjpeg's fancy upsampling before resizing; 14-bit taps).
+TEST(DecodePixels, PlanarPathWithinBoundOfPillow) {
+  ReferenceCache ref;
+  const fs::path dir = test::shared_dir() / "reference/resized_crop";
+  uint64_t sample = 0;
+  double worst_mean = 0, worst_psnr = 99, total_mean = 0;
+  int crops = 0;
+  for (const auto& img : ref.windows["images"]) {
+    for (const auto& win : img["windows"])
+      for (const char* filter : {"bilinear", "bicubic"}) {
+        DecodeOptions o;
+        o.threads = 1;
+        o.resample = ResampleMode::planar;
+        o.filter = std::string(filter) == "bicubic" ? ResampleFilter::bicubic : ResampleFilter::bilinear;
+        const std::vector<CropWindow> w = {{win["left"], win["top"], win["width"], win["height"], false}};
+        const auto ours = detail::decode_crops_for_test(*ref.cache, sample, o, w);
+        const PixelDiff d = compare(ours, read_png(dir / win["outputs"][filter].get<std::string>()));
+        EXPECT_LE(d.mean, 2.0) << img["image"] << " " << win << " " << filter;
+        EXPECT_GE(d.psnr, 30.0) << img["image"] << " " << win << " " << filter;
+        worst_mean = std::max(worst_mean, d.mean);
+        worst_psnr = std::min(worst_psnr, d.psnr);
+        total_mean += d.mean;
+        ++crops;
+      }
+    ++sample;
+  }
+  std::printf("planar vs Pillow: %d crops, average mean abs diff %.3f, worst mean %.3f, worst PSNR %.2f dB\n", crops, total_mean / crops,
+              worst_mean, worst_psnr);
+}
+
+// One corpus photo re-encoded with every chroma subsampling TurboJPEG writes, in one cache:
+// multi-crop through the planar path (odd and even sizes, flips) against the RGB path on the
+// same windows, within the documented bound; 4:1:1 (chroma at 1/4, not planar-capable) takes
+// the RGB path and is identical.
+TEST(DecodeEngine, PlanarPathOnEveryChromaSubsampling) {
+  const auto windows = nlohmann::json::parse(test::read_file(test::shared_dir() / "reference/resized_crop/windows.json"));
+  const RgbImage photo =
+      decode_to_rgb(file_bytes(test::shared_dir() / "corpus/imagenet_like" / windows["images"][0]["image"].get<std::string>()));
+  test::TempDir tmp;
+  fs::create_directories(tmp.path() / "src/c");
+  const std::pair<const char*, int> samplings[] = {{"s420", TJSAMP_420}, {"s422", TJSAMP_422}, {"s444", TJSAMP_444},
+                                                   {"s440", TJSAMP_440}, {"sgray", TJSAMP_GRAY}, {"s411", TJSAMP_411}};
+  for (const auto& [name, samp] : samplings) {
+    tjhandle h = tjInitCompress();
+    unsigned char* jpeg = nullptr;
+    unsigned long size = 0;
+    ASSERT_EQ(tjCompress2(h, photo.pixels.data(), static_cast<int>(photo.width), 0, static_cast<int>(photo.height), TJPF_RGB, &jpeg, &size,
+                          samp, 92, 0),
+              0);
+    std::ofstream(tmp.path() / "src/c" / (std::string(name) + ".jpg"), std::ios::binary).write(reinterpret_cast<const char*>(jpeg), static_cast<std::streamsize>(size));
+    tjFree(jpeg);
+    tjDestroy(h);
+  }
+  SampleCache c(tmp.path() / "src");
+  ASSERT_EQ(c.cache->size(), 6u);
+  DecodeOptions o;
+  o.groups = parse_crop_groups("2x224@0.32-1,3x97@0.05-0.4,2x7@0.01-0.1");
+  o.flip_probability = 0.5;
+  o.seed = 5;
+  o.threads = 2;
+  o.resample = ResampleMode::planar;
+  const auto planar = run_batch(*c.cache, o, 1);
+  o.resample = ResampleMode::rgb;
+  const auto rgb = run_batch(*c.cache, o, 1);
+  // run_batch decodes ids in reverse order: slot i holds sample size - 1 - i.
+  const auto order = [&](uint64_t id) { return c.cache->size() - 1 - id; };
+  for (uint64_t id = 0; id < c.cache->size(); ++id) {
+    for (size_t g = 0; g < o.groups.size(); ++g) {
+      const size_t bytes = crop_group_sample_bytes(o.groups[g], o.type);
+      const auto* a = reinterpret_cast<const uint8_t*>(planar[g].data()) + order(id) * bytes;
+      const auto* b = reinterpret_cast<const uint8_t*>(rgb[g].data()) + order(id) * bytes;
+      RgbImage ref;
+      ref.pixels.assign(b, b + bytes);
+      const PixelDiff d = compare(std::vector<uint8_t>(a, a + bytes), ref);
+      std::printf("sample %llu group %zu: planar vs rgb mean %.3f max %d PSNR %.2f\n", static_cast<unsigned long long>(id), g, d.mean, d.max,
+                  d.psnr);
+      EXPECT_LE(d.mean, 2.0) << "sample " << id << " group " << g;
+      EXPECT_GE(d.psnr, 30.0) << "sample " << id << " group " << g;
+      if (id == 0) EXPECT_EQ(d.max, 0) << "4:1:1 (sample 0, files sort by name) must take the RGB path";
+    }
+  }
+}
+
+// Flips in the planar path mirror the unflipped crop exactly, for even and odd output sizes.
+TEST(DecodeEngine, PlanarFlipMirrorsTheCrop) {
+  SampleCache c(fs::path(SLIP_SOURCE_DIR) / "examples/sample");
+  for (uint32_t size : {96u, 97u}) {
+    DecodeOptions o;
+    o.threads = 1;
+    o.resample = ResampleMode::planar;
+    o.groups = {CropGroup{}};
+    o.groups[0].size = size;
+    const CropWindow w0 = {10, 20, 150, 120, false}, w1 = {10, 20, 150, 120, true};
+    const auto a = detail::decode_crops_for_test(*c.cache, 3, o, {w0});
+    const auto b = detail::decode_crops_for_test(*c.cache, 3, o, {w1});
+    for (uint32_t y = 0; y < size; ++y)
+      for (uint32_t x = 0; x < size; ++x)
+        for (int ch = 0; ch < 3; ++ch) ASSERT_EQ(a[(y * size + x) * 3 + ch], b[(y * size + size - 1 - x) * 3 + ch]) << size;
+  }
+}
+
 }  // namespace
 }  // namespace slip
+

@@ -100,6 +100,10 @@ struct DecodeOptions {
   bool yuv420_siblings = false;
 };
 
+// The mode `automatic` resolves to for these options: planar when crop_aware is on and the
+// groups hold more than one crop, rgb otherwise; rgb and planar are returned as they are.
+ResampleMode effective_resample_mode(const DecodeOptions& options);
+
 // Bytes one sample occupies in the output buffer of group g.
 size_t crop_group_sample_bytes(const CropGroup& group, PixelType type);
 

@@ -103,6 +103,7 @@ BenchReport run_bench(const Cache& cache, const BenchOptions& options, const std
   report.batch_size = options.batch_size;
   report.samples = options.max_samples ? std::min<uint64_t>(options.max_samples, cache.size()) : cache.size();
   report.dct_scaling = decode.crop_aware ? 1 : 0;
+  if (!raw && !full) report.resample = effective_resample_mode(decode) == ResampleMode::planar ? "planar" : "rgb";
   for (const CropGroup& g : decode.groups) report.crops_per_image += raw || full ? 0 : g.count;
   if (report.samples == 0) throw Error(Errc::usage, "the cache has no samples to benchmark");
   for (uint64_t id = 0; id < report.samples; ++id) {

@@ -20,6 +20,13 @@
 
 namespace slip {
 
+ResampleMode effective_resample_mode(const DecodeOptions& options) {
+  if (options.resample != ResampleMode::automatic) return options.resample;
+  uint64_t crops = 0;
+  for (const CropGroup& g : options.groups) crops += g.count;
+  return options.crop_aware && crops > 1 ? ResampleMode::planar : ResampleMode::rgb;
+}
+
 size_t crop_group_sample_bytes(const CropGroup& group, PixelType type) {
   return static_cast<size_t>(group.count) * group.size * group.size * 3 * (type == PixelType::float32 ? 4 : 1);
 }
@@ -164,42 +171,39 @@ struct BatchDecoder::Impl {
     size_t k = 0;
     for (size_t g = 0; g < options.groups.size(); ++g) {
       const CropGroup& group = options.groups[g];
-      const int size = static_cast<int>(group.size), chroma_size = (size + 1) / 2;
+      const int size = static_cast<int>(group.size);
       const size_t per_crop = crop_group_sample_bytes(group, options.type) / group.count;
       w.crop.resize(static_cast<size_t>(size) * size * 3);
       w.plane_y.resize(static_cast<size_t>(size) * size);
-      w.plane_cb.resize(static_cast<size_t>(chroma_size) * chroma_size);
-      w.plane_cr.resize(w.plane_cb.size());
+      w.plane_cb.resize(w.plane_y.size());
+      w.plane_cr.resize(w.plane_y.size());
       for (uint32_t c = 0; c < group.count; ++c, ++k) {
         const CropWindow& win = w.windows[k];
         const bool boxed = win.box_x1 > win.box_x0;
         const double x0 = (boxed ? win.box_x0 : win.x) * inv, y0 = (boxed ? win.box_y0 : win.y) * inv;
         const double x1 = (boxed ? win.box_x1 : win.x + win.width) * inv, y1 = (boxed ? win.box_y1 : win.y + win.height) * inv;
-        // An odd output size leaves its last chroma sample half outside the crop: mirroring the
-        // planes would then shift chroma by a pixel, so those flips are done after conversion.
-        const bool flip_after = win.flip && size % 2 == 1;
-        const bool mirror = win.flip && !flip_after;
         std::byte* dst = outputs[g].data() + slot * crop_group_sample_bytes(group, options.type) + c * per_crop;
-        uint8_t* rgb = direct_layout && !flip_after ? reinterpret_cast<uint8_t*>(dst) : w.crop.data();
+        uint8_t* rgb = direct_layout ? reinterpret_cast<uint8_t*>(dst) : w.crop.data();
         const Hull y = hull_of(0, x0, y0, x1, y1);
         detail::resample_plane(y.view, y.x0, y.y0, y.x1, y.y1, size, size, options.filter, w.planar, w.plane_y.data(),
-                               static_cast<size_t>(size), mirror);
+                               static_cast<size_t>(size), win.flip);
         if (planes.planes == 1) {
           for (size_t i = 0; i < w.plane_y.size(); ++i) rgb[3 * i] = rgb[3 * i + 1] = rgb[3 * i + 2] = w.plane_y[i];
         } else {
-          // Chroma sample j of the output sits under output pixels 2j and 2j + 1.
-          const double cx1 = x0 + (x1 - x0) * 2 * chroma_size / size, cy1 = y0 + (y1 - y0) * 2 * chroma_size / size;
+          // Chroma is resized from its stored resolution straight to the output size: resizing
+          // it to half the output and upsampling after cost 2 levels of mean error (4:2:0 at the
+          // output) for about 10% of the time.
           const double sx = planes.chroma_scale_x, sy = planes.chroma_scale_y;
-          const Hull cb = hull_of(1, x0 * sx, y0 * sy, cx1 * sx, cy1 * sy);
-          const Hull cr = hull_of(2, x0 * sx, y0 * sy, cx1 * sx, cy1 * sy);
-          detail::resample_plane(cb.view, cb.x0, cb.y0, cb.x1, cb.y1, chroma_size, chroma_size, options.filter, w.planar,
-                                 w.plane_cb.data(), static_cast<size_t>(chroma_size), mirror);
-          detail::resample_plane(cr.view, cr.x0, cr.y0, cr.x1, cr.y1, chroma_size, chroma_size, options.filter, w.planar,
-                                 w.plane_cr.data(), static_cast<size_t>(chroma_size), mirror);
-          detail::yuv420_planes_to_rgb(w.plane_y.data(), static_cast<size_t>(size), w.plane_cb.data(), w.plane_cr.data(),
-                                       static_cast<size_t>(chroma_size), size, size, rgb, static_cast<size_t>(size) * 3);
+          const Hull cb = hull_of(1, x0 * sx, y0 * sy, x1 * sx, y1 * sy);
+          const Hull cr = hull_of(2, x0 * sx, y0 * sy, x1 * sx, y1 * sy);
+          detail::resample_plane(cb.view, cb.x0, cb.y0, cb.x1, cb.y1, size, size, options.filter, w.planar, w.plane_cb.data(),
+                                 static_cast<size_t>(size), win.flip);
+          detail::resample_plane(cr.view, cr.x0, cr.y0, cr.x1, cr.y1, size, size, options.filter, w.planar, w.plane_cr.data(),
+                                 static_cast<size_t>(size), win.flip);
+          detail::ycbcr_planes_to_rgb(w.plane_y.data(), w.plane_cb.data(), w.plane_cr.data(), static_cast<size_t>(size), size, size, rgb,
+                                      static_cast<size_t>(size) * 3);
         }
-        if (rgb == w.crop.data()) emit(w.crop.data(), group.size, flip_after, dst);
+        if (rgb == w.crop.data()) emit(w.crop.data(), group.size, false, dst);
       }
     }
     return true;
@@ -426,8 +430,7 @@ BatchDecoder::BatchDecoder(const Cache& cache, DecodeOptions options) {
     impl_->yuv420 = true;
   }
   for (const CropGroup& g : impl_->options.groups) impl_->total_crops += g.count;
-  impl_->planar = impl_->options.resample == ResampleMode::planar ||
-                  (impl_->options.resample == ResampleMode::automatic && impl_->options.crop_aware && impl_->total_crops > 1);
+  impl_->planar = effective_resample_mode(impl_->options) == ResampleMode::planar;
   for (int c = 0; c < 3; ++c) {
     if (!(impl_->options.std[c] > 0)) throw Error(Errc::usage, "normalisation std must be > 0");
     impl_->scale[c] = 1.0f / (255.0f * impl_->options.std[c]);

@@ -122,10 +122,14 @@ void transpose_plane(const uint8_t* in, size_t in_stride, int width, int height,
 
 void resample_plane(const PlaneView& in, double x0, double y0, double x1, double y1, int out_w, int out_h, ResampleFilter filter,
                     PlaneResampleScratch& s, uint8_t* out, size_t out_stride, bool mirror) {
-  precompute_axis(s.vertical, in.height, y0, y1, out_h, filter);
-  precompute_axis(s.horizontal, in.width, x0, x1, out_w, filter);
-  to_q14(s.vertical, out_h, s.coeffs_v);
-  to_q14(s.horizontal, out_w, s.coeffs_h);
+  const auto plan = [](ResampleAxis& axis, std::vector<int16_t>& q, PlaneAxisKey& key, const PlaneAxisKey& wanted) {
+    if (key == wanted) return;
+    precompute_axis(axis, wanted.in_size, wanted.in0, wanted.in1, wanted.out_size, wanted.filter);
+    to_q14(axis, wanted.out_size, q);
+    key = wanted;
+  };
+  plan(s.vertical, s.coeffs_v, s.key_v, {in.height, y0, y1, out_h, filter});
+  plan(s.horizontal, s.coeffs_h, s.key_h, {in.width, x0, x1, out_w, filter});
   // The columns the horizontal taps read (the bounds grow with the output index).
   const int cx0 = s.horizontal.bounds[0];
   const int cx1 = s.horizontal.bounds[static_cast<size_t>(out_w - 1) * 2] + s.horizontal.bounds[static_cast<size_t>(out_w - 1) * 2 + 1];

@@ -23,9 +23,20 @@ struct PlaneView {
   size_t stride = 0;
 };
 
+// What an axis's coefficients are computed from: a call with the same key reuses them (the Cb
+// and Cr planes of a crop share their geometry).
+struct PlaneAxisKey {
+  int in_size = -1;
+  double in0 = 0, in1 = 0;
+  int out_size = 0;
+  ResampleFilter filter = ResampleFilter::bilinear;
+  bool operator==(const PlaneAxisKey&) const = default;
+};
+
 struct PlaneResampleScratch {
   ResampleAxis horizontal, vertical;
-  std::vector<int16_t> coeffs_h, coeffs_v;  // per output: ksize (even-padded) Q14 taps
+  std::vector<int16_t> coeffs_h, coeffs_v;  // per output: ksize Q14 taps
+  PlaneAxisKey key_h, key_v;
   std::vector<uint8_t> pass1, pass1_t, pass2;
 };
 

@@ -195,11 +195,82 @@ void yuv420_region_to_rgb(const uint8_t* yp, int width, int height, int x0, int 
                       vp + static_cast<size_t>(y / 2) * (width / 2), x0, x1 - x0, out + static_cast<size_t>(y - y0) * stride);
 }
 
-void yuv420_planes_to_rgb(const uint8_t* yp, size_t y_stride, const uint8_t* up, const uint8_t* vp, size_t c_stride, int width, int height,
-                          uint8_t* out, size_t stride) {
-  for (int y = 0; y < height; ++y)
-    yuv420_row_to_rgb(yp + static_cast<size_t>(y) * y_stride, up + static_cast<size_t>(y / 2) * c_stride,
-                      vp + static_cast<size_t>(y / 2) * c_stride, 0, width, out + static_cast<size_t>(y) * stride);
+
+namespace {
+
+// libjpeg's YCbCr -> RGB (jdcolor.c) in its own 16-bit fixed point, so the planar path's
+// colours are the ones a full libjpeg decode gives.
+constexpr int kYccShift = 16;
+constexpr int32_t kYccHalf = 1 << (kYccShift - 1);
+constexpr int32_t kCrR = 91881, kCbB = 116130, kCbG = 22554, kCrG = 46802;  // FIX(1.402), FIX(1.772), FIX(0.34414), FIX(0.71414)
+
+void ycbcr_row_scalar(const uint8_t* yr, const uint8_t* cbr, const uint8_t* crr, int m, uint8_t* rr, uint8_t* gg, uint8_t* bb) {
+  for (int i = 0; i < m; ++i) {
+    const int32_t l = yr[i], cb = cbr[i] - 128, cr = crr[i] - 128;
+    const int32_t r = l + ((kCrR * cr + kYccHalf) >> kYccShift);
+    const int32_t g = l + ((-kCbG * cb - kCrG * cr + kYccHalf) >> kYccShift);
+    const int32_t b = l + ((kCbB * cb + kYccHalf) >> kYccShift);
+    rr[i] = static_cast<uint8_t>(std::clamp(r, 0, 255));
+    gg[i] = static_cast<uint8_t>(std::clamp(g, 0, 255));
+    bb[i] = static_cast<uint8_t>(std::clamp(b, 0, 255));
+  }
+}
+
+__attribute__((target("avx2"))) inline __m256i load8_epi32(const uint8_t* p) {
+  return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+}
+// 16 int32 values (lo: 0-7, hi: 8-15) saturated to bytes, in order.
+__attribute__((target("avx2"))) inline void store16_u8(uint8_t* p, __m256i lo, __m256i hi) {
+  const __m256i words = _mm256_permute4x64_epi64(_mm256_packs_epi32(lo, hi), 0xD8);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm_packus_epi16(_mm256_castsi256_si128(words), _mm256_extracti128_si256(words, 1)));
+}
+
+// AVX2: 16 pixels per step in 32-bit lanes, the same integer arithmetic as the scalar loop
+// (bit-identical); the saturating packs are the clamp.
+__attribute__((target("avx2"))) void ycbcr_row_avx2(const uint8_t* yr, const uint8_t* cbr, const uint8_t* crr, int m, uint8_t* rr, uint8_t* gg,
+                                                    uint8_t* bb) {
+  const __m256i c128 = _mm256_set1_epi32(128), half = _mm256_set1_epi32(kYccHalf);
+  const __m256i k_rr = _mm256_set1_epi32(kCrR), k_bb = _mm256_set1_epi32(kCbB), k_gb = _mm256_set1_epi32(-kCbG),
+                k_gr = _mm256_set1_epi32(-kCrG);
+  int i = 0;
+  for (; i + 16 <= m; i += 16) {
+    __m256i r[2], g[2], b[2];
+    for (int h = 0; h < 2; ++h) {
+      const __m256i l = load8_epi32(yr + i + 8 * h);
+      const __m256i cb = _mm256_sub_epi32(load8_epi32(cbr + i + 8 * h), c128), cr = _mm256_sub_epi32(load8_epi32(crr + i + 8 * h), c128);
+      r[h] = _mm256_add_epi32(l, _mm256_srai_epi32(_mm256_add_epi32(_mm256_mullo_epi32(cr, k_rr), half), kYccShift));
+      g[h] = _mm256_add_epi32(
+          l, _mm256_srai_epi32(_mm256_add_epi32(_mm256_add_epi32(_mm256_mullo_epi32(cb, k_gb), _mm256_mullo_epi32(cr, k_gr)), half), kYccShift));
+      b[h] = _mm256_add_epi32(l, _mm256_srai_epi32(_mm256_add_epi32(_mm256_mullo_epi32(cb, k_bb), half), kYccShift));
+    }
+    store16_u8(rr + i, r[0], r[1]);
+    store16_u8(gg + i, g[0], g[1]);
+    store16_u8(bb + i, b[0], b[1]);
+  }
+  ycbcr_row_scalar(yr + i, cbr + i, crr + i, m - i, rr + i, gg + i, bb + i);
+}
+
+using YcbcrRow = void (*)(const uint8_t*, const uint8_t*, const uint8_t*, int, uint8_t*, uint8_t*, uint8_t*);
+YcbcrRow pick_ycbcr_row() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") ? ycbcr_row_avx2 : ycbcr_row_scalar;
+}
+const YcbcrRow ycbcr_row = pick_ycbcr_row();
+
+}  // namespace
+
+void ycbcr_planes_to_rgb(const uint8_t* yp, const uint8_t* cbp, const uint8_t* crp, size_t stride, int width, int height, uint8_t* out,
+                         size_t out_stride) {
+  constexpr int kChunk = 256;
+  alignas(32) uint8_t rr[kChunk], gg[kChunk], bb[kChunk];
+  for (int y = 0; y < height; ++y) {
+    const size_t row = static_cast<size_t>(y) * stride;
+    for (int start = 0; start < width; start += kChunk) {
+      const int m = std::min(kChunk, width - start);
+      ycbcr_row(yp + row + start, cbp + row + start, crp + row + start, m, rr, gg, bb);
+      interleave_rgb(rr, gg, bb, m, out + static_cast<size_t>(y) * out_stride + static_cast<size_t>(start) * 3);
+    }
+  }
 }
 
 namespace {

@@ -18,10 +18,10 @@ void rgb_row_pair_to_yuv420(const uint8_t* row0, const uint8_t* row1, uint32_t w
 // by nearest neighbour. The caller has checked the payload size.
 void yuv420_region_to_rgb(const uint8_t* payload, int width, int height, int x0, int y0, int x1, int y1, uint8_t* out, size_t stride);
 
-// Planes at arbitrary strides: chroma sample (x / 2, y / 2) under luma pixel (x, y); the
-// same transform as yuv420_region_to_rgb. The engine's fast path converts its resized crops.
-void yuv420_planes_to_rgb(const uint8_t* y, size_t y_stride, const uint8_t* u, const uint8_t* v, size_t c_stride, int width, int height,
-                          uint8_t* out, size_t stride);
+// Three full-resolution planes (same stride) to packed RGB with libjpeg's own YCbCr -> RGB
+// fixed point (jdcolor.c): what the engine's planar path converts its resized crops with.
+void ycbcr_planes_to_rgb(const uint8_t* y, const uint8_t* cb, const uint8_t* cr, size_t stride, int width, int height, uint8_t* out,
+                         size_t out_stride);
 
 // The same region at 1/d resolution (d = 2, 4 or 8), as a JPEG decoder's DCT scaling gives it:
 // reduced pixel (rx, ry) is the rounded mean of luma block [rx*d, rx*d+d) x [ry*d, ry*d+d) and
