@@ -32,9 +32,12 @@ inline uint8_t clip8(int32_t in) {
 
 }  // namespace
 
-void precompute_axis(ResampleAxis& axis, int in_size, double in0, double in1, int out_size, ResampleFilter filter) {
-  const double support_unit = filter == ResampleFilter::bicubic ? 2.0 : 1.0;
-  double (*fn)(double) = filter == ResampleFilter::bicubic ? bicubic_filter : bilinear_filter;
+namespace {
+
+// The filter is a template parameter so that it inlines (a call per tap cost more than the tap).
+template <double (*fn)(double), int support_unit_int>
+void precompute_axis_with(ResampleAxis& axis, int in_size, double in0, double in1, int out_size) {
+  const double support_unit = support_unit_int;
   const double scale = (in1 - in0) / out_size;
   const double filterscale = std::max(scale, 1.0);
   const double support = support_unit * filterscale;
@@ -68,6 +71,15 @@ void precompute_axis(ResampleAxis& axis, int in_size, double in0, double in1, in
     axis.bounds[static_cast<size_t>(xx) * 2] = xmin;
     axis.bounds[static_cast<size_t>(xx) * 2 + 1] = xmax;
   }
+}
+
+}  // namespace
+
+void precompute_axis(ResampleAxis& axis, int in_size, double in0, double in1, int out_size, ResampleFilter filter) {
+  if (filter == ResampleFilter::bicubic)
+    precompute_axis_with<bicubic_filter, 2>(axis, in_size, in0, in1, out_size);
+  else
+    precompute_axis_with<bilinear_filter, 1>(axis, in_size, in0, in1, out_size);
 }
 
 namespace {

@@ -1,6 +1,7 @@
 #include "decode/resample_planar.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include <immintrin.h>
 
@@ -9,11 +10,59 @@ namespace {
 
 constexpr int kBits = 14;  // coefficient precision: |k| < 2^15 for every filter weight (bicubic peaks at 1.0)
 
-// Pillow's 22-bit coefficients rounded to 14 bits (the weights are the same doubles).
-void to_q14(const ResampleAxis& axis, int out_size, std::vector<int16_t>& q) {
-  const size_t n = static_cast<size_t>(out_size) * axis.ksize;
-  q.resize(n);
-  for (size_t i = 0; i < n; ++i) q[i] = static_cast<int16_t>((axis.coeffs[i] + 128) >> 8);
+template <ResampleFilter kFilter>
+inline double filter_weight(double x) {
+  x = std::fabs(x);
+  if constexpr (kFilter == ResampleFilter::bilinear) {
+    return std::max(0.0, 1.0 - x);
+  } else {  // Keys' cubic with a = -0.5, as Pillow's bicubic; written as selects
+    constexpr double a = -0.5;
+    const double near = ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0;
+    const double far = (((x - 5.0) * x + 8.0) * x - 4.0) * a;
+    return x < 1.0 ? near : x < 2.0 ? far : 0.0;
+  }
+}
+
+// Pillow's geometry (precompute_axis in resample.cpp: the same support, bounds and
+// normalisation), weights straight to Q14.
+template <ResampleFilter kFilter>
+void plan_axis_with(PlaneAxis& axis, const PlaneAxisKey& k) {
+  const double support_unit = kFilter == ResampleFilter::bicubic ? 2.0 : 1.0;
+  const double scale = (k.in1 - k.in0) / k.out_size;
+  const double filterscale = std::max(scale, 1.0), inv_filterscale = 1.0 / filterscale;
+  const double support = support_unit * filterscale;
+  const int ksize = static_cast<int>(std::ceil(support)) * 2 + 1;
+  axis.ksize = ksize;
+  axis.bounds.resize(static_cast<size_t>(k.out_size) * 2);
+  axis.coeffs.resize(static_cast<size_t>(k.out_size) * ksize);
+  axis.weights.resize(static_cast<size_t>(ksize));
+  double* w = axis.weights.data();
+  for (int o = 0; o < k.out_size; ++o) {
+    const double center = k.in0 + (o + 0.5) * scale;
+    const int xmin = std::max(0, static_cast<int>(center - support + 0.5));  // NOLINT(bugprone-incorrect-roundings): Pillow's
+    const int xmax = std::min(k.in_size, static_cast<int>(center + support + 0.5));  // NOLINT(bugprone-incorrect-roundings)
+    const int n = std::clamp(xmax - xmin, 0, ksize);
+    double sum = 0;
+    for (int x = 0; x < ksize; ++x) {
+      const double v = x < n ? filter_weight<kFilter>((x + xmin - center + 0.5) * inv_filterscale) : 0.0;
+      w[x] = v;
+      sum += v;
+    }
+    const double norm = sum != 0.0 ? (1 << kBits) / sum : 0.0;
+    int16_t* q = &axis.coeffs[static_cast<size_t>(o) * ksize];
+    for (int x = 0; x < ksize; ++x) q[x] = static_cast<int16_t>(std::lrint(w[x] * norm));
+    axis.bounds[static_cast<size_t>(o) * 2] = xmin;
+    axis.bounds[static_cast<size_t>(o) * 2 + 1] = n;
+  }
+  axis.key = k;
+}
+
+void plan_axis(PlaneAxis& axis, const PlaneAxisKey& k) {
+  if (axis.key == k) return;
+  if (k.filter == ResampleFilter::bicubic)
+    plan_axis_with<ResampleFilter::bicubic>(axis, k);
+  else
+    plan_axis_with<ResampleFilter::bilinear>(axis, k);
 }
 
 inline uint8_t clamp_q14(int32_t s) {
@@ -44,7 +93,9 @@ void vertical_columns_scalar(const uint8_t* in, size_t in_stride, int x_first, i
 __attribute__((target("avx2"))) void vertical_columns_avx2(const uint8_t* in, size_t in_stride, int width, const int32_t* bounds,
                                                            const int16_t* coeffs, int ksize, int row_offset, int rows, uint8_t* out,
                                                            ptrdiff_t out_stride) {
-  const int vec_width = width & ~15;
+  // Widths past a multiple of 16 end with one more full step over the last 16 columns (it
+  // rewrites a few columns with the same values): the scalar tail cost 6% of a multi-crop epoch.
+  const int vec_width = width >= 16 ? width : 0;
   const __m256i half = _mm256_set1_epi32(1 << (kBits - 1));
   const __m128i zero = _mm_setzero_si128();
   for (int r = 0; r < rows; ++r) {
@@ -52,7 +103,8 @@ __attribute__((target("avx2"))) void vertical_columns_avx2(const uint8_t* in, si
     const int n = bounds[2 * r + 1];
     const int16_t* k = coeffs + static_cast<size_t>(r) * ksize;
     uint8_t* o = out + r * out_stride;
-    for (int x = 0; x < vec_width; x += 16) {
+    for (int step = 0; step < vec_width; step += 16) {
+      const int x = std::min(step, vec_width - 16);
       __m256i acc0 = half, acc1 = half;
       int j = 0;
       for (; j + 2 <= n; j += 2) {
@@ -75,8 +127,7 @@ __attribute__((target("avx2"))) void vertical_columns_avx2(const uint8_t* in, si
       _mm_storeu_si128(reinterpret_cast<__m128i*>(o + x), bytes);
     }
   }
-  if (vec_width < width)
-    vertical_columns_scalar(in, in_stride, vec_width, width, bounds, coeffs, ksize, row_offset, rows, out, out_stride);
+  if (vec_width == 0) vertical_columns_scalar(in, in_stride, 0, width, bounds, coeffs, ksize, row_offset, rows, out, out_stride);
 }
 
 bool cpu_has_avx2() {
@@ -85,12 +136,12 @@ bool cpu_has_avx2() {
 }
 const bool kAvx2 = cpu_has_avx2();
 
-void vertical_columns(const uint8_t* in, size_t in_stride, int width, const ResampleAxis& axis, const std::vector<int16_t>& coeffs,
-                      int row_offset, int rows, uint8_t* out, ptrdiff_t out_stride) {
+void vertical_columns(const uint8_t* in, size_t in_stride, int width, const PlaneAxis& axis, int row_offset, int rows, uint8_t* out,
+                      ptrdiff_t out_stride) {
   if (kAvx2)
-    vertical_columns_avx2(in, in_stride, width, axis.bounds.data(), coeffs.data(), axis.ksize, row_offset, rows, out, out_stride);
+    vertical_columns_avx2(in, in_stride, width, axis.bounds.data(), axis.coeffs.data(), axis.ksize, row_offset, rows, out, out_stride);
   else
-    vertical_columns_scalar(in, in_stride, 0, width, axis.bounds.data(), coeffs.data(), axis.ksize, row_offset, rows, out, out_stride);
+    vertical_columns_scalar(in, in_stride, 0, width, axis.bounds.data(), axis.coeffs.data(), axis.ksize, row_offset, rows, out, out_stride);
 }
 
 // One 8x8 byte block through three rounds of SSE2 unpacks.
@@ -122,28 +173,22 @@ void transpose_plane(const uint8_t* in, size_t in_stride, int width, int height,
 
 void resample_plane(const PlaneView& in, double x0, double y0, double x1, double y1, int out_w, int out_h, ResampleFilter filter,
                     PlaneResampleScratch& s, uint8_t* out, size_t out_stride, bool mirror) {
-  const auto plan = [](ResampleAxis& axis, std::vector<int16_t>& q, PlaneAxisKey& key, const PlaneAxisKey& wanted) {
-    if (key == wanted) return;
-    precompute_axis(axis, wanted.in_size, wanted.in0, wanted.in1, wanted.out_size, wanted.filter);
-    to_q14(axis, wanted.out_size, q);
-    key = wanted;
-  };
-  plan(s.vertical, s.coeffs_v, s.key_v, {in.height, y0, y1, out_h, filter});
-  plan(s.horizontal, s.coeffs_h, s.key_h, {in.width, x0, x1, out_w, filter});
+  plan_axis(s.vertical, {in.height, y0, y1, out_h, filter});
+  plan_axis(s.horizontal, {in.width, x0, x1, out_w, filter});
   // The columns the horizontal taps read (the bounds grow with the output index).
   const int cx0 = s.horizontal.bounds[0];
   const int cx1 = s.horizontal.bounds[static_cast<size_t>(out_w - 1) * 2] + s.horizontal.bounds[static_cast<size_t>(out_w - 1) * 2 + 1];
   const int columns = cx1 - cx0;
   // Vertical first: out_h rows of the needed columns.
   s.pass1.resize(static_cast<size_t>(out_h) * columns);
-  vertical_columns(in.data + cx0, in.stride, columns, s.vertical, s.coeffs_v, 0, out_h, s.pass1.data(), columns);
+  vertical_columns(in.data + cx0, in.stride, columns, s.vertical, 0, out_h, s.pass1.data(), columns);
   // Transposed, the horizontal pass is the same contiguous kernel over columns instead of rows.
   s.pass1_t.resize(static_cast<size_t>(columns) * out_h);
   transpose_plane(s.pass1.data(), static_cast<size_t>(columns), columns, out_h, s.pass1_t.data(), static_cast<size_t>(out_h));
   s.pass2.resize(static_cast<size_t>(out_w) * out_h);
   uint8_t* first = mirror ? s.pass2.data() + static_cast<size_t>(out_w - 1) * out_h : s.pass2.data();
   const ptrdiff_t step = mirror ? -static_cast<ptrdiff_t>(out_h) : static_cast<ptrdiff_t>(out_h);
-  vertical_columns(s.pass1_t.data(), static_cast<size_t>(out_h), out_h, s.horizontal, s.coeffs_h, cx0, out_w, first, step);
+  vertical_columns(s.pass1_t.data(), static_cast<size_t>(out_h), out_h, s.horizontal, cx0, out_w, first, step);
   transpose_plane(s.pass2.data(), static_cast<size_t>(out_h), out_h, out_w, out, out_stride);
 }
 
