@@ -31,5 +31,6 @@ row -p rrc
 row -p rrc --no-crop-aware
 row -p direct-rrc
 row -p multicrop
+row -p multicrop --resample rgb
 row -p multicrop --filter bicubic
 row -p rrc --order shuffle

@@ -146,6 +146,7 @@ _slip() {
       --layout) COMPREPLY=($(compgen -W "hwc chw" -- "$cur")); return ;;
       --dtype) COMPREPLY=($(compgen -W "uint8 float32" -- "$cur")); return ;;
       --filter) COMPREPLY=($(compgen -W "bilinear bicubic" -- "$cur")); return ;;
+      --resample) COMPREPLY=($(compgen -W "auto rgb planar" -- "$cur")); return ;;
       --no-crop-aware) return ;;
       --field) return ;;
       --max-samples) return ;;
@@ -154,7 +155,7 @@ _slip() {
       --compare) COMPREPLY=($(compgen -f -- "$cur")); return ;;
       --json) return ;;
     esac
-    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version --verbose -v --quiet -q --progress --no-progress --help -h --pipeline -p --threads -j --batch-size -b --epochs -e --cold --order --seed --crops --flip --layout --dtype --filter --no-crop-aware --field --max-samples --no-limit --yuv420-siblings --compare --json" -- "$cur")); return; fi
+    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version --verbose -v --quiet -q --progress --no-progress --help -h --pipeline -p --threads -j --batch-size -b --epochs -e --cold --order --seed --crops --flip --layout --dtype --filter --resample --no-crop-aware --field --max-samples --no-limit --yuv420-siblings --compare --json" -- "$cur")); return; fi
     COMPREPLY=($(compgen -f -- "$cur")) ;;
   yuv420)
     case $prev in

@@ -41,7 +41,7 @@ struct BenchReport {
   uint64_t samples = 0;
   uint64_t payload_bytes = 0;  // per epoch
   uint32_t crops_per_image = 0;
-  int dct_scaling = 0;  // crop-aware decoding on (1) / off (0)
+  int dct_scaling = 0;   // crop-aware decoding on (1) / off (0)
   std::string resample;  // crop pipelines: "rgb" or "planar" (ResampleMode after automatic resolved)
   std::vector<BenchEpoch> epochs;
   // The limit measured in the same run on the same samples: decode pipelines, one-thread

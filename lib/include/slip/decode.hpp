@@ -71,7 +71,7 @@ enum class PixelLayout { hwc, chw };
 enum class PixelType { uint8, float32 };
 enum class ResampleFilter { bilinear, bicubic };
 
-// How a JPEG crop is resized (docs/decode.md gives the accuracy of each).
+// How a JPEG crop is resized (README, "Decoding and `slip bench`", gives the accuracy of each).
 enum class ResampleMode {
   automatic,  // planar when a sample has several crops (multi-crop: resizing costs more than decoding), rgb otherwise
   rgb,        // decode to RGB, then Pillow 9.4's resampling: byte-exact with Pillow on the same pixels

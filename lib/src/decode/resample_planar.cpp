@@ -39,7 +39,7 @@ void plan_axis_with(PlaneAxis& axis, const PlaneAxisKey& k) {
   double* w = axis.weights.data();
   for (int o = 0; o < k.out_size; ++o) {
     const double center = k.in0 + (o + 0.5) * scale;
-    const int xmin = std::max(0, static_cast<int>(center - support + 0.5));  // NOLINT(bugprone-incorrect-roundings): Pillow's
+    const int xmin = std::max(0, static_cast<int>(center - support + 0.5));          // NOLINT(bugprone-incorrect-roundings): Pillow's
     const int xmax = std::min(k.in_size, static_cast<int>(center + support + 0.5));  // NOLINT(bugprone-incorrect-roundings)
     const int n = std::clamp(xmax - xmin, 0, ksize);
     double sum = 0;
@@ -110,7 +110,8 @@ __attribute__((target("avx2"))) void vertical_columns_avx2(const uint8_t* in, si
       for (; j + 2 <= n; j += 2) {
         const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(base + static_cast<size_t>(j) * in_stride + x));
         const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(base + static_cast<size_t>(j + 1) * in_stride + x));
-        const __m256i kk = _mm256_set1_epi32(static_cast<int32_t>(static_cast<uint16_t>(k[j]) | static_cast<uint32_t>(static_cast<uint16_t>(k[j + 1])) << 16));
+        const __m256i kk = _mm256_set1_epi32(
+            static_cast<int32_t>(static_cast<uint16_t>(k[j]) | static_cast<uint32_t>(static_cast<uint16_t>(k[j + 1])) << 16));
         acc0 = _mm256_add_epi32(acc0, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(a, b)), kk));
         acc1 = _mm256_add_epi32(acc1, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_unpackhi_epi8(a, b)), kk));
       }
@@ -121,8 +122,8 @@ __attribute__((target("avx2"))) void vertical_columns_avx2(const uint8_t* in, si
         acc1 = _mm256_add_epi32(acc1, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_unpackhi_epi8(a, zero)), kk));
       }
       // acc0: columns 0-7, acc1: 8-15; packs works per 128-bit lane, the permute restores order.
-      const __m256i words = _mm256_permute4x64_epi64(_mm256_packs_epi32(_mm256_srai_epi32(acc0, kBits), _mm256_srai_epi32(acc1, kBits)),
-                                                     0xD8);
+      const __m256i words =
+          _mm256_permute4x64_epi64(_mm256_packs_epi32(_mm256_srai_epi32(acc0, kBits), _mm256_srai_epi32(acc1, kBits)), 0xD8);
       const __m128i bytes = _mm_packus_epi16(_mm256_castsi256_si128(words), _mm256_extracti128_si256(words, 1));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(o + x), bytes);
     }
@@ -164,7 +165,8 @@ inline void transpose8x8(const uint8_t* in, size_t in_stride, uint8_t* out, size
 void transpose_plane(const uint8_t* in, size_t in_stride, int width, int height, uint8_t* out, size_t out_stride) {
   const int w8 = width & ~7, h8 = height & ~7;
   for (int y = 0; y < h8; y += 8)
-    for (int x = 0; x < w8; x += 8) transpose8x8(in + static_cast<size_t>(y) * in_stride + x, in_stride, out + static_cast<size_t>(x) * out_stride + y, out_stride);
+    for (int x = 0; x < w8; x += 8)
+      transpose8x8(in + static_cast<size_t>(y) * in_stride + x, in_stride, out + static_cast<size_t>(x) * out_stride + y, out_stride);
   for (int y = 0; y < height; ++y) {
     const int x_first = y < h8 ? w8 : 0;
     for (int x = x_first; x < width; ++x) out[static_cast<size_t>(x) * out_stride + y] = in[static_cast<size_t>(y) * in_stride + x];

@@ -2,10 +2,10 @@
 // antialiased filters and geometry as the Pillow-exact RGB resampler (resample.hpp), with
 // 14-bit coefficients instead of 22-bit ones, both passes run as one contiguous "vertical"
 // kernel (the horizontal pass runs on a transposed copy), and the vertical pass first, so the
-// horizontal one sees only the output's rows. Each output value is within one level of the
-// exact filter's (the coefficient rounding; see resample_planar_test.cpp); the RGB result,
+// horizontal one sees only the output's rows. Each output value is within 1.5 levels of the
+// filter in exact arithmetic (see resample_planar_test.cpp); the RGB result,
 // with the colour transform done after resizing, stays within the bounds documented in
-// docs/decode.md.
+// the README (Decoding and `slip bench`).
 #pragma once
 
 #include <cstddef>

@@ -209,7 +209,6 @@ void yuv420_region_to_rgb(const uint8_t* yp, int width, int height, int x0, int 
                       vp + static_cast<size_t>(y / 2) * (width / 2), x0, x1 - x0, out + static_cast<size_t>(y - y0) * stride);
 }
 
-
 namespace {
 
 // libjpeg's YCbCr -> RGB (jdcolor.c) in its own 16-bit fixed point, so the planar path's
@@ -241,8 +240,8 @@ __attribute__((target("avx2"))) inline void store16_u8(uint8_t* p, __m256i lo, _
 
 // AVX2: 16 pixels per step in 32-bit lanes, the same integer arithmetic as the scalar loop
 // (bit-identical); the saturating packs are the clamp.
-__attribute__((target("avx2"))) void ycbcr_row_avx2(const uint8_t* yr, const uint8_t* cbr, const uint8_t* crr, int m, uint8_t* rr, uint8_t* gg,
-                                                    uint8_t* bb) {
+__attribute__((target("avx2"))) void ycbcr_row_avx2(const uint8_t* yr, const uint8_t* cbr, const uint8_t* crr, int m, uint8_t* rr,
+                                                    uint8_t* gg, uint8_t* bb) {
   const __m256i c128 = _mm256_set1_epi32(128), half = _mm256_set1_epi32(kYccHalf);
   const __m256i k_rr = _mm256_set1_epi32(kCrR), k_bb = _mm256_set1_epi32(kCbB), k_gb = _mm256_set1_epi32(-kCbG),
                 k_gr = _mm256_set1_epi32(-kCrG);
@@ -254,7 +253,8 @@ __attribute__((target("avx2"))) void ycbcr_row_avx2(const uint8_t* yr, const uin
       const __m256i cb = _mm256_sub_epi32(load8_epi32(cbr + i + 8 * h), c128), cr = _mm256_sub_epi32(load8_epi32(crr + i + 8 * h), c128);
       r[h] = _mm256_add_epi32(l, _mm256_srai_epi32(_mm256_add_epi32(_mm256_mullo_epi32(cr, k_rr), half), kYccShift));
       g[h] = _mm256_add_epi32(
-          l, _mm256_srai_epi32(_mm256_add_epi32(_mm256_add_epi32(_mm256_mullo_epi32(cb, k_gb), _mm256_mullo_epi32(cr, k_gr)), half), kYccShift));
+          l, _mm256_srai_epi32(_mm256_add_epi32(_mm256_add_epi32(_mm256_mullo_epi32(cb, k_gb), _mm256_mullo_epi32(cr, k_gr)), half),
+                               kYccShift));
       b[h] = _mm256_add_epi32(l, _mm256_srai_epi32(_mm256_add_epi32(_mm256_mullo_epi32(cb, k_bb), half), kYccShift));
     }
     store16_u8(rr + i, r[0], r[1]);
