@@ -1,6 +1,6 @@
 // Micro-benchmarks of the kernels behind slip bench: full JPEG decode (TurboJPEG, the limit,
-// against the engine's libjpeg path), crop-aware region decode, the Pillow-exact resampler,
-// and the YUV420 conversions. One thread each; items/s are images (or crops) per second.
+// against the engine's libjpeg path), crop-aware region decode, the Pillow-exact resampler, the
+// planar resampler, and the YUV420 conversions. One thread each; items/s are images (or crops) per second.
 #include <benchmark/benchmark.h>
 #include <turbojpeg.h>
 
@@ -14,6 +14,7 @@
 
 #include "decode/jpeg_region.hpp"
 #include "decode/resample.hpp"
+#include "decode/resample_planar.hpp"
 #include "image/yuv420_kernels.hpp"
 #include "slip/decode.hpp"
 #include "slip/image.hpp"
@@ -97,6 +98,30 @@ void BM_ResampleTo224(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_ResampleTo224)->Args({160, 0})->Args({300, 0})->Args({448, 0})->Args({300, 1});
+
+// The planar path's work for the same crop: a side x side luma plane and two 4:2:0 chroma
+// planes each to 224x224, then the conversion to RGB (compare with BM_ResampleTo224).
+void BM_PlanarResampleTo224(benchmark::State& state) {
+  const int side = static_cast<int>(state.range(0)), half = (side + 1) / 2;
+  std::vector<uint8_t> y(static_cast<size_t>(side) * side), c(static_cast<size_t>(half) * half);
+  for (size_t i = 0; i < y.size(); ++i) y[i] = static_cast<uint8_t>(i * 2654435761u >> 24);
+  for (size_t i = 0; i < c.size(); ++i) c[i] = static_cast<uint8_t>(i * 40503u >> 8);
+  std::vector<uint8_t> py(224 * 224), pcb(py.size()), pcr(py.size()), out(224 * 224 * 3);
+  slip::detail::PlaneResampleScratch scratch;
+  const auto filter = state.range(1) ? slip::ResampleFilter::bicubic : slip::ResampleFilter::bilinear;
+  for (auto _ : state) {
+    slip::detail::resample_plane({y.data(), side, side, static_cast<size_t>(side)}, 0, 0, side, side, 224, 224, filter, scratch, py.data(),
+                                 224, false);
+    slip::detail::resample_plane({c.data(), half, half, static_cast<size_t>(half)}, 0, 0, side / 2.0, side / 2.0, 224, 224, filter, scratch,
+                                 pcb.data(), 224, false);
+    slip::detail::resample_plane({c.data(), half, half, static_cast<size_t>(half)}, 0, 0, side / 2.0, side / 2.0, 224, 224, filter, scratch,
+                                 pcr.data(), 224, false);
+    slip::detail::ycbcr_planes_to_rgb(py.data(), pcb.data(), pcr.data(), 224, 224, 224, out.data(), 224 * 3);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_PlanarResampleTo224)->Args({160, 0})->Args({300, 0})->Args({448, 0})->Args({300, 1});
 
 void BM_RgbToYuv420(benchmark::State& state) {
   const slip::RgbImage rgb = slip::decode_to_rgb(sample_jpeg());

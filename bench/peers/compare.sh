@@ -8,7 +8,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 SLIP=${1:-$here/build/apps/slip/slip}
-SHARED=${2:-$here/../shared}
+SHARED=$(cd "${2:-$here/../shared}" && pwd)  # absolute: the image set is symlinks
 PY=/usr/bin/python3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
