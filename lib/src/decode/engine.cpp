@@ -55,6 +55,25 @@ int choose_denominator(std::span<const CropWindow> windows, std::span<const uint
   return 1;
 }
 
+// JPEGs the engine refuses before decoding (the same cap as everywhere it decodes).
+bool oversized(const JpegImageInfo& info) {
+  return info.width <= 0 || info.height <= 0 || static_cast<uint64_t>(info.width) * static_cast<uint64_t>(info.height) > (1ull << 28);
+}
+std::string refused_message(const JpegImageInfo& info) {
+  return "JPEG of " + std::to_string(info.width) + "x" + std::to_string(info.height) + " refused";
+}
+
+// The source box a crop's output maps to: the exact fractional box when the sampler gave one
+// (center), else the window.
+struct SourceBox {
+  double x0, y0, x1, y1;
+};
+SourceBox source_box(const CropWindow& win) {
+  if (win.box_x1 > win.box_x0) return {win.box_x0, win.box_y0, win.box_x1, win.box_y1};
+  return {static_cast<double>(win.x), static_cast<double>(win.y), static_cast<double>(win.x + win.width),
+          static_cast<double>(win.y + win.height)};
+}
+
 struct Worker {
   JpegRegionDecoder jpeg;
   std::vector<uint8_t> region;
@@ -135,8 +154,8 @@ struct BatchDecoder::Impl {
     const std::span<const std::byte> payload = payload_of(id);
     JpegImageInfo info;
     if (sniff_image_format(payload) != ImageFormat::jpeg || !w.jpeg.read_header(payload, info) || !w.jpeg.planar_capable()) return false;
-    if (info.width <= 0 || info.height <= 0 || static_cast<uint64_t>(info.width) * info.height > (1ull << 28)) {
-      fail(w, slot, id, "JPEG of " + std::to_string(info.width) + "x" + std::to_string(info.height) + " refused");
+    if (oversized(info)) {
+      fail(w, slot, id, refused_message(info));
       return true;
     }
     make_sample_windows(w, id, info.width, info.height, false);
@@ -179,9 +198,8 @@ struct BatchDecoder::Impl {
       w.plane_cr.resize(w.plane_y.size());
       for (uint32_t c = 0; c < group.count; ++c, ++k) {
         const CropWindow& win = w.windows[k];
-        const bool boxed = win.box_x1 > win.box_x0;
-        const double x0 = (boxed ? win.box_x0 : win.x) * inv, y0 = (boxed ? win.box_y0 : win.y) * inv;
-        const double x1 = (boxed ? win.box_x1 : win.x + win.width) * inv, y1 = (boxed ? win.box_y1 : win.y + win.height) * inv;
+        const SourceBox box = source_box(win);
+        const double x0 = box.x0 * inv, y0 = box.y0 * inv, x1 = box.x1 * inv, y1 = box.y1 * inv;
         std::byte* dst = outputs[g].data() + slot * crop_group_sample_bytes(group, options.type) + c * per_crop;
         uint8_t* rgb = direct_layout ? reinterpret_cast<uint8_t*>(dst) : w.crop.data();
         const Hull y = hull_of(0, x0, y0, x1, y1);
@@ -266,8 +284,8 @@ struct BatchDecoder::Impl {
     }
     JpegImageInfo info;
     if (sniff_image_format(payload) == ImageFormat::jpeg && w.jpeg.read_header(payload, info) && info.rgb_capable) {
-      if (info.width <= 0 || info.height <= 0 || static_cast<uint64_t>(info.width) * info.height > (1ull << 28)) {
-        fail(w, slot, id, "JPEG of " + std::to_string(info.width) + "x" + std::to_string(info.height) + " refused");
+      if (oversized(info)) {
+        fail(w, slot, id, refused_message(info));
         return false;
       }
       make_windows(info.width, info.height);
@@ -365,12 +383,10 @@ struct BatchDecoder::Impl {
         const CropWindow& win = w.windows[k];
         // Pillow crops first, then resizes: the filter never reads outside the crop. So the
         // resampler sees only the window's pixels (its integer hull when DCT-scaled).
-        const bool boxed = win.box_x1 > win.box_x0;
-        const double bx0 = boxed ? win.box_x0 : win.x, by0 = boxed ? win.box_y0 : win.y;
-        const double bx1 = boxed ? win.box_x1 : win.x + win.width, by1 = boxed ? win.box_y1 : win.y + win.height;
-        const double x0 = bx0 * inv_scale - ox, y0 = by0 * inv_scale - oy;
-        const double x1 = std::min<double>(bx1 * inv_scale - ox, view.width);
-        const double y1 = std::min<double>(by1 * inv_scale - oy, view.height);
+        const SourceBox box = source_box(win);
+        const double x0 = box.x0 * inv_scale - ox, y0 = box.y0 * inv_scale - oy;
+        const double x1 = std::min<double>(box.x1 * inv_scale - ox, view.width);
+        const double y1 = std::min<double>(box.y1 * inv_scale - oy, view.height);
         const int hx0 = static_cast<int>(std::floor(x0)), hy0 = static_cast<int>(std::floor(y0));
         const int hx1 = std::min(view.width, static_cast<int>(std::ceil(x1)));
         const int hy1 = std::min(view.height, static_cast<int>(std::ceil(y1)));
@@ -519,8 +535,7 @@ RgbImage engine_decode_full(std::span<const std::byte> payload) {
     JpegRegionDecoder jpeg;
     JpegImageInfo info;
     if (jpeg.read_header(payload, info) && info.rgb_capable) {
-      if (info.width <= 0 || info.height <= 0 || static_cast<uint64_t>(info.width) * info.height > (1ull << 28))
-        throw Error(Errc::bad_input, "JPEG of " + std::to_string(info.width) + "x" + std::to_string(info.height) + " refused");
+      if (oversized(info)) throw Error(Errc::bad_input, refused_message(info));
       std::vector<uint8_t> scratch;
       DecodedRegion region;
       if (!jpeg.decode_region(1, 0, 0, info.width, info.height, scratch, region))
