@@ -563,7 +563,9 @@ TEST(DecodeEngine, PlanarPathOnEveryChromaSubsampling) {
                   d.max, d.psnr);
       EXPECT_LE(d.mean, 1.0) << "sample " << id << " group " << g;
       EXPECT_GE(d.psnr, 40.0) << "sample " << id << " group " << g;
-      if (id == 0) EXPECT_EQ(d.max, 0) << "4:1:1 (sample 0, files sort by name) must take the RGB path";
+      if (id == 0) {
+        EXPECT_EQ(d.max, 0) << "4:1:1 (sample 0, files sort by name) must take the RGB path";
+      }
     }
   }
 }
