@@ -8,23 +8,89 @@
 namespace slip::detail {
 namespace {
 
+constexpr int kMaxTapsOnStack = 512;  // coefficient rows up to this length are computed vectorised
 constexpr int kBits = 14;  // coefficient precision: |k| < 2^15 for every filter weight (bicubic peaks at 1.0)
 
 template <ResampleFilter kFilter>
-inline double filter_weight(double x) {
+inline float filter_weight(float x) {
   x = std::fabs(x);
   if constexpr (kFilter == ResampleFilter::bilinear) {
-    return std::max(0.0, 1.0 - x);
+    return std::max(0.0f, 1.0f - x);
   } else {  // Keys' cubic with a = -0.5, as Pillow's bicubic; written as selects
-    constexpr double a = -0.5;
-    const double near = ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0;
-    const double far = (((x - 5.0) * x + 8.0) * x - 4.0) * a;
-    return x < 1.0 ? near : x < 2.0 ? far : 0.0;
+    constexpr float a = -0.5f;
+    const float near = ((a + 2.0f) * x - (a + 3.0f)) * x * x + 1.0f;
+    const float far = (((x - 5.0f) * x + 8.0f) * x - 4.0f) * a;
+    return x < 1.0f ? near : x < 2.0f ? far : 0.0f;
   }
 }
 
+// One output's Q14 weights: tap x (of `stride`, x < n) weighs filter((x + offset) * inv);
+// the rest are 0. In float: the offset is small (it is relative to the first tap), so the
+// weights are exact to ~1e-7, far below the Q14 step of 6e-5.
+template <ResampleFilter kFilter>
+void output_weights_scalar(float offset, float inv, int n, int stride, int16_t* q) {
+  float w[kMaxTapsOnStack];
+  float sum = 0;
+  for (int x = 0; x < stride; ++x) {
+    const float v = x < n ? filter_weight<kFilter>((static_cast<float>(x) + offset) * inv) : 0.0f;
+    w[x] = v;
+    sum += v;
+  }
+  const float norm = sum != 0.0f ? static_cast<float>(1 << kBits) / sum : 0.0f;
+  // cvtss2si rounds to nearest even in the default rounding mode, as lrint (which is a libm
+  // call: it was most of the planning time).
+  for (int x = 0; x < stride; ++x) q[x] = static_cast<int16_t>(_mm_cvtss_si32(_mm_set_ss(w[x] * norm)));
+}
+
+// The same, 8 taps per step (stride is a multiple of 8).
+template <ResampleFilter kFilter>
+__attribute__((target("avx2"))) void output_weights_avx2(float offset, float inv, int n, int stride, int16_t* q) {
+  __m256 w[kMaxTapsOnStack / 8];
+  const __m256 lane = _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7), off = _mm256_set1_ps(offset), vinv = _mm256_set1_ps(inv);
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)), one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
+  __m256 sum = zero;
+  for (int c = 0; c < stride / 8; ++c) {
+    const __m256 xs = _mm256_add_ps(lane, _mm256_set1_ps(static_cast<float>(8 * c)));
+    const __m256 t = _mm256_and_ps(_mm256_mul_ps(_mm256_add_ps(xs, off), vinv), abs_mask);
+    __m256 v;
+    if constexpr (kFilter == ResampleFilter::bilinear) {
+      v = _mm256_max_ps(zero, _mm256_sub_ps(one, t));
+    } else {
+      const __m256 a = _mm256_set1_ps(-0.5f);
+      const __m256 near = _mm256_add_ps(
+          _mm256_mul_ps(_mm256_mul_ps(_mm256_sub_ps(_mm256_mul_ps(_mm256_set1_ps(1.5f), t), _mm256_set1_ps(2.5f)), t), t), one);
+      const __m256 far = _mm256_mul_ps(
+          _mm256_sub_ps(_mm256_mul_ps(_mm256_add_ps(_mm256_mul_ps(_mm256_sub_ps(t, _mm256_set1_ps(5.0f)), t), _mm256_set1_ps(8.0f)), t),
+                        _mm256_set1_ps(4.0f)),
+          a);
+      v = _mm256_blendv_ps(_mm256_blendv_ps(zero, far, _mm256_cmp_ps(t, _mm256_set1_ps(2.0f), _CMP_LT_OQ)), near,
+                           _mm256_cmp_ps(t, one, _CMP_LT_OQ));
+    }
+    v = _mm256_and_ps(v, _mm256_cmp_ps(xs, _mm256_set1_ps(static_cast<float>(n)), _CMP_LT_OQ));
+    w[c] = v;
+    sum = _mm256_add_ps(sum, v);
+  }
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(sum), _mm256_extractf128_ps(sum, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+  const float total = _mm_cvtss_f32(s);
+  const __m256 norm = _mm256_set1_ps(total != 0.0f ? static_cast<float>(1 << kBits) / total : 0.0f);
+  for (int c = 0; c < stride / 8; ++c) {
+    const __m256i qi = _mm256_cvtps_epi32(_mm256_mul_ps(w[c], norm));  // nearest even, as lrint
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 8 * c),
+                     _mm_packs_epi32(_mm256_castsi256_si128(qi), _mm256_extracti128_si256(qi, 1)));
+  }
+}
+
+bool cpu_has_avx2() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2");
+}
+const bool kAvx2 = cpu_has_avx2();
+
 // Pillow's geometry (precompute_axis in resample.cpp: the same support, bounds and
-// normalisation), weights straight to Q14.
+// normalisation), weights straight to Q14. Each output's row of coefficients is padded to a
+// multiple of 8 with zeros.
 template <ResampleFilter kFilter>
 void plan_axis_with(PlaneAxis& axis, const PlaneAxisKey& k) {
   const double support_unit = kFilter == ResampleFilter::bicubic ? 2.0 : 1.0;
@@ -32,25 +98,28 @@ void plan_axis_with(PlaneAxis& axis, const PlaneAxisKey& k) {
   const double filterscale = std::max(scale, 1.0), inv_filterscale = 1.0 / filterscale;
   const double support = support_unit * filterscale;
   const int ksize = static_cast<int>(std::ceil(support)) * 2 + 1;
-  axis.ksize = ksize;
+  const int stride = (ksize + 7) & ~7;
+  axis.ksize = stride;
   axis.bounds.resize(static_cast<size_t>(k.out_size) * 2);
-  axis.coeffs.resize(static_cast<size_t>(k.out_size) * ksize);
-  axis.weights.resize(static_cast<size_t>(ksize));
-  double* w = axis.weights.data();
+  axis.coeffs.resize(static_cast<size_t>(k.out_size) * stride);
+  const auto weights = kAvx2 ? output_weights_avx2<kFilter> : output_weights_scalar<kFilter>;
   for (int o = 0; o < k.out_size; ++o) {
     const double center = k.in0 + (o + 0.5) * scale;
     const int xmin = std::max(0, static_cast<int>(center - support + 0.5));          // NOLINT(bugprone-incorrect-roundings): Pillow's
     const int xmax = std::min(k.in_size, static_cast<int>(center + support + 0.5));  // NOLINT(bugprone-incorrect-roundings)
     const int n = std::clamp(xmax - xmin, 0, ksize);
-    double sum = 0;
-    for (int x = 0; x < ksize; ++x) {
-      const double v = x < n ? filter_weight<kFilter>((x + xmin - center + 0.5) * inv_filterscale) : 0.0;
-      w[x] = v;
-      sum += v;
+    int16_t* q = &axis.coeffs[static_cast<size_t>(o) * stride];
+    if (stride <= kMaxTapsOnStack) {
+      weights(static_cast<float>(xmin - center + 0.5), static_cast<float>(inv_filterscale), n, stride, q);
+    } else {  // a window over ~250x the output: the rare slow way, in double
+      double sum = 0;
+      for (int x = 0; x < n; ++x) sum += filter_weight<kFilter>(static_cast<float>((x + xmin - center + 0.5) * inv_filterscale));
+      const double norm = sum != 0.0 ? (1 << kBits) / sum : 0.0;
+      for (int x = 0; x < stride; ++x)
+        q[x] = x < n ? static_cast<int16_t>(std::lrint(
+                           filter_weight<kFilter>(static_cast<float>((x + xmin - center + 0.5) * inv_filterscale)) * norm))
+                     : int16_t{0};
     }
-    const double norm = sum != 0.0 ? (1 << kBits) / sum : 0.0;
-    int16_t* q = &axis.coeffs[static_cast<size_t>(o) * ksize];
-    for (int x = 0; x < ksize; ++x) q[x] = static_cast<int16_t>(std::lrint(w[x] * norm));
     axis.bounds[static_cast<size_t>(o) * 2] = xmin;
     axis.bounds[static_cast<size_t>(o) * 2 + 1] = n;
   }
@@ -130,12 +199,6 @@ __attribute__((target("avx2"))) void vertical_columns_avx2(const uint8_t* in, si
   }
   if (vec_width == 0) vertical_columns_scalar(in, in_stride, 0, width, bounds, coeffs, ksize, row_offset, rows, out, out_stride);
 }
-
-bool cpu_has_avx2() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2");
-}
-const bool kAvx2 = cpu_has_avx2();
 
 void vertical_columns(const uint8_t* in, size_t in_stride, int width, const PlaneAxis& axis, int row_offset, int rows, uint8_t* out,
                       ptrdiff_t out_stride) {

@@ -33,15 +33,15 @@ struct PlaneAxisKey {
   bool operator==(const PlaneAxisKey&) const = default;
 };
 
-// One axis's taps: Pillow's bounds (first input index, tap count per output) and ksize Q14
-// weights per output, computed branch-free (Pillow's own coefficient code, kept exact for the
-// RGB path, cost 10% of a multi-crop epoch here).
+// One axis's taps: Pillow's bounds (first input index, tap count per output) and, per output,
+// a row of ksize Q14 weights (ksize: the filter's tap count rounded up to a multiple of 8, the
+// padding zero). Computed branch-free and vectorised in float: Pillow's own coefficient code,
+// kept exact for the RGB path, cost 10% of a multi-crop epoch here.
 struct PlaneAxis {
   PlaneAxisKey key;
   int ksize = 0;
   std::vector<int32_t> bounds;
   std::vector<int16_t> coeffs;
-  std::vector<double> weights;
 };
 
 struct PlaneResampleScratch {
