@@ -123,6 +123,35 @@ void BM_PlanarResampleTo224(benchmark::State& state) {
 }
 BENCHMARK(BM_PlanarResampleTo224)->Args({160, 0})->Args({300, 0})->Args({448, 0})->Args({300, 1});
 
+// The planar path's pieces for one 224 crop: the colour conversion into an interleaved RGB
+// buffer, and one plane transpose (two per resized plane).
+void BM_YcbcrPlanesToRgb224(benchmark::State& state) {
+  std::vector<uint8_t> y(224 * 224), cb(y.size()), cr(y.size()), out(224 * 224 * 3);
+  for (size_t i = 0; i < y.size(); ++i) {
+    y[i] = static_cast<uint8_t>(i * 2654435761u >> 24);
+    cb[i] = static_cast<uint8_t>(i * 40503u >> 8);
+    cr[i] = static_cast<uint8_t>(i * 7919u >> 4);
+  }
+  for (auto _ : state) {
+    slip::detail::ycbcr_planes_to_rgb(y.data(), cb.data(), cr.data(), 224, 224, 224, out.data(), 224 * 3);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_YcbcrPlanesToRgb224);
+
+void BM_TransposePlane(benchmark::State& state) {
+  const int width = static_cast<int>(state.range(0)), height = 224;
+  std::vector<uint8_t> in(static_cast<size_t>(width) * height), out(in.size());
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<uint8_t>(i * 2654435761u >> 24);
+  for (auto _ : state) {
+    slip::detail::transpose_plane(in.data(), static_cast<size_t>(width), width, height, out.data(), static_cast<size_t>(height));
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(in.size()));
+}
+BENCHMARK(BM_TransposePlane)->Arg(224)->Arg(301);
+
 void BM_RgbToYuv420(benchmark::State& state) {
   const slip::RgbImage rgb = slip::decode_to_rgb(sample_jpeg());
   for (auto _ : state) benchmark::DoNotOptimize(slip::rgb_to_yuv420(rgb));

@@ -1,6 +1,8 @@
 // The planar resampler (decode/resample_planar.cpp) against two independent references: the
 // filter evaluated in double precision straight from its definition (no fixed point, no
-// intermediate rounding), and the Pillow-exact RGB resampler on a gray image.
+// intermediate rounding), and the Pillow-exact RGB resampler on a gray image. And the colour
+// conversion after it: against libjpeg's tables (jdcolor.c) on every YCbCr triple, and against
+// TurboJPEG's own decode of a 4:4:4 JPEG.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,8 +10,11 @@
 #include <random>
 #include <vector>
 
+#include <turbojpeg.h>
+
 #include "decode/resample.hpp"
 #include "decode/resample_planar.hpp"
+#include "image/yuv420_kernels.hpp"
 
 namespace slip::detail {
 namespace {
@@ -170,6 +175,75 @@ TEST(PlanarResample, TransposeMatchesTheDefinition) {
       for (int x = 0; x < w; ++x)
         ASSERT_EQ(out[static_cast<size_t>(x) * (h + 3) + y], in[static_cast<size_t>(y) * (w + 5) + x]) << w << "x" << h;
   }
+}
+
+// libjpeg's YCbCr -> RGB as jdcolor.c builds it: FIX(x) = x * 2^16 rounded, the tables, the
+// arithmetic right shift and the range limit.
+void libjpeg_ycc_to_rgb(int y, int cb, int cr, uint8_t* rgb) {
+  auto fix = [](double x) { return static_cast<int64_t>(x * 65536 + 0.5); };
+  const int64_t x_cb = cb - 128, x_cr = cr - 128, half = 1 << 15;
+  const int64_t r = y + ((fix(1.40200) * x_cr + half) >> 16);
+  const int64_t g = y + ((-fix(0.34414) * x_cb + half + -fix(0.71414) * x_cr) >> 16);
+  const int64_t b = y + ((fix(1.77200) * x_cb + half) >> 16);
+  rgb[0] = static_cast<uint8_t>(std::clamp<int64_t>(r, 0, 255));
+  rgb[1] = static_cast<uint8_t>(std::clamp<int64_t>(g, 0, 255));
+  rgb[2] = static_cast<uint8_t>(std::clamp<int64_t>(b, 0, 255));
+}
+
+// All 2^24 triples: rows of 259 pixels (Y = column mod 256, so the vector steps and the scalar
+// tail both see every luma value), one row per Cb, one image per Cr; output rows 16-byte
+// aligned (streaming stores) and not.
+TEST(PlanarColour, EveryYCbCrTripleEqualsLibjpegTables) {
+  constexpr int kWidth = 259;
+  std::vector<uint8_t> y(kWidth * 256), cb(y.size()), cr(y.size());
+  for (int row = 0; row < 256; ++row)
+    for (int x = 0; x < kWidth; ++x) {
+      y[static_cast<size_t>(row) * kWidth + x] = static_cast<uint8_t>(x % 256);
+      cb[static_cast<size_t>(row) * kWidth + x] = static_cast<uint8_t>(row);
+    }
+  for (size_t pad : {size_t{0}, size_t{5}}) {
+    const size_t out_stride = kWidth * 3 + (pad ? 1 : 27);  // 804 (not a multiple of 16) or 784
+    std::vector<uint8_t> storage(out_stride * 256 + 64);
+    uint8_t* out = storage.data() + ((16 - reinterpret_cast<uintptr_t>(storage.data()) % 16) % 16) + pad;
+    for (int v = 0; v < 256; ++v) {
+      std::fill(cr.begin(), cr.end(), static_cast<uint8_t>(v));
+      ycbcr_planes_to_rgb(y.data(), cb.data(), cr.data(), kWidth, kWidth, 256, out, out_stride);
+      for (int row = 0; row < 256; ++row)
+        for (int x = 0; x < kWidth; ++x) {
+          uint8_t want[3];
+          libjpeg_ycc_to_rgb(x % 256, row, v, want);
+          const uint8_t* got = out + static_cast<size_t>(row) * out_stride + static_cast<size_t>(x) * 3;
+          ASSERT_TRUE(got[0] == want[0] && got[1] == want[1] && got[2] == want[2])
+              << "Y " << x % 256 << " Cb " << row << " Cr " << v << " column " << x << " pad " << pad;
+        }
+    }
+  }
+}
+
+// TurboJPEG decodes a 4:4:4 JPEG to planes and to RGB: converting its planes gives its RGB.
+TEST(PlanarColour, TurboJpegPlanesConvertToTurboJpegRgb) {
+  constexpr int kW = 203, kH = 61;
+  std::vector<uint8_t> rgb(static_cast<size_t>(kW) * kH * 3);
+  std::mt19937 rng(11);
+  for (size_t i = 0; i < rgb.size(); ++i) rgb[i] = static_cast<uint8_t>((i % 3 == 0 ? i / 7 : i % 3 == 1 ? i / 13 : 200) + rng() % 60);
+  tjhandle enc = tjInitCompress();
+  unsigned char* jpeg = nullptr;
+  unsigned long size = 0;
+  ASSERT_EQ(tjCompress2(enc, rgb.data(), kW, 0, kH, TJPF_RGB, &jpeg, &size, TJSAMP_444, 90, 0), 0);
+  tjDestroy(enc);
+  tjhandle dec = tjInitDecompress();
+  std::vector<uint8_t> planes[3], want(rgb.size()), got(rgb.size());
+  for (auto& p : planes) p.resize(static_cast<size_t>(kW) * kH);
+  unsigned char* dst[3] = {planes[0].data(), planes[1].data(), planes[2].data()};
+  int strides[3] = {kW, kW, kW};
+  ASSERT_EQ(tjDecompressToYUVPlanes(dec, jpeg, size, dst, kW, strides, kH, 0), 0);
+  ASSERT_EQ(tjDecompress2(dec, jpeg, size, want.data(), kW, 0, kH, TJPF_RGB, 0), 0);
+  tjDestroy(dec);
+  tjFree(jpeg);
+  ycbcr_planes_to_rgb(planes[0].data(), planes[1].data(), planes[2].data(), kW, kW, kH, got.data(), static_cast<size_t>(kW) * 3);
+  size_t differing = 0;
+  for (size_t i = 0; i < got.size(); ++i) differing += got[i] != want[i];
+  EXPECT_EQ(differing, 0u);
 }
 
 }  // namespace

@@ -95,11 +95,7 @@ struct InterleaveMasks {
 };
 const InterleaveMasks kMasks;
 
-// kStream: non-temporal stores for a 16-byte aligned `out`. The engine's crops land in batch
-// buffers far larger than the caches: plain stores there first read every line they write
-// (perf: 11% of a multi-crop epoch in these three stores); streaming ones do not.
-template <bool kStream>
-__attribute__((target("ssse3"))) void interleave_rgb_ssse3_impl(const uint8_t* r, const uint8_t* g, const uint8_t* b, int n, uint8_t* out) {
+__attribute__((target("ssse3"))) void interleave_rgb_ssse3(const uint8_t* r, const uint8_t* g, const uint8_t* b, int n, uint8_t* out) {
   int i = 0;
   for (; i + 16 <= n; i += 16) {
     const __m128i pr = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r + i));
@@ -109,19 +105,10 @@ __attribute__((target("ssse3"))) void interleave_rgb_ssse3_impl(const uint8_t* r
       const auto* m = reinterpret_cast<const __m128i*>(kMasks.mask[third]);
       const __m128i v = _mm_or_si128(_mm_or_si128(_mm_shuffle_epi8(pr, _mm_load_si128(m)), _mm_shuffle_epi8(pg, _mm_load_si128(m + 1))),
                                      _mm_shuffle_epi8(pb, _mm_load_si128(m + 2)));
-      if constexpr (kStream)
-        _mm_stream_si128(reinterpret_cast<__m128i*>(out + 3 * i + 16 * third), v);
-      else
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 3 * i + 16 * third), v);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 3 * i + 16 * third), v);
     }
   }
   interleave_rgb_scalar(r + i, g + i, b + i, n - i, out + 3 * i);
-}
-void interleave_rgb_ssse3(const uint8_t* r, const uint8_t* g, const uint8_t* b, int n, uint8_t* out) {
-  interleave_rgb_ssse3_impl<false>(r, g, b, n, out);
-}
-void interleave_rgb_ssse3_stream(const uint8_t* r, const uint8_t* g, const uint8_t* b, int n, uint8_t* out) {
-  interleave_rgb_ssse3_impl<true>(r, g, b, n, out);
 }
 
 using Interleave = void (*)(const uint8_t*, const uint8_t*, const uint8_t*, int, uint8_t*);
@@ -130,7 +117,6 @@ Interleave pick_interleave() {
   return __builtin_cpu_supports("ssse3") ? interleave_rgb_ssse3 : interleave_rgb_scalar;
 }
 const Interleave interleave_rgb = pick_interleave();
-const bool kHaveSsse3 = interleave_rgb == interleave_rgb_ssse3;
 
 }  // namespace
 
@@ -229,68 +215,119 @@ void ycbcr_row_scalar(const uint8_t* yr, const uint8_t* cbr, const uint8_t* crr,
   }
 }
 
-__attribute__((target("avx2"))) inline __m256i load8_epi32(const uint8_t* p) {
-  return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
-}
-// 16 int32 values (lo: 0-7, hi: 8-15) saturated to bytes, in order.
-__attribute__((target("avx2"))) inline void store16_u8(uint8_t* p, __m256i lo, __m256i hi) {
-  const __m256i words = _mm256_permute4x64_epi64(_mm256_packs_epi32(lo, hi), 0xD8);
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm_packus_epi16(_mm256_castsi256_si128(words), _mm256_extracti128_si256(words, 1)));
+// AVX2, 32 pixels per step, bit-identical to the scalar loop. libjpeg's coefficients do not
+// fit 16 bits, so each is split into a whole multiple of 2^16 (added after the shift, which is
+// exact) and a 16-bit remainder, e.g. 1.402 * 2^16 = 91881 = 65536 + 26345:
+//   R = Y + Cr + ((26345 Cr + 2^15) >> 16)
+//   G = Y - Cr + ((-22554 Cb + 18734 Cr + 2^15) >> 16)      (-46802 = -65536 + 18734)
+//   B = Y + 2 Cb + ((-14942 Cb + 2^15) >> 16)               (116130 = 131072 - 14942)
+// Each bracket is one pmaddwd over (value, value-or-2) pairs: the rounding half rides as
+// 2 x 16384. The products are then packed, clamped and interleaved into RGB in registers.
+constexpr int32_t kCrRRest = kCrR - 65536, kCbBRest = kCbB - 131072, kCrGRest = 65536 - kCrG;
+static_assert(kCrRRest > 0 && kCrRRest < 32768 && kCbBRest < 0 && kCbBRest > -32768 && kCrGRest > 0 && kCrGRest < 32768);
+
+__attribute__((target("avx2"))) inline __m256i pair_constant(int16_t low, int16_t high) {
+  return _mm256_set1_epi32(static_cast<int32_t>(static_cast<uint16_t>(low) | static_cast<uint32_t>(static_cast<uint16_t>(high)) << 16));
 }
 
-// AVX2: 16 pixels per step in 32-bit lanes, the same integer arithmetic as the scalar loop
-// (bit-identical); the saturating packs are the clamp.
-__attribute__((target("avx2"))) void ycbcr_row_avx2(const uint8_t* yr, const uint8_t* cbr, const uint8_t* crr, int m, uint8_t* rr,
-                                                    uint8_t* gg, uint8_t* bb) {
-  const __m256i c128 = _mm256_set1_epi32(128), half = _mm256_set1_epi32(kYccHalf);
-  const __m256i k_rr = _mm256_set1_epi32(kCrR), k_bb = _mm256_set1_epi32(kCbB), k_gb = _mm256_set1_epi32(-kCbG),
-                k_gr = _mm256_set1_epi32(-kCrG);
-  int i = 0;
-  for (; i + 16 <= m; i += 16) {
-    __m256i r[2], g[2], b[2];
-    for (int h = 0; h < 2; ++h) {
-      const __m256i l = load8_epi32(yr + i + 8 * h);
-      const __m256i cb = _mm256_sub_epi32(load8_epi32(cbr + i + 8 * h), c128), cr = _mm256_sub_epi32(load8_epi32(crr + i + 8 * h), c128);
-      r[h] = _mm256_add_epi32(l, _mm256_srai_epi32(_mm256_add_epi32(_mm256_mullo_epi32(cr, k_rr), half), kYccShift));
-      g[h] = _mm256_add_epi32(
-          l, _mm256_srai_epi32(_mm256_add_epi32(_mm256_add_epi32(_mm256_mullo_epi32(cb, k_gb), _mm256_mullo_epi32(cr, k_gr)), half),
-                               kYccShift));
-      b[h] = _mm256_add_epi32(l, _mm256_srai_epi32(_mm256_add_epi32(_mm256_mullo_epi32(cb, k_bb), half), kYccShift));
-    }
-    store16_u8(rr + i, r[0], r[1]);
-    store16_u8(gg + i, g[0], g[1]);
-    store16_u8(bb + i, b[0], b[1]);
+// One bracket for 16 pixels: unpacklo/hi gave the pairs of pixels [0-3 | 8-11] and
+// [4-7 | 12-15]; packs of the two restores the order.
+__attribute__((target("avx2"))) inline __m256i term(__m256i lo_pairs, __m256i hi_pairs, __m256i k, __m256i add) {
+  return _mm256_packs_epi32(_mm256_srai_epi32(_mm256_add_epi32(_mm256_madd_epi16(lo_pairs, k), add), kYccShift),
+                            _mm256_srai_epi32(_mm256_add_epi32(_mm256_madd_epi16(hi_pairs, k), add), kYccShift));
+}
+__attribute__((target("avx2"))) inline __m256i load16_epi16(const uint8_t* p) {
+  return _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+// Channels of 16 pixels (int16, in order) from 16 pixels of centred chroma and luma.
+__attribute__((target("avx2"))) inline void ycc16_to_rgb16(__m256i l, __m256i cb, __m256i cr, __m256i& r, __m256i& g, __m256i& b) {
+  const __m256i two = _mm256_set1_epi16(2), half = _mm256_set1_epi32(kYccHalf);
+  const __m256i k_r = pair_constant(kCrRRest, 16384), k_b = pair_constant(kCbBRest, 16384), k_g = pair_constant(-kCbG, kCrGRest);
+  const __m256i zero = _mm256_setzero_si256();
+  r = _mm256_add_epi16(_mm256_add_epi16(l, cr), term(_mm256_unpacklo_epi16(cr, two), _mm256_unpackhi_epi16(cr, two), k_r, zero));
+  b = _mm256_add_epi16(_mm256_add_epi16(l, _mm256_add_epi16(cb, cb)),
+                       term(_mm256_unpacklo_epi16(cb, two), _mm256_unpackhi_epi16(cb, two), k_b, zero));
+  g = _mm256_add_epi16(_mm256_sub_epi16(l, cr), term(_mm256_unpacklo_epi16(cb, cr), _mm256_unpackhi_epi16(cb, cr), k_g, half));
+}
+
+// 32 pixels of one row to 96 bytes of RGB at `out` (16-byte aligned when kStream).
+template <bool kStream>
+__attribute__((target("avx2"))) inline void ycbcr32_to_rgb(const uint8_t* yp, const uint8_t* cbp, const uint8_t* crp, uint8_t* out) {
+  const __m256i c128 = _mm256_set1_epi16(128);
+  __m256i ch[3][2];  // [R, G, B][pixels 0-15, 16-31] as int16
+  for (int h = 0; h < 2; ++h) {
+    ycc16_to_rgb16(load16_epi16(yp + 16 * h), _mm256_sub_epi16(load16_epi16(cbp + 16 * h), c128),
+                   _mm256_sub_epi16(load16_epi16(crp + 16 * h), c128), ch[0][h], ch[1][h], ch[2][h]);
   }
-  ycbcr_row_scalar(yr + i, cbr + i, crr + i, m - i, rr + i, gg + i, bb + i);
+  // packus (the clamp) works per lane: [0-7 16-23 | 8-15 24-31]; the permute gives lane 0 pixels
+  // 0-15 and lane 1 pixels 16-31, each lane then interleaved on its own.
+  __m256i bytes[3];
+  for (int c = 0; c < 3; ++c) bytes[c] = _mm256_permute4x64_epi64(_mm256_packus_epi16(ch[c][0], ch[c][1]), 0xD8);
+  for (int third = 0; third < 3; ++third) {
+    const auto* m = reinterpret_cast<const __m128i*>(kMasks.mask[third]);
+    const __m256i v = _mm256_or_si256(
+        _mm256_or_si256(_mm256_shuffle_epi8(bytes[0], _mm256_broadcastsi128_si256(_mm_load_si128(m))),
+                        _mm256_shuffle_epi8(bytes[1], _mm256_broadcastsi128_si256(_mm_load_si128(m + 1)))),
+        _mm256_shuffle_epi8(bytes[2], _mm256_broadcastsi128_si256(_mm_load_si128(m + 2))));
+    auto* lo = reinterpret_cast<__m128i*>(out + 16 * third);
+    auto* hi = reinterpret_cast<__m128i*>(out + 48 + 16 * third);
+    if constexpr (kStream) {
+      _mm_stream_si128(lo, _mm256_castsi256_si128(v));
+      _mm_stream_si128(hi, _mm256_extracti128_si256(v, 1));
+    } else {
+      _mm_storeu_si128(lo, _mm256_castsi256_si128(v));
+      _mm_storeu_si128(hi, _mm256_extracti128_si256(v, 1));
+    }
+  }
 }
 
-using YcbcrRow = void (*)(const uint8_t*, const uint8_t*, const uint8_t*, int, uint8_t*, uint8_t*, uint8_t*);
-YcbcrRow pick_ycbcr_row() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") ? ycbcr_row_avx2 : ycbcr_row_scalar;
+// One row: 32-pixel steps, the rest through the scalar loop.
+template <bool kStream>
+__attribute__((target("avx2"))) void ycbcr_row_to_rgb_avx2(const uint8_t* yp, const uint8_t* cbp, const uint8_t* crp, int width,
+                                                           uint8_t* out) {
+  int i = 0;
+  for (; i + 32 <= width; i += 32) ycbcr32_to_rgb<kStream>(yp + i, cbp + i, crp + i, out + 3 * i);
+  if (i < width) {
+    alignas(32) uint8_t rr[32], gg[32], bb[32];
+    ycbcr_row_scalar(yp + i, cbp + i, crp + i, width - i, rr, gg, bb);
+    interleave_rgb_scalar(rr, gg, bb, width - i, out + 3 * i);
+  }
 }
-const YcbcrRow ycbcr_row = pick_ycbcr_row();
+
+const bool kHaveAvx2 = [] {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") != 0;
+}();
 
 }  // namespace
 
 void ycbcr_planes_to_rgb(const uint8_t* yp, const uint8_t* cbp, const uint8_t* crp, size_t stride, int width, int height, uint8_t* out,
                          size_t out_stride) {
-  constexpr int kChunk = 256;  // 16 | kChunk: every chunk of an aligned row starts aligned
+  // Streaming stores: the engine's crops land in batch buffers far larger than the caches.
+  const bool stream = reinterpret_cast<uintptr_t>(out) % 16 == 0 && out_stride % 16 == 0;
+  if (kHaveAvx2) {
+    for (int y = 0; y < height; ++y) {
+      const size_t row = static_cast<size_t>(y) * stride;
+      uint8_t* o = out + static_cast<size_t>(y) * out_stride;
+      if (stream)
+        ycbcr_row_to_rgb_avx2<true>(yp + row, cbp + row, crp + row, width, o);
+      else
+        ycbcr_row_to_rgb_avx2<false>(yp + row, cbp + row, crp + row, width, o);
+    }
+    if (stream) _mm_sfence();  // streaming stores are weakly ordered: visible before the batch is handed over
+    return;
+  }
+  constexpr int kChunk = 256;
   alignas(32) uint8_t rr[kChunk], gg[kChunk], bb[kChunk];
-  const bool stream = kHaveSsse3 && reinterpret_cast<uintptr_t>(out) % 16 == 0 && out_stride % 16 == 0;
   for (int y = 0; y < height; ++y) {
     const size_t row = static_cast<size_t>(y) * stride;
     for (int start = 0; start < width; start += kChunk) {
       const int m = std::min(kChunk, width - start);
-      ycbcr_row(yp + row + start, cbp + row + start, crp + row + start, m, rr, gg, bb);
-      uint8_t* o = out + static_cast<size_t>(y) * out_stride + static_cast<size_t>(start) * 3;
-      if (stream)
-        interleave_rgb_ssse3_stream(rr, gg, bb, m, o);
-      else
-        interleave_rgb(rr, gg, bb, m, o);
+      ycbcr_row_scalar(yp + row + start, cbp + row + start, crp + row + start, m, rr, gg, bb);
+      interleave_rgb(rr, gg, bb, m, out + static_cast<size_t>(y) * out_stride + static_cast<size_t>(start) * 3);
     }
   }
-  if (stream) _mm_sfence();  // streaming stores are weakly ordered: visible before the batch is handed over
 }
 
 namespace {
