@@ -93,6 +93,7 @@ const Case kCases[] = {
     {250, 188, 10, 10, 60, 70, 112, 112},
     {1200, 900, 0, 0, 1200, 900, 200, 150},
     {48, 33, 0, 0, 48, 33, 48, 33},
+    {20, 30, 0, 0, 20, 30, 24, 17},  // 16-31 columns in both passes: the 16-column AVX2 step
 };
 
 TEST(PlanarResample, WithinOneLevelOfTheFilterInDoublePrecision) {
@@ -166,7 +167,7 @@ TEST(PlanarResample, MirrorIsTheExactMirror) {
 
 TEST(PlanarResample, TransposeMatchesTheDefinition) {
   std::mt19937 rng(3);
-  for (auto [w, h] : {std::pair{1, 1}, {8, 8}, {16, 9}, {23, 41}, {224, 336}, {7, 64}}) {
+  for (auto [w, h] : {std::pair{1, 1}, {8, 8}, {16, 9}, {23, 41}, {224, 336}, {7, 64}, {32, 16}, {33, 17}, {95, 50}, {301, 224}, {64, 47}}) {
     std::vector<uint8_t> in(static_cast<size_t>(w + 5) * h);
     for (auto& v : in) v = static_cast<uint8_t>(rng());
     std::vector<uint8_t> out(static_cast<size_t>(h + 3) * w, 0);

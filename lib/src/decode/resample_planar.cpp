@@ -157,47 +157,91 @@ void vertical_columns_scalar(const uint8_t* in, size_t in_stride, int x_first, i
   }
 }
 
-// AVX2: 16 columns per step; two taps per multiply-add (the two rows' bytes interleaved into
-// 16-bit pairs against a broadcast coefficient pair). Same integer sums as the scalar kernel.
+// AVX2: two taps per multiply-add, the two rows' bytes interleaved into 16-bit pairs against
+// a broadcast coefficient pair. Same integer sums as the scalar kernel.
+//
+// 32 columns per step: the in-lane unpacks put columns [0-3 | 16-19], [4-7 | 20-23],
+// [8-11 | 24-27], [12-15 | 28-31] in the four sums, and the in-lane packs put them back in order.
+__attribute__((target("avx2"))) inline __m128i vertical_step16(const uint8_t* base, size_t in_stride, int n, const int16_t* k) {
+  const __m256i half = _mm256_set1_epi32(1 << (kBits - 1));
+  const __m128i zero = _mm_setzero_si128();
+  __m256i acc0 = half, acc1 = half;
+  int j = 0;
+  for (; j + 2 <= n; j += 2) {
+    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(base + static_cast<size_t>(j) * in_stride));
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(base + static_cast<size_t>(j + 1) * in_stride));
+    const __m256i kk =
+        _mm256_set1_epi32(static_cast<int32_t>(static_cast<uint16_t>(k[j]) | static_cast<uint32_t>(static_cast<uint16_t>(k[j + 1])) << 16));
+    acc0 = _mm256_add_epi32(acc0, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(a, b)), kk));
+    acc1 = _mm256_add_epi32(acc1, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_unpackhi_epi8(a, b)), kk));
+  }
+  if (j < n) {
+    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(base + static_cast<size_t>(j) * in_stride));
+    const __m256i kk = _mm256_set1_epi32(static_cast<uint16_t>(k[j]));
+    acc0 = _mm256_add_epi32(acc0, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(a, zero)), kk));
+    acc1 = _mm256_add_epi32(acc1, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_unpackhi_epi8(a, zero)), kk));
+  }
+  // acc0: columns 0-7, acc1: 8-15; packs works per 128-bit lane, the permute restores order.
+  const __m256i words =
+      _mm256_permute4x64_epi64(_mm256_packs_epi32(_mm256_srai_epi32(acc0, kBits), _mm256_srai_epi32(acc1, kBits)), 0xD8);
+  return _mm_packus_epi16(_mm256_castsi256_si128(words), _mm256_extracti128_si256(words, 1));
+}
+
+// Byte pairs (columns [0-7 | 16-23] in `lo`, [8-15 | 24-31] in `hi`) times a coefficient pair.
+__attribute__((target("avx2"))) inline void accumulate_pairs(__m256i lo, __m256i hi, __m256i kk, __m256i* acc) {
+  const __m256i zero = _mm256_setzero_si256();
+  acc[0] = _mm256_add_epi32(acc[0], _mm256_madd_epi16(_mm256_unpacklo_epi8(lo, zero), kk));
+  acc[1] = _mm256_add_epi32(acc[1], _mm256_madd_epi16(_mm256_unpackhi_epi8(lo, zero), kk));
+  acc[2] = _mm256_add_epi32(acc[2], _mm256_madd_epi16(_mm256_unpacklo_epi8(hi, zero), kk));
+  acc[3] = _mm256_add_epi32(acc[3], _mm256_madd_epi16(_mm256_unpackhi_epi8(hi, zero), kk));
+}
+
+__attribute__((target("avx2"))) inline __m256i vertical_step32(const uint8_t* base, size_t in_stride, int n, const int16_t* k) {
+  const __m256i zero = _mm256_setzero_si256();
+  __m256i acc[4];
+  for (auto& a : acc) a = _mm256_set1_epi32(1 << (kBits - 1));
+  int j = 0;
+  for (; j + 2 <= n; j += 2) {
+    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(base + static_cast<size_t>(j) * in_stride));
+    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(base + static_cast<size_t>(j + 1) * in_stride));
+    const __m256i kk =
+        _mm256_set1_epi32(static_cast<int32_t>(static_cast<uint16_t>(k[j]) | static_cast<uint32_t>(static_cast<uint16_t>(k[j + 1])) << 16));
+    accumulate_pairs(_mm256_unpacklo_epi8(a, b), _mm256_unpackhi_epi8(a, b), kk, acc);
+  }
+  if (j < n) {
+    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(base + static_cast<size_t>(j) * in_stride));
+    const __m256i kk = _mm256_set1_epi32(static_cast<uint16_t>(k[j]));
+    accumulate_pairs(_mm256_unpacklo_epi8(a, zero), _mm256_unpackhi_epi8(a, zero), kk, acc);
+  }
+  for (auto& a : acc) a = _mm256_srai_epi32(a, kBits);
+  // acc[0], acc[1]: columns [0-3 | 16-19], [4-7 | 20-23] -> words [0-7 | 16-23]; likewise 8-15 | 24-31.
+  return _mm256_packus_epi16(_mm256_packs_epi32(acc[0], acc[1]), _mm256_packs_epi32(acc[2], acc[3]));
+}
+
+// Widths past a multiple of the step end with one more full step over the last columns (it
+// rewrites a few with the same values): a scalar tail cost 6% of a multi-crop epoch.
 __attribute__((target("avx2"))) void vertical_columns_avx2(const uint8_t* in, size_t in_stride, int width, const int32_t* bounds,
                                                            const int16_t* coeffs, int ksize, int row_offset, int rows, uint8_t* out,
                                                            ptrdiff_t out_stride) {
-  // Widths past a multiple of 16 end with one more full step over the last 16 columns (it
-  // rewrites a few columns with the same values): the scalar tail cost 6% of a multi-crop epoch.
-  const int vec_width = width >= 16 ? width : 0;
-  const __m256i half = _mm256_set1_epi32(1 << (kBits - 1));
-  const __m128i zero = _mm_setzero_si128();
+  if (width < 16) {
+    vertical_columns_scalar(in, in_stride, 0, width, bounds, coeffs, ksize, row_offset, rows, out, out_stride);
+    return;
+  }
   for (int r = 0; r < rows; ++r) {
     const uint8_t* base = in + static_cast<size_t>(bounds[2 * r] - row_offset) * in_stride;
     const int n = bounds[2 * r + 1];
     const int16_t* k = coeffs + static_cast<size_t>(r) * ksize;
     uint8_t* o = out + r * out_stride;
-    for (int step = 0; step < vec_width; step += 16) {
-      const int x = std::min(step, vec_width - 16);
-      __m256i acc0 = half, acc1 = half;
-      int j = 0;
-      for (; j + 2 <= n; j += 2) {
-        const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(base + static_cast<size_t>(j) * in_stride + x));
-        const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(base + static_cast<size_t>(j + 1) * in_stride + x));
-        const __m256i kk = _mm256_set1_epi32(
-            static_cast<int32_t>(static_cast<uint16_t>(k[j]) | static_cast<uint32_t>(static_cast<uint16_t>(k[j + 1])) << 16));
-        acc0 = _mm256_add_epi32(acc0, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(a, b)), kk));
-        acc1 = _mm256_add_epi32(acc1, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_unpackhi_epi8(a, b)), kk));
+    if (width >= 32) {
+      for (int step = 0; step < width; step += 32) {
+        const int x = std::min(step, width - 32);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + x), vertical_step32(base + x, in_stride, n, k));
       }
-      if (j < n) {
-        const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(base + static_cast<size_t>(j) * in_stride + x));
-        const __m256i kk = _mm256_set1_epi32(static_cast<uint16_t>(k[j]));
-        acc0 = _mm256_add_epi32(acc0, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(a, zero)), kk));
-        acc1 = _mm256_add_epi32(acc1, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_unpackhi_epi8(a, zero)), kk));
-      }
-      // acc0: columns 0-7, acc1: 8-15; packs works per 128-bit lane, the permute restores order.
-      const __m256i words =
-          _mm256_permute4x64_epi64(_mm256_packs_epi32(_mm256_srai_epi32(acc0, kBits), _mm256_srai_epi32(acc1, kBits)), 0xD8);
-      const __m128i bytes = _mm_packus_epi16(_mm256_castsi256_si128(words), _mm256_extracti128_si256(words, 1));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(o + x), bytes);
+    } else {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(o), vertical_step16(base, in_stride, n, k));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(o + width - 16), vertical_step16(base + width - 16, in_stride, n, k));
     }
   }
-  if (vec_width == 0) vertical_columns_scalar(in, in_stride, 0, width, bounds, coeffs, ksize, row_offset, rows, out, out_stride);
 }
 
 void vertical_columns(const uint8_t* in, size_t in_stride, int width, const PlaneAxis& axis, int row_offset, int rows, uint8_t* out,
@@ -223,17 +267,56 @@ inline void transpose8x8(const uint8_t* in, size_t in_stride, uint8_t* out, size
   }
 }
 
+// A 16-row x 32-column block: each 128-bit lane is a 16x16 transpose (four rounds of in-lane
+// unpacks), lane 0 for columns 0-15 and lane 1 for columns 16-31. Shuffles are the bottleneck
+// (one port): this does half as many per byte as 8x8 blocks in SSE2.
+__attribute__((target("avx2"))) void transpose16x32(const uint8_t* in, size_t in_stride, uint8_t* out, size_t out_stride) {
+  __m256i r[16], t[16], u[16];
+  for (int i = 0; i < 16; ++i) r[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i * in_stride));
+  for (int i = 0; i < 8; ++i) {  // t[i]: 16-bit units (rows 2i, 2i+1) of columns 0-7; t[i + 8]: of columns 8-15
+    t[i] = _mm256_unpacklo_epi8(r[2 * i], r[2 * i + 1]);
+    t[i + 8] = _mm256_unpackhi_epi8(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; ++i) {  // u[4g + i]: 32-bit units (rows 4i..4i+3) of columns 4g..4g+3
+    u[i] = _mm256_unpacklo_epi16(t[2 * i], t[2 * i + 1]);
+    u[i + 4] = _mm256_unpackhi_epi16(t[2 * i], t[2 * i + 1]);
+    u[i + 8] = _mm256_unpacklo_epi16(t[2 * i + 8], t[2 * i + 9]);
+    u[i + 12] = _mm256_unpackhi_epi16(t[2 * i + 8], t[2 * i + 9]);
+  }
+  for (int g = 0; g < 4; ++g) {
+    const __m256i lo0 = _mm256_unpacklo_epi32(u[4 * g], u[4 * g + 1]), hi0 = _mm256_unpackhi_epi32(u[4 * g], u[4 * g + 1]);
+    const __m256i lo1 = _mm256_unpacklo_epi32(u[4 * g + 2], u[4 * g + 3]), hi1 = _mm256_unpackhi_epi32(u[4 * g + 2], u[4 * g + 3]);
+    const __m256i cols[4] = {_mm256_unpacklo_epi64(lo0, lo1), _mm256_unpackhi_epi64(lo0, lo1), _mm256_unpacklo_epi64(hi0, hi1),
+                             _mm256_unpackhi_epi64(hi0, hi1)};
+    for (int k = 0; k < 4; ++k) {
+      const size_t c = static_cast<size_t>(4 * g + k);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + c * out_stride), _mm256_castsi256_si128(cols[k]));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (c + 16) * out_stride), _mm256_extracti128_si256(cols[k], 1));
+    }
+  }
+}
+
+// Rows [y0, y1) x columns [x0, x1) in 8x8 blocks, the ragged edges byte by byte.
+void transpose_region_8x8(const uint8_t* in, size_t in_stride, int x0, int x1, int y0, int y1, uint8_t* out, size_t out_stride) {
+  const int x8 = x0 + ((x1 - x0) & ~7), y8 = y0 + ((y1 - y0) & ~7);
+  for (int y = y0; y < y8; y += 8)
+    for (int x = x0; x < x8; x += 8)
+      transpose8x8(in + static_cast<size_t>(y) * in_stride + x, in_stride, out + static_cast<size_t>(x) * out_stride + y, out_stride);
+  for (int y = y0; y < y1; ++y) {
+    const int x_first = y < y8 ? x8 : x0;
+    for (int x = x_first; x < x1; ++x) out[static_cast<size_t>(x) * out_stride + y] = in[static_cast<size_t>(y) * in_stride + x];
+  }
+}
+
 }  // namespace
 
 void transpose_plane(const uint8_t* in, size_t in_stride, int width, int height, uint8_t* out, size_t out_stride) {
-  const int w8 = width & ~7, h8 = height & ~7;
-  for (int y = 0; y < h8; y += 8)
-    for (int x = 0; x < w8; x += 8)
-      transpose8x8(in + static_cast<size_t>(y) * in_stride + x, in_stride, out + static_cast<size_t>(x) * out_stride + y, out_stride);
-  for (int y = 0; y < height; ++y) {
-    const int x_first = y < h8 ? w8 : 0;
-    for (int x = x_first; x < width; ++x) out[static_cast<size_t>(x) * out_stride + y] = in[static_cast<size_t>(y) * in_stride + x];
-  }
+  const int w32 = kAvx2 ? width & ~31 : 0, h16 = kAvx2 ? height & ~15 : 0;
+  for (int y = 0; y < h16; y += 16)
+    for (int x = 0; x < w32; x += 32)
+      transpose16x32(in + static_cast<size_t>(y) * in_stride + x, in_stride, out + static_cast<size_t>(x) * out_stride + y, out_stride);
+  transpose_region_8x8(in, in_stride, w32, width, 0, h16, out, out_stride);  // right of the AVX2 blocks
+  transpose_region_8x8(in, in_stride, 0, width, h16, height, out, out_stride);  // below them
 }
 
 void resample_plane(const PlaneView& in, double x0, double y0, double x1, double y1, int out_w, int out_h, ResampleFilter filter,
