@@ -115,7 +115,7 @@ complete -c slip -n "__fish_seen_subcommand_from bench" -l flip -x -d 'Horizonta
 complete -c slip -n "__fish_seen_subcommand_from bench" -l layout -x -a 'hwc chw' -d 'hwc or chw'
 complete -c slip -n "__fish_seen_subcommand_from bench" -l dtype -x -a 'uint8 float32' -d 'uint8, or float32 with ImageNet normalisation'
 complete -c slip -n "__fish_seen_subcommand_from bench" -l filter -x -a 'bilinear bicubic' -d 'Resampling filter: bilinear or bicubic (both antialiased)'
-complete -c slip -n "__fish_seen_subcommand_from bench" -l resample -x -a 'auto rgb planar' -d 'auto, rgb (decode to RGB, then Pillow-exact resizing) or planar (resize the JPEG'\''s Y/Cb/Cr planes, then convert; within a documented bound of rgb). auto: planar for multi-crop'
+complete -c slip -n "__fish_seen_subcommand_from bench" -l resample -x -a 'auto rgb planar' -d 'auto, rgb (decode to RGB, then Pillow-exact resizing) or planar (resize the JPEG'\''s Y/Cb/Cr planes, then convert; faster, within a documented bound of rgb). auto: planar unless --no-crop-aware'
 complete -c slip -n "__fish_seen_subcommand_from bench" -l no-crop-aware -x -d 'Decode whole images, then crop (to measure what crop-aware decoding gains)'
 complete -c slip -n "__fish_seen_subcommand_from bench" -l field -x -d 'Image field (default: the first)'
 complete -c slip -n "__fish_seen_subcommand_from bench" -l max-samples -x -d 'Use only the first N samples'

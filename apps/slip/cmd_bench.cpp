@@ -84,7 +84,7 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
       ->default_val("bilinear");
   sub.add_option("--resample", a->resample,
                  "auto, rgb (decode to RGB, then Pillow-exact resizing) or planar (resize the JPEG's Y/Cb/Cr planes, then "
-                 "convert; within a documented bound of rgb). auto: planar for multi-crop")
+                 "convert; faster, within a documented bound of rgb). auto: planar unless --no-crop-aware")
       ->check(CLI::IsMember({"auto", "rgb", "planar"}))
       ->default_val("auto");
   sub.add_flag("--no-crop-aware", a->no_crop_aware, "Decode whole images, then crop (to measure what crop-aware decoding gains)");

@@ -241,6 +241,7 @@ TEST(DecodePixels, CropAwarePathWithinBoundOfPillow) {
     for (const auto& win : img["windows"]) {
       DecodeOptions o;
       o.threads = 1;
+      o.resample = ResampleMode::rgb;  // the default (planar) has its own test: PlanarPathWithinBoundOfPillow
       const std::vector<CropWindow> w = {{win["left"], win["top"], win["width"], win["height"], false}};
       const auto ours = detail::decode_crops_for_test(*ref.cache, sample, o, w);
       const PixelDiff d = compare(ours, read_png(dir / win["outputs"]["bilinear"].get<std::string>()));
@@ -260,22 +261,27 @@ TEST(DecodePixels, CropAwarePathWithinBoundOfPillow) {
 
 // The center pipeline (one resize of the exact source box) against torchvision's Resize(256) +
 // CenterCrop(224) (a resize of the whole image, then a crop): equal but for the filter taps at
-// the crop's border and DCT scaling of large images. Bound: mean <= 1, PSNR >= 40 dB.
+// the crop's border and DCT scaling of large images (rgb), and the planar path's own rounding.
+// Bound, for both: mean <= 1, PSNR >= 40 dB.
 TEST(DecodePixels, CenterPipelineCloseToResize256CenterCrop224) {
   ReferenceCache ref;
   const fs::path dir = test::shared_dir() / "reference/resized_crop";
   uint64_t sample = 0;
   for (const auto& img : ref.windows["images"]) {
     const std::string stem = fs::path(img["image"].get<std::string>()).stem().string();
-    DecodeOptions o;
-    o.threads = 1;
-    o.groups = pipeline_crop_groups("center");
-    const CropWindow w = sample_crop_window(o.groups[0], img["width"], img["height"], 0, 0, sample, 0, 0);
-    const auto ours = detail::decode_crops_for_test(*ref.cache, sample, o, {w});
-    const PixelDiff d = compare(ours, read_png(dir / (stem + "_val_resize256_center224.png")));
-    EXPECT_LE(d.mean, 1.0) << stem;
-    EXPECT_GE(d.psnr, 40.0) << stem;
-    std::printf("center %s: mean %.3f max %d PSNR %.2f\n", stem.c_str(), d.mean, d.max, d.psnr);
+    for (ResampleMode mode : {ResampleMode::rgb, ResampleMode::planar}) {
+      DecodeOptions o;
+      o.threads = 1;
+      o.resample = mode;
+      o.groups = pipeline_crop_groups("center");
+      const CropWindow w = sample_crop_window(o.groups[0], img["width"], img["height"], 0, 0, sample, 0, 0);
+      const auto ours = detail::decode_crops_for_test(*ref.cache, sample, o, {w});
+      const PixelDiff d = compare(ours, read_png(dir / (stem + "_val_resize256_center224.png")));
+      const char* name = mode == ResampleMode::rgb ? "rgb" : "planar";
+      EXPECT_LE(d.mean, 1.0) << stem << " " << name;
+      EXPECT_GE(d.psnr, 40.0) << stem << " " << name;
+      std::printf("center %s (%s): mean %.3f max %d PSNR %.2f\n", stem.c_str(), name, d.mean, d.max, d.psnr);
+    }
     ++sample;
   }
 }

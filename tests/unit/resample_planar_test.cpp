@@ -96,10 +96,9 @@ const Case kCases[] = {
     {20, 30, 0, 0, 20, 30, 24, 17},  // 16-31 columns in both passes: the 16-column AVX2 step
 };
 
-TEST(PlanarResample, WithinOneLevelOfTheFilterInDoublePrecision) {
+TEST(PlanarResample, WithinOneAndAHalfLevelsOfTheFilterInDoublePrecision) {
   PlaneResampleScratch scratch;
-  double worst_mean = 0;
-  int worst_max = 0;
+  double worst_mean = 0, worst_error = 0;
   uint32_t seed = 1;
   for (const Case& c : kCases)
     for (ResampleFilter f : {ResampleFilter::bilinear, ResampleFilter::bicubic}) {
@@ -108,22 +107,21 @@ TEST(PlanarResample, WithinOneLevelOfTheFilterInDoublePrecision) {
       std::vector<uint8_t> out(static_cast<size_t>(c.ow) * c.oh);
       resample_plane({in.data(), c.w, c.h, stride}, c.x0, c.y0, c.x1, c.y1, c.ow, c.oh, f, scratch, out.data(), c.ow, false);
       const auto ref = reference(in, c.w, c.h, stride, c.x0, c.y0, c.x1, c.y1, c.ow, c.oh, f);
-      double mean = 0;
-      int max = 0;
+      double mean = 0, max = 0;
       for (size_t i = 0; i < out.size(); ++i) {
         const double e = std::fabs(out[i] - ref[i]);
         mean += e;
-        max = std::max(max, static_cast<int>(std::lround(e + 0.4999)));
+        max = std::max(max, e);
       }
       mean /= static_cast<double>(out.size());
-      // One level of rounding between the passes, one at the end, 14-bit taps: |error| < 2,
+      // Rounding between the passes and at the end, 14-bit taps: |error| <= 1.5 (measured 1.22),
       // and on average about half a level.
-      EXPECT_LE(max, 2) << c.w << "x" << c.h << " -> " << c.ow << "x" << c.oh << " filter " << static_cast<int>(f);
+      EXPECT_LE(max, 1.5) << c.w << "x" << c.h << " -> " << c.ow << "x" << c.oh << " filter " << static_cast<int>(f);
       EXPECT_LE(mean, 0.6) << c.w << "x" << c.h << " -> " << c.ow << "x" << c.oh;
       worst_mean = std::max(worst_mean, mean);
-      worst_max = std::max(worst_max, max);
+      worst_error = std::max(worst_error, max);
     }
-  std::printf("planar vs double-precision filter: worst mean %.3f, worst max %d\n", worst_mean, worst_max);
+  std::printf("planar vs double-precision filter: worst mean %.3f, worst error %.3f\n", worst_mean, worst_error);
 }
 
 TEST(PlanarResample, CloseToPillowExactResamplerOnGrayImages) {

@@ -22,9 +22,7 @@ namespace slip {
 
 ResampleMode effective_resample_mode(const DecodeOptions& options) {
   if (options.resample != ResampleMode::automatic) return options.resample;
-  uint64_t crops = 0;
-  for (const CropGroup& g : options.groups) crops += g.count;
-  return options.crop_aware && crops > 1 ? ResampleMode::planar : ResampleMode::rgb;
+  return options.crop_aware ? ResampleMode::planar : ResampleMode::rgb;
 }
 
 size_t crop_group_sample_bytes(const CropGroup& group, PixelType type) {
@@ -106,7 +104,7 @@ struct BatchDecoder::Impl {
   detail::WorkerPool pool;
   std::array<float, 3> scale{}, bias{};
   uint32_t total_crops = 0;
-  bool planar = false;  // resize JPEG planes (ResampleMode::planar, or automatic with several crops)
+  bool planar = false;  // resize JPEG planes (ResampleMode::planar, or automatic with crop-aware decoding)
 
   Impl(const Cache& c, DecodeOptions o, unsigned threads) : cache(c), options(std::move(o)), workers(threads), pool(threads) {}
 
