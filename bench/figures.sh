@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's `slip bench` table: every pipeline on a cache of ../shared/corpus/imagenet_like
 # (800 images), 2 threads, batch 256, 3 epochs, best epoch; limit and efficiency from the same
-# run; crop-aware decoding on and off. Usage: bench/figures.sh [path/to/slip] [path/to/shared]
+# run; crop-aware decoding on and off, planar (the default) and rgb resampling.
+# Usage: bench/figures.sh [path/to/slip] [path/to/shared]
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 SLIP=${1:-$here/build/apps/slip/slip}
@@ -26,8 +27,10 @@ print("| %s | %.0f | %.0f | %.1f | %s | %.2f |" % (name, e["images_per_second"],
 row -p raw
 row -p decode
 row -p center
+row -p center --resample rgb
 row -p center --no-crop-aware
 row -p rrc
+row -p rrc --resample rgb
 row -p rrc --no-crop-aware
 row -p direct-rrc
 row -p multicrop
