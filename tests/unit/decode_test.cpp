@@ -459,31 +459,49 @@ TEST(DecodeEngine, CorruptJpegIsAnErrorNamingTheSample) {
 namespace slip {
 namespace {
 
-// The YUV420 path of the engine (nearest-neighbour chroma, fixed-point BT.601 inverse) on the
-// Python-built fixture against the JPEG path on the JPEG fixture of the same 24 images, same
-// windows. Bound: mean absolute difference <= 3 and PSNR >= 30 dB per crop (4:2:0 chroma and
-// the truncating forward transform cost about 1 level on average).
+// The YUV420 paths of the engine on the Python-built fixture against the JPEG rgb path on the
+// JPEG fixture of the same 24 images, same windows: rgb (nearest-neighbour chroma, fixed-point
+// BT.601 inverse, then Pillow's resampling) and planar (the Y, U, V planes resized, then
+// libjpeg's inverse). Bound: mean absolute difference <= 3 and PSNR >= 30 dB per crop (4:2:0
+// chroma and the truncating forward transform cost about 1 level on average). And the two
+// YUV420 paths against each other: mean <= 1.5, PSNR >= 36 dB.
 TEST(DecodeEngine, Yuv420FixtureDecodesCloseToItsJpegTwin) {
   const Cache jpeg = Cache::open(test::shared_dir() / "fixtures/pyslipstream/slipcache-3131b662");
   const Cache yuv = Cache::open(test::shared_dir() / "fixtures/pyslipstream/slipcache-3131b662-yuv420");
   ASSERT_EQ(jpeg.size(), yuv.size());
   DecodeOptions o;
   o.threads = 1;
-  double worst_mean = 0, worst_psnr = 99;
+  o.resample = ResampleMode::rgb;
+  DecodeOptions planar = o;
+  planar.resample = ResampleMode::planar;
+  double worst_mean[2] = {0, 0}, worst_psnr[2] = {99, 99}, worst_between_mean = 0, worst_between_psnr = 99;
   for (uint64_t i = 0; i < jpeg.size(); ++i) {
     const MetaRecord r = jpeg.record(0, i);
     const CropWindow w = sample_crop_window(pipeline_crop_groups("rrc")[0], r.width, r.height, 3, 0, i, 0, 0);
-    const auto a = detail::decode_crops_for_test(jpeg, i, o, {w});
-    const auto b = detail::decode_crops_for_test(yuv, i, o, {w});
     RgbImage ref;
-    ref.pixels = a;
-    const PixelDiff d = compare(b, ref);
-    EXPECT_LE(d.mean, 3.0) << i;
-    EXPECT_GE(d.psnr, 30.0) << i;
-    worst_mean = std::max(worst_mean, d.mean);
-    worst_psnr = std::min(worst_psnr, d.psnr);
+    ref.pixels = detail::decode_crops_for_test(jpeg, i, o, {w});
+    const std::vector<uint8_t> yuv_rgb = detail::decode_crops_for_test(yuv, i, o, {w});
+    const std::vector<uint8_t> yuv_planar = detail::decode_crops_for_test(yuv, i, planar, {w});
+    int k = 0;
+    for (const auto* ours : {&yuv_rgb, &yuv_planar}) {
+      const PixelDiff d = compare(*ours, ref);
+      EXPECT_LE(d.mean, 3.0) << i << (k ? " planar" : " rgb");
+      EXPECT_GE(d.psnr, 30.0) << i << (k ? " planar" : " rgb");
+      worst_mean[k] = std::max(worst_mean[k], d.mean);
+      worst_psnr[k] = std::min(worst_psnr[k], d.psnr);
+      ++k;
+    }
+    RgbImage rgb_path;
+    rgb_path.pixels = yuv_rgb;
+    const PixelDiff between = compare(yuv_planar, rgb_path);
+    EXPECT_LE(between.mean, 1.5) << i;
+    EXPECT_GE(between.psnr, 36.0) << i;
+    worst_between_mean = std::max(worst_between_mean, between.mean);
+    worst_between_psnr = std::min(worst_between_psnr, between.psnr);
   }
-  std::printf("yuv420 vs jpeg fixture: worst mean %.3f, worst PSNR %.2f dB\n", worst_mean, worst_psnr);
+  std::printf("yuv420 vs jpeg fixture: rgb worst mean %.3f, PSNR %.2f dB; planar worst mean %.3f, PSNR %.2f dB\n", worst_mean[0],
+              worst_psnr[0], worst_mean[1], worst_psnr[1]);
+  std::printf("yuv420 planar vs rgb: worst mean %.3f, PSNR %.2f dB\n", worst_between_mean, worst_between_psnr);
 }
 
 // The planar path (ResampleMode::planar: the JPEG's Y/Cb/Cr planes resized, then converted)

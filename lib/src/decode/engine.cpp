@@ -144,10 +144,26 @@ struct BatchDecoder::Impl {
       }
   }
 
+  // A YUV420 payload's dimensions (the record's, checked against the payload size); false after
+  // fail() when they do not match.
+  bool yuv420_dimensions(Worker& w, size_t slot, uint64_t id, std::span<const std::byte> payload, int& width, int& height) {
+    const MetaRecord record = record_of(id);
+    width = static_cast<int>(record.width);
+    height = static_cast<int>(record.height);
+    if (width < 2 || height < 2 || width % 2 || height % 2 ||
+        payload.size() != static_cast<size_t>(width) * static_cast<size_t>(height) * 3 / 2) {
+      fail(w, slot, id,
+           "YUV420 payload of " + std::to_string(payload.size()) + " bytes does not match " + std::to_string(width) + "x" +
+               std::to_string(height));
+      return false;
+    }
+    return true;
+  }
+
   // The planar path (ResampleMode::planar): the JPEG decoded to its Y/Cb/Cr planes, each crop's
-  // window resized plane by plane (chroma at its own resolution, to half the output size), then
-  // converted to RGB. Returns false, touching nothing, when the sample is not a JPEG this path
-  // takes (the caller then runs the RGB path); true when done or failed (w.error set).
+  // window resized plane by plane, then converted to RGB. Returns false, touching nothing, when
+  // the sample is not a JPEG this path takes (the caller then runs the RGB path); true when done
+  // or failed (w.error set).
   bool process_planar(Worker& w, size_t slot, uint64_t id, std::span<const std::span<std::byte>> outputs) {
     const std::span<const std::byte> payload = payload_of(id);
     JpegImageInfo info;
@@ -165,6 +181,40 @@ struct BatchDecoder::Impl {
       fail(w, slot, id, "corrupt JPEG: " + w.jpeg.message());
       return true;
     }
+    resize_planar_crops(w, slot, planes, denom, outputs);
+    return true;
+  }
+
+  // The same for a YUV420 payload (dedicated cache or siblings): its planes are already there,
+  // chroma at half resolution on both axes. When every window is at least twice its output the
+  // reduced RGB path (planes averaged down first) does less work: false, and the caller runs it.
+  bool process_planar_yuv420(Worker& w, size_t slot, uint64_t id, std::span<const std::span<std::byte>> outputs) {
+    const std::span<const std::byte> payload = payload_of(id);
+    int width = 0, height = 0;
+    if (!yuv420_dimensions(w, slot, id, payload, width, height)) return true;
+    make_sample_windows(w, id, width, height, false);
+    if (choose_denominator(w.windows, w.sizes) > 1) return false;
+    const auto* y = reinterpret_cast<const uint8_t*>(payload.data());
+    const size_t luma = static_cast<size_t>(width) * static_cast<size_t>(height), chroma = luma / 4;
+    DecodedPlanes planes;
+    planes.planes = 3;
+    planes.data[0] = y;
+    planes.data[1] = y + luma;
+    planes.data[2] = y + luma + chroma;
+    planes.stride[0] = static_cast<size_t>(width);
+    planes.stride[1] = planes.stride[2] = static_cast<size_t>(width / 2);
+    planes.width[0] = width;
+    planes.height[0] = height;
+    planes.width[1] = planes.width[2] = width / 2;
+    planes.height[1] = planes.height[2] = height / 2;
+    planes.chroma_scale_x = planes.chroma_scale_y = 0.5;
+    resize_planar_crops(w, slot, planes, 1, outputs);
+    return true;
+  }
+
+  // Every crop of w.windows from `planes` (the image at 1/denom): each plane resized on its own
+  // (chroma from its stored resolution straight to the output size), then converted to RGB.
+  void resize_planar_crops(Worker& w, size_t slot, const DecodedPlanes& planes, int denom, std::span<const std::span<std::byte>> outputs) {
     const double inv = 1.0 / denom;
     // The plane view of the integer hull of [x0, x1) x [y0, y1): Pillow crops before resizing,
     // so the filter's taps stop at the window's edges.
@@ -222,7 +272,6 @@ struct BatchDecoder::Impl {
         if (rgb == w.crop.data()) emit(w.crop.data(), group.size, false, dst);
       }
     }
-    return true;
   }
 
   // Decodes sample `id`'s pixels covering all its windows into w's region; returns the region
@@ -243,15 +292,8 @@ struct BatchDecoder::Impl {
     inv_scale = 1.0;
     origin_x = origin_y = 0;
     if (yuv420) {
-      const MetaRecord record = record_of(id);
-      const auto width = static_cast<int>(record.width), height = static_cast<int>(record.height);
-      if (width < 2 || height < 2 || width % 2 || height % 2 ||
-          payload.size() != static_cast<size_t>(width) * static_cast<size_t>(height) * 3 / 2) {
-        fail(w, slot, id,
-             "YUV420 payload of " + std::to_string(payload.size()) + " bytes does not match " + std::to_string(width) + "x" +
-                 std::to_string(height));
-        return false;
-      }
+      int width = 0, height = 0;
+      if (!yuv420_dimensions(w, slot, id, payload, width, height)) return false;
       make_windows(width, height);
       int x0, y0, x1, y1;
       union_box(x0, y0, x1, y1);
@@ -368,7 +410,7 @@ struct BatchDecoder::Impl {
 
   void process(unsigned thread, size_t slot, uint64_t id, std::span<const std::span<std::byte>> outputs) {
     Worker& w = workers[thread];
-    if (planar && !yuv420 && process_planar(w, slot, id, outputs)) return;
+    if (planar && (yuv420 ? process_planar_yuv420(w, slot, id, outputs) : process_planar(w, slot, id, outputs))) return;
     RgbView view;
     double inv_scale, ox, oy;
     if (!prepare(w, slot, id, false, view, inv_scale, ox, oy)) return;
