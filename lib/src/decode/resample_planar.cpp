@@ -9,7 +9,7 @@ namespace slip::detail {
 namespace {
 
 constexpr int kMaxTapsOnStack = 512;  // coefficient rows up to this length are computed vectorised
-constexpr int kBits = 14;  // coefficient precision: |k| < 2^15 for every filter weight (bicubic peaks at 1.0)
+constexpr int kBits = 14;             // coefficient precision: |k| < 2^15 for every filter weight (bicubic peaks at 1.0)
 
 template <ResampleFilter kFilter>
 inline float filter_weight(float x) {
@@ -77,8 +77,7 @@ __attribute__((target("avx2"))) void output_weights_avx2(float offset, float inv
   const __m256 norm = _mm256_set1_ps(total != 0.0f ? static_cast<float>(1 << kBits) / total : 0.0f);
   for (int c = 0; c < stride / 8; ++c) {
     const __m256i qi = _mm256_cvtps_epi32(_mm256_mul_ps(w[c], norm));  // nearest even, as lrint
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 8 * c),
-                     _mm_packs_epi32(_mm256_castsi256_si128(qi), _mm256_extracti128_si256(qi, 1)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 8 * c), _mm_packs_epi32(_mm256_castsi256_si128(qi), _mm256_extracti128_si256(qi, 1)));
   }
 }
 
@@ -116,8 +115,8 @@ void plan_axis_with(PlaneAxis& axis, const PlaneAxisKey& k) {
       for (int x = 0; x < n; ++x) sum += filter_weight<kFilter>(static_cast<float>((x + xmin - center + 0.5) * inv_filterscale));
       const double norm = sum != 0.0 ? (1 << kBits) / sum : 0.0;
       for (int x = 0; x < stride; ++x)
-        q[x] = x < n ? static_cast<int16_t>(std::lrint(
-                           filter_weight<kFilter>(static_cast<float>((x + xmin - center + 0.5) * inv_filterscale)) * norm))
+        q[x] = x < n ? static_cast<int16_t>(
+                           std::lrint(filter_weight<kFilter>(static_cast<float>((x + xmin - center + 0.5) * inv_filterscale)) * norm))
                      : int16_t{0};
     }
     axis.bounds[static_cast<size_t>(o) * 2] = xmin;
@@ -182,8 +181,7 @@ __attribute__((target("avx2"))) inline __m128i vertical_step16(const uint8_t* ba
     acc1 = _mm256_add_epi32(acc1, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_unpackhi_epi8(a, zero)), kk));
   }
   // acc0: columns 0-7, acc1: 8-15; packs works per 128-bit lane, the permute restores order.
-  const __m256i words =
-      _mm256_permute4x64_epi64(_mm256_packs_epi32(_mm256_srai_epi32(acc0, kBits), _mm256_srai_epi32(acc1, kBits)), 0xD8);
+  const __m256i words = _mm256_permute4x64_epi64(_mm256_packs_epi32(_mm256_srai_epi32(acc0, kBits), _mm256_srai_epi32(acc1, kBits)), 0xD8);
   return _mm_packus_epi16(_mm256_castsi256_si128(words), _mm256_extracti128_si256(words, 1));
 }
 
@@ -289,7 +287,7 @@ __attribute__((target("avx2"))) void transpose16x32(const uint8_t* in, size_t in
     const __m256i cols[4] = {_mm256_unpacklo_epi64(lo0, lo1), _mm256_unpackhi_epi64(lo0, lo1), _mm256_unpacklo_epi64(hi0, hi1),
                              _mm256_unpackhi_epi64(hi0, hi1)};
     for (int k = 0; k < 4; ++k) {
-      const size_t c = static_cast<size_t>(4 * g + k);
+      const size_t c = (size_t{4} * static_cast<size_t>(g)) + static_cast<size_t>(k);
       _mm_storeu_si128(reinterpret_cast<__m128i*>(out + c * out_stride), _mm256_castsi256_si128(cols[k]));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (c + 16) * out_stride), _mm256_extracti128_si256(cols[k], 1));
     }
@@ -315,7 +313,7 @@ void transpose_plane(const uint8_t* in, size_t in_stride, int width, int height,
   for (int y = 0; y < h16; y += 16)
     for (int x = 0; x < w32; x += 32)
       transpose16x32(in + static_cast<size_t>(y) * in_stride + x, in_stride, out + static_cast<size_t>(x) * out_stride + y, out_stride);
-  transpose_region_8x8(in, in_stride, w32, width, 0, h16, out, out_stride);  // right of the AVX2 blocks
+  transpose_region_8x8(in, in_stride, w32, width, 0, h16, out, out_stride);     // right of the AVX2 blocks
   transpose_region_8x8(in, in_stride, 0, width, h16, height, out, out_stride);  // below them
 }
 

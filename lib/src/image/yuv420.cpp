@@ -266,10 +266,9 @@ __attribute__((target("avx2"))) inline void ycbcr32_to_rgb(const uint8_t* yp, co
   for (int c = 0; c < 3; ++c) bytes[c] = _mm256_permute4x64_epi64(_mm256_packus_epi16(ch[c][0], ch[c][1]), 0xD8);
   for (int third = 0; third < 3; ++third) {
     const auto* m = reinterpret_cast<const __m128i*>(kMasks.mask[third]);
-    const __m256i v = _mm256_or_si256(
-        _mm256_or_si256(_mm256_shuffle_epi8(bytes[0], _mm256_broadcastsi128_si256(_mm_load_si128(m))),
-                        _mm256_shuffle_epi8(bytes[1], _mm256_broadcastsi128_si256(_mm_load_si128(m + 1)))),
-        _mm256_shuffle_epi8(bytes[2], _mm256_broadcastsi128_si256(_mm_load_si128(m + 2))));
+    const __m256i v = _mm256_or_si256(_mm256_or_si256(_mm256_shuffle_epi8(bytes[0], _mm256_broadcastsi128_si256(_mm_load_si128(m))),
+                                                      _mm256_shuffle_epi8(bytes[1], _mm256_broadcastsi128_si256(_mm_load_si128(m + 1)))),
+                                      _mm256_shuffle_epi8(bytes[2], _mm256_broadcastsi128_si256(_mm_load_si128(m + 2))));
     auto* lo = reinterpret_cast<__m128i*>(out + 16 * third);
     auto* hi = reinterpret_cast<__m128i*>(out + 48 + 16 * third);
     if constexpr (kStream) {
