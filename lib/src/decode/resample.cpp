@@ -6,6 +6,8 @@
 
 #include <immintrin.h>
 
+#include "util/cpu.hpp"
+
 namespace slip::detail {
 namespace {
 
@@ -236,17 +238,8 @@ __attribute__((target("avx2"))) void horizontal_4rows_madd_avx2(const uint8_t* i
   }
 }
 
-bool cpu_supports_sse41() {
-  __builtin_cpu_init();  // static initialisers may run before libgcc's own CPU probe
-  return __builtin_cpu_supports("sse4.1");
-}
-const bool kHaveSse41 = cpu_supports_sse41();
-
-bool cpu_supports_avx2() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2");
-}
-const bool kHaveAvx2 = cpu_supports_avx2();
+const bool kHaveSse41 = cpu_has_sse41();
+const bool kHaveAvx2 = cpu_has_avx2();
 
 void horizontal_row(const uint8_t* in_row, int in_width, const ResampleAxis& axis, int out_w, uint8_t* out_row) {
   if (kHaveSse41)
@@ -255,9 +248,8 @@ void horizontal_row(const uint8_t* in_row, int in_width, const ResampleAxis& axi
     horizontal_row_scalar(in_row, axis, 0, out_w, out_row);
 }
 
-// The vertical pass's inner loop, compiled twice (AVX2 and baseline) and picked once at load time.
-// Plain function pointers rather than target_clones: an IFUNC resolver runs during relocation,
-// before a sanitizer runtime is up, and crashes TSan/ASan builds.
+// The vertical pass's inner loop, compiled twice (AVX2 and baseline) and picked once at load time
+// (util/cpu.hpp says why not target_clones).
 void accumulate_row_baseline(int32_t* acc, const uint8_t* p, int32_t w, int values) {
   for (int i = 0; i < values; ++i) acc[i] += p[i] * w;
 }
@@ -265,11 +257,7 @@ __attribute__((target("avx2"))) void accumulate_row_avx2(int32_t* acc, const uin
   for (int i = 0; i < values; ++i) acc[i] += p[i] * w;
 }
 using AccumulateRow = void (*)(int32_t*, const uint8_t*, int32_t, int);
-AccumulateRow pick_accumulate_row() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") ? accumulate_row_avx2 : accumulate_row_baseline;
-}
-const AccumulateRow accumulate_row = pick_accumulate_row();
+const AccumulateRow accumulate_row = cpu_has_avx2() ? accumulate_row_avx2 : accumulate_row_baseline;
 
 }  // namespace
 

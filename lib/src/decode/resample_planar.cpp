@@ -5,6 +5,8 @@
 
 #include <immintrin.h>
 
+#include "util/cpu.hpp"
+
 namespace slip::detail {
 namespace {
 
@@ -81,10 +83,6 @@ __attribute__((target("avx2"))) void output_weights_avx2(float offset, float inv
   }
 }
 
-bool cpu_has_avx2() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2");
-}
 const bool kAvx2 = cpu_has_avx2();
 
 // Pillow's geometry (precompute_axis in resample.cpp: the same support, bounds and
@@ -169,8 +167,7 @@ __attribute__((target("avx2"))) inline __m128i vertical_step16(const uint8_t* ba
   for (; j + 2 <= n; j += 2) {
     const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(base + static_cast<size_t>(j) * in_stride));
     const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(base + static_cast<size_t>(j + 1) * in_stride));
-    const __m256i kk =
-        _mm256_set1_epi32(static_cast<int32_t>(static_cast<uint16_t>(k[j]) | static_cast<uint32_t>(static_cast<uint16_t>(k[j + 1])) << 16));
+    const __m256i kk = _mm256_set1_epi32(madd_pair(k[j], k[j + 1]));
     acc0 = _mm256_add_epi32(acc0, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(a, b)), kk));
     acc1 = _mm256_add_epi32(acc1, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm_unpackhi_epi8(a, b)), kk));
   }
@@ -202,8 +199,7 @@ __attribute__((target("avx2"))) inline __m256i vertical_step32(const uint8_t* ba
   for (; j + 2 <= n; j += 2) {
     const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(base + static_cast<size_t>(j) * in_stride));
     const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(base + static_cast<size_t>(j + 1) * in_stride));
-    const __m256i kk =
-        _mm256_set1_epi32(static_cast<int32_t>(static_cast<uint16_t>(k[j]) | static_cast<uint32_t>(static_cast<uint16_t>(k[j + 1])) << 16));
+    const __m256i kk = _mm256_set1_epi32(madd_pair(k[j], k[j + 1]));
     accumulate_pairs(_mm256_unpacklo_epi8(a, b), _mm256_unpackhi_epi8(a, b), kk, acc);
   }
   if (j < n) {

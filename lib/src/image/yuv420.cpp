@@ -11,6 +11,7 @@
 
 #include "image/yuv420_kernels.hpp"
 #include "slip/error.hpp"
+#include "util/cpu.hpp"
 
 namespace slip {
 
@@ -112,10 +113,7 @@ __attribute__((target("ssse3"))) void interleave_rgb_ssse3(const uint8_t* r, con
 }
 
 using Interleave = void (*)(const uint8_t*, const uint8_t*, const uint8_t*, int, uint8_t*);
-Interleave pick_interleave() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("ssse3") ? interleave_rgb_ssse3 : interleave_rgb_scalar;
-}
+Interleave pick_interleave() { return cpu_has_ssse3() ? interleave_rgb_ssse3 : interleave_rgb_scalar; }
 const Interleave interleave_rgb = pick_interleave();
 
 }  // namespace
@@ -226,10 +224,6 @@ void ycbcr_row_scalar(const uint8_t* yr, const uint8_t* cbr, const uint8_t* crr,
 constexpr int32_t kCrRRest = kCrR - 65536, kCbBRest = kCbB - 131072, kCrGRest = 65536 - kCrG;
 static_assert(kCrRRest > 0 && kCrRRest < 32768 && kCbBRest < 0 && kCbBRest > -32768 && kCrGRest > 0 && kCrGRest < 32768);
 
-__attribute__((target("avx2"))) inline __m256i pair_constant(int16_t low, int16_t high) {
-  return _mm256_set1_epi32(static_cast<int32_t>(static_cast<uint16_t>(low) | static_cast<uint32_t>(static_cast<uint16_t>(high)) << 16));
-}
-
 // One bracket for 16 pixels: unpacklo/hi gave the pairs of pixels [0-3 | 8-11] and
 // [4-7 | 12-15]; packs of the two restores the order.
 __attribute__((target("avx2"))) inline __m256i term(__m256i lo_pairs, __m256i hi_pairs, __m256i k, __m256i add) {
@@ -243,7 +237,8 @@ __attribute__((target("avx2"))) inline __m256i load16_epi16(const uint8_t* p) {
 // Channels of 16 pixels (int16, in order) from 16 pixels of centred chroma and luma.
 __attribute__((target("avx2"))) inline void ycc16_to_rgb16(__m256i l, __m256i cb, __m256i cr, __m256i& r, __m256i& g, __m256i& b) {
   const __m256i two = _mm256_set1_epi16(2), half = _mm256_set1_epi32(kYccHalf);
-  const __m256i k_r = pair_constant(kCrRRest, 16384), k_b = pair_constant(kCbBRest, 16384), k_g = pair_constant(-kCbG, kCrGRest);
+  const __m256i k_r = _mm256_set1_epi32(madd_pair(kCrRRest, 16384)), k_b = _mm256_set1_epi32(madd_pair(kCbBRest, 16384));
+  const __m256i k_g = _mm256_set1_epi32(madd_pair(-kCbG, kCrGRest));
   const __m256i zero = _mm256_setzero_si256();
   r = _mm256_add_epi16(_mm256_add_epi16(l, cr), term(_mm256_unpacklo_epi16(cr, two), _mm256_unpackhi_epi16(cr, two), k_r, zero));
   b = _mm256_add_epi16(_mm256_add_epi16(l, _mm256_add_epi16(cb, cb)),
@@ -294,10 +289,7 @@ __attribute__((target("avx2"))) void ycbcr_row_to_rgb_avx2(const uint8_t* yp, co
   }
 }
 
-const bool kHaveAvx2 = [] {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") != 0;
-}();
+const bool kHaveAvx2 = cpu_has_avx2();
 
 }  // namespace
 

@@ -1,0 +1,29 @@
+// Internal: what the SIMD kernels dispatch on. Each kernel file keeps a `const bool` (or a
+// function pointer) initialised from these at load time; plain probes rather than target_clones,
+// whose IFUNC resolvers run during relocation, before a sanitizer runtime is up.
+#pragma once
+
+#include <cstdint>
+
+namespace slip::detail {
+
+inline bool cpu_has_ssse3() {
+  __builtin_cpu_init();  // static initialisers may run before libgcc's own CPU probe
+  return __builtin_cpu_supports("ssse3") != 0;
+}
+inline bool cpu_has_sse41() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("sse4.1") != 0;
+}
+inline bool cpu_has_avx2() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") != 0;
+}
+
+// Two 16-bit multipliers in one 32-bit lane, `low` first: the operand pmaddwd multiplies a pair
+// of 16-bit values by (sum = a * low + b * high).
+constexpr int32_t madd_pair(int16_t low, int16_t high) {
+  return static_cast<int32_t>(static_cast<uint16_t>(low) | static_cast<uint32_t>(static_cast<uint16_t>(high)) << 16);
+}
+
+}  // namespace slip::detail
