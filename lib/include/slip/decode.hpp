@@ -78,8 +78,9 @@ enum class ResampleMode {
   planar,     // resize the JPEG's own Y, Cb, Cr planes (chroma at its stored resolution, 14-bit
               // taps), then convert to RGB: skips libjpeg's chroma upsampling and colour
               // conversion and resizes half the samples; within a documented bound of rgb.
-              // JPEGs that are not YCbCr/grayscale with 1x or 2x chroma subsampling, and other
-              // formats, take the rgb path.
+              // YUV420 payloads are resized from their planes the same way. JPEGs that are not
+              // YCbCr/grayscale with 1x or 2x chroma subsampling, and other formats, take the
+              // rgb path.
 };
 
 struct DecodeOptions {

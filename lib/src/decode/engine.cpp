@@ -104,7 +104,7 @@ struct BatchDecoder::Impl {
   detail::WorkerPool pool;
   std::array<float, 3> scale{}, bias{};
   uint32_t total_crops = 0;
-  bool planar = false;  // resize JPEG planes (ResampleMode::planar, or automatic with crop-aware decoding)
+  bool planar = false;  // resize Y/Cb/Cr planes (ResampleMode::planar, or automatic with crop-aware decoding)
 
   Impl(const Cache& c, DecodeOptions o, unsigned threads) : cache(c), options(std::move(o)), workers(threads), pool(threads) {}
 
