@@ -93,7 +93,8 @@ const Case kCases[] = {
     {250, 188, 10, 10, 60, 70, 112, 112},
     {1200, 900, 0, 0, 1200, 900, 200, 150},
     {48, 33, 0, 0, 48, 33, 48, 33},
-    {20, 30, 0, 0, 20, 30, 24, 17},  // 16-31 columns in both passes: the 16-column AVX2 step
+    {20, 30, 0, 0, 20, 30, 24, 17},    // 16-31 columns in both passes: the 16-column AVX2 step
+    {2400, 40, 0, 0, 2400, 40, 4, 3},  // 600x horizontally: taps rows longer than the AVX2 weight kernel takes
 };
 
 TEST(PlanarResample, WithinOneAndAHalfLevelsOfTheFilterInDoublePrecision) {

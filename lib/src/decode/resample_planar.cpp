@@ -10,7 +10,7 @@
 namespace slip::detail {
 namespace {
 
-constexpr int kMaxTapsOnStack = 512;  // coefficient rows up to this length are computed vectorised
+constexpr int kMaxTapsOnStack = 512;  // the AVX2 weight kernel's buffer: longer rows go scalar
 constexpr int kBits = 14;             // coefficient precision: |k| < 2^15 for every filter weight (bicubic peaks at 1.0)
 
 template <ResampleFilter kFilter>
@@ -31,20 +31,16 @@ inline float filter_weight(float x) {
 // weights are exact to ~1e-7, far below the Q14 step of 6e-5.
 template <ResampleFilter kFilter>
 void output_weights_scalar(float offset, float inv, int n, int stride, int16_t* q) {
-  float w[kMaxTapsOnStack];
+  auto weight = [&](int x) { return x < n ? filter_weight<kFilter>((static_cast<float>(x) + offset) * inv) : 0.0f; };
   float sum = 0;
-  for (int x = 0; x < stride; ++x) {
-    const float v = x < n ? filter_weight<kFilter>((static_cast<float>(x) + offset) * inv) : 0.0f;
-    w[x] = v;
-    sum += v;
-  }
+  for (int x = 0; x < stride; ++x) sum += weight(x);
   const float norm = sum != 0.0f ? static_cast<float>(1 << kBits) / sum : 0.0f;
   // cvtss2si rounds to nearest even in the default rounding mode, as lrint (which is a libm
   // call: it was most of the planning time).
-  for (int x = 0; x < stride; ++x) q[x] = static_cast<int16_t>(_mm_cvtss_si32(_mm_set_ss(w[x] * norm)));
+  for (int x = 0; x < stride; ++x) q[x] = static_cast<int16_t>(_mm_cvtss_si32(_mm_set_ss(weight(x) * norm)));
 }
 
-// The same, 8 taps per step (stride is a multiple of 8).
+// The same, 8 taps per step (stride is a multiple of 8, at most kMaxTapsOnStack).
 template <ResampleFilter kFilter>
 __attribute__((target("avx2"))) void output_weights_avx2(float offset, float inv, int n, int stride, int16_t* q) {
   __m256 w[kMaxTapsOnStack / 8];
@@ -99,24 +95,15 @@ void plan_axis_with(PlaneAxis& axis, const PlaneAxisKey& k) {
   axis.ksize = stride;
   axis.bounds.resize(static_cast<size_t>(k.out_size) * 2);
   axis.coeffs.resize(static_cast<size_t>(k.out_size) * stride);
-  const auto weights = kAvx2 ? output_weights_avx2<kFilter> : output_weights_scalar<kFilter>;
+  // Windows over ~250x the output (rows longer than the AVX2 kernel's stack buffer) go scalar.
+  const auto weights = kAvx2 && stride <= kMaxTapsOnStack ? output_weights_avx2<kFilter> : output_weights_scalar<kFilter>;
   for (int o = 0; o < k.out_size; ++o) {
     const double center = k.in0 + (o + 0.5) * scale;
     const int xmin = std::max(0, static_cast<int>(center - support + 0.5));          // NOLINT(bugprone-incorrect-roundings): Pillow's
     const int xmax = std::min(k.in_size, static_cast<int>(center + support + 0.5));  // NOLINT(bugprone-incorrect-roundings)
     const int n = std::clamp(xmax - xmin, 0, ksize);
     int16_t* q = &axis.coeffs[static_cast<size_t>(o) * stride];
-    if (stride <= kMaxTapsOnStack) {
-      weights(static_cast<float>(xmin - center + 0.5), static_cast<float>(inv_filterscale), n, stride, q);
-    } else {  // a window over ~250x the output: the rare slow way, in double
-      double sum = 0;
-      for (int x = 0; x < n; ++x) sum += filter_weight<kFilter>(static_cast<float>((x + xmin - center + 0.5) * inv_filterscale));
-      const double norm = sum != 0.0 ? (1 << kBits) / sum : 0.0;
-      for (int x = 0; x < stride; ++x)
-        q[x] = x < n ? static_cast<int16_t>(
-                           std::lrint(filter_weight<kFilter>(static_cast<float>((x + xmin - center + 0.5) * inv_filterscale)) * norm))
-                     : int16_t{0};
-    }
+    weights(static_cast<float>(xmin - center + 0.5), static_cast<float>(inv_filterscale), n, stride, q);
     axis.bounds[static_cast<size_t>(o) * 2] = xmin;
     axis.bounds[static_cast<size_t>(o) * 2 + 1] = n;
   }
@@ -137,16 +124,16 @@ inline uint8_t clamp_q14(int32_t s) {
 }
 
 // Output row r = sum over taps j of k[r][j] * input row (bounds[2r] - row_offset + j), for
-// columns [x_first, width). Rows of `in` are contiguous bytes: this one kernel serves both
+// columns [0, width). Rows of `in` are contiguous bytes: this one kernel serves both
 // passes (the horizontal pass runs on a transposed copy).
-void vertical_columns_scalar(const uint8_t* in, size_t in_stride, int x_first, int width, const int32_t* bounds, const int16_t* coeffs,
-                             int ksize, int row_offset, int rows, uint8_t* out, ptrdiff_t out_stride) {
+void vertical_columns_scalar(const uint8_t* in, size_t in_stride, int width, const int32_t* bounds, const int16_t* coeffs, int ksize,
+                             int row_offset, int rows, uint8_t* out, ptrdiff_t out_stride) {
   for (int r = 0; r < rows; ++r) {
     const uint8_t* base = in + static_cast<size_t>(bounds[2 * r] - row_offset) * in_stride;
     const int n = bounds[2 * r + 1];
     const int16_t* k = coeffs + static_cast<size_t>(r) * ksize;
     uint8_t* o = out + r * out_stride;
-    for (int x = x_first; x < width; ++x) {
+    for (int x = 0; x < width; ++x) {
       int32_t s = 1 << (kBits - 1);
       for (int j = 0; j < n; ++j) s += base[static_cast<size_t>(j) * in_stride + x] * k[j];
       o[x] = clamp_q14(s);
@@ -218,7 +205,7 @@ __attribute__((target("avx2"))) void vertical_columns_avx2(const uint8_t* in, si
                                                            const int16_t* coeffs, int ksize, int row_offset, int rows, uint8_t* out,
                                                            ptrdiff_t out_stride) {
   if (width < 16) {
-    vertical_columns_scalar(in, in_stride, 0, width, bounds, coeffs, ksize, row_offset, rows, out, out_stride);
+    vertical_columns_scalar(in, in_stride, width, bounds, coeffs, ksize, row_offset, rows, out, out_stride);
     return;
   }
   for (int r = 0; r < rows; ++r) {
@@ -243,7 +230,7 @@ void vertical_columns(const uint8_t* in, size_t in_stride, int width, const Plan
   if (kAvx2)
     vertical_columns_avx2(in, in_stride, width, axis.bounds.data(), axis.coeffs.data(), axis.ksize, row_offset, rows, out, out_stride);
   else
-    vertical_columns_scalar(in, in_stride, 0, width, axis.bounds.data(), axis.coeffs.data(), axis.ksize, row_offset, rows, out, out_stride);
+    vertical_columns_scalar(in, in_stride, width, axis.bounds.data(), axis.coeffs.data(), axis.ksize, row_offset, rows, out, out_stride);
 }
 
 // One 8x8 byte block through three rounds of SSE2 unpacks.
