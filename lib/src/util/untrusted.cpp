@@ -1,0 +1,177 @@
+#include "util/untrusted.hpp"
+
+#include <cstdio>
+
+#include "slip/error.hpp"
+
+namespace slip::detail {
+
+namespace {
+
+// Length of the valid UTF-8 sequence starting at text[i], or 0 when it is not one.
+size_t utf8_sequence_length(std::string_view text, size_t i) noexcept {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char c = byte(i);
+  if (c < 0x80) return 1;
+  size_t n = 0;
+  uint32_t cp = 0;
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 2;
+    cp = c & 0x1F;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    cp = c & 0x0F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    cp = c & 0x07;
+  } else {
+    return 0;
+  }
+  if (i + n > text.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    if ((byte(i + k) & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (byte(i + k) & 0x3F);
+  }
+  if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  return n;
+}
+
+// C1 controls (U+0080..U+009F) are two-byte sequences C2 80..C2 9F; some terminals obey them.
+bool is_c1_control(std::string_view text, size_t i, size_t n) noexcept {
+  return n == 2 && static_cast<unsigned char>(text[i]) == 0xC2 && static_cast<unsigned char>(text[i + 1]) < 0xA0;
+}
+
+}  // namespace
+
+bool is_valid_utf8(std::string_view text) noexcept {
+  for (size_t i = 0; i < text.size();) {
+    const size_t n = utf8_sequence_length(text, i);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+std::string escape_for_terminal(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  auto hex = [&](unsigned char c) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "\\x%02x", c);
+    out += buf;
+  };
+  for (size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') {
+      out += "\\n";
+      ++i;
+    } else if (c == '\t') {
+      out += "\\t";
+      ++i;
+    } else if (c == '\r') {
+      out += "\\r";
+      ++i;
+    } else if (c == '\\') {
+      out += "\\\\";
+      ++i;
+    } else if (c < 0x20 || c == 0x7F) {
+      hex(c);
+      ++i;
+    } else {
+      const size_t n = utf8_sequence_length(text, i);
+      if (n == 0 || is_c1_control(text, i, n)) {
+        for (size_t k = 0; k < (n == 0 ? 1 : n); ++k) hex(static_cast<unsigned char>(text[i + k]));
+        i += n == 0 ? 1 : n;
+      } else {
+        out.append(text.substr(i, n));
+        i += n;
+      }
+    }
+  }
+  return out;
+}
+
+std::string file_stem_problem(std::string_view name) {
+  if (name.empty()) return "is empty";
+  if (name.size() > kMaxFieldNameBytes) return "is longer than " + std::to_string(kMaxFieldNameBytes) + " bytes";
+  if (!is_valid_utf8(name)) return "is not valid UTF-8";
+  if (name == "." || name == "..") return "is a directory name";
+  if (name.front() == '.') return "starts with '.'";
+  for (size_t i = 0; i < name.size(); ++i) {
+    const auto c = static_cast<unsigned char>(name[i]);
+    if (c == '/' || c == '\\') return "contains a path separator";
+    if (c < 0x20 || c == 0x7F) return "contains a control character";
+    if (c == 0xC2 && i + 1 < name.size() && static_cast<unsigned char>(name[i + 1]) < 0xA0)
+      return "contains a control character";
+  }
+  return {};
+}
+
+std::string reserved_name_problem(std::string_view name) {
+  auto ends_with = [&](std::string_view suffix) {
+    return name.size() >= suffix.size() && name.substr(name.size() - suffix.size()) == suffix;
+  };
+  if (name == "manifest") return "is reserved for manifest.json";
+  if (ends_with("_yuv420")) return "ends with \"_yuv420\", reserved for the YUV420 sibling files";
+  if (ends_with("_index")) return "ends with \"_index\", reserved for slip index files (the Python loader loads every *_index.npy)";
+  if (name.find(".index.") != std::string_view::npos || ends_with(".index"))
+    return "contains \".index\", reserved for slip index files";
+  return {};
+}
+
+void check_field_name(std::string_view name, std::string_view what) {
+  std::string problem = file_stem_problem(name);
+  if (problem.empty()) problem = reserved_name_problem(name);
+  if (!problem.empty())
+    throw Error(Errc::bad_input, std::string(what) + " \"" + escape_for_terminal(name) + "\" " + problem +
+                                     " (field names become file names; --rename OLD=NEW maps it)");
+}
+
+namespace {
+
+template <class Json>
+Json parse_bounded(std::string_view text) {
+  size_t depth = 0;
+  bool too_deep = false;
+  typename Json::parser_callback_t limit = [&](int /*depth*/, nlohmann::json::parse_event_t event, Json& /*parsed*/) {
+    if (event == nlohmann::json::parse_event_t::object_start || event == nlohmann::json::parse_event_t::array_start) {
+      if (++depth > kMaxJsonDepth) too_deep = true;
+    } else if (event == nlohmann::json::parse_event_t::object_end || event == nlohmann::json::parse_event_t::array_end) {
+      --depth;
+    }
+    return true;
+  };
+  // The callback cannot stop the parser's recursion by itself, so a cheap pre-scan bounds
+  // the depth first (brackets outside strings), and the callback double-checks.
+  size_t level = 0;
+  bool in_string = false, escaped = false;
+  for (char ch : text) {
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (ch == '\\')
+        escaped = true;
+      else if (ch == '"')
+        in_string = false;
+      continue;
+    }
+    if (ch == '"') {
+      in_string = true;
+    } else if (ch == '{' || ch == '[') {
+      if (++level > kMaxJsonDepth)
+        throw Error(Errc::bad_input, "JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    } else if ((ch == '}' || ch == ']') && level > 0) {
+      --level;
+    }
+  }
+  Json parsed = Json::parse(text, limit);
+  if (too_deep) throw Error(Errc::bad_input, "JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+  return parsed;
+}
+
+}  // namespace
+
+nlohmann::json parse_json_bounded(std::string_view text) { return parse_bounded<nlohmann::json>(text); }
+nlohmann::ordered_json parse_ordered_json_bounded(std::string_view text) { return parse_bounded<nlohmann::ordered_json>(text); }
+
+}  // namespace slip::detail

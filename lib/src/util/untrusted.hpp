@@ -1,0 +1,51 @@
+// Internal helpers for bytes that come from untrusted sources: names that become file names,
+// text that reaches a terminal, JSON of unbounded nesting.
+//
+// One rule for every name that reaches the file system (field names from FFCV, LitData
+// data_spec keys, tar member extensions, --rename/--field targets, manifest field names):
+// check_file_stem(). Callers never build paths from source names without it.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace slip::detail {
+
+// The longest field name accepted: the stem plus slip's longest suffix
+// ("_yuv420.meta.npy", ".index.offsets.npy") stays well under NAME_MAX (255).
+inline constexpr size_t kMaxFieldNameBytes = 200;
+// JSON read from disk or the network is refused beyond this nesting depth (the parser recurses).
+inline constexpr size_t kMaxJsonDepth = 64;
+
+// True when `text` is well-formed UTF-8 (no overlongs, no surrogates, <= U+10FFFF).
+bool is_valid_utf8(std::string_view text) noexcept;
+
+// `text` with every control character (C0, DEL, C1), every byte that is not valid UTF-8 and
+// the backslash escaped as \xNN / \n / \t / \\, so it cannot move the cursor, set a title or
+// start a new line on a terminal. Printable UTF-8 passes through unchanged.
+std::string escape_for_terminal(std::string_view text);
+
+// Why `name` cannot be a file stem in a cache directory, or an empty string when it can:
+// non-empty, <= kMaxFieldNameBytes bytes, valid UTF-8, no '/', '\\', NUL or control
+// characters, not "." or "..", no leading '.'.
+std::string file_stem_problem(std::string_view name);
+
+// Why `name` would collide with a file slip itself writes beside the fields (the YUV420
+// siblings "<f>_yuv420", the index files "<f>_index.npy" and "<f>.index.*", "manifest"),
+// or an empty string when it would not.
+std::string reserved_name_problem(std::string_view name);
+
+// Throws Error(bad_input) "<what> \"<escaped name>\" <problem>" unless both checks pass.
+// `what` names the origin, e.g. "FFCV field name" or "LitData data_spec key".
+void check_field_name(std::string_view name, std::string_view what);
+
+// nlohmann::json::parse with nesting bounded by kMaxJsonDepth: deeper input throws
+// Error(bad_input) "JSON nested deeper than 64 levels" instead of exhausting the stack.
+// Other parse errors propagate as nlohmann::json::parse_error (callers add context).
+nlohmann::json parse_json_bounded(std::string_view text);
+nlohmann::ordered_json parse_ordered_json_bounded(std::string_view text);
+
+}  // namespace slip::detail
