@@ -113,7 +113,7 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
     const auto print_epoch = [&](const BenchReport& r, size_t epoch) {
       if (!text) return;
       if (epoch == 0) {
-        std::printf("%s: pipeline %s, %llu images (%s), %u threads, batch %zu%s%s%s\n", a->cache.c_str(), r.pipeline.c_str(),
+        std::printf("%s: pipeline %s, %llu images (%s), %u threads, batch %zu%s%s%s\n", printable(a->cache).c_str(), r.pipeline.c_str(),
                     static_cast<unsigned long long>(r.samples), human_bytes(r.payload_bytes).c_str(), r.threads, r.batch_size,
                     r.crops_per_image > 1 ? (", " + std::to_string(r.crops_per_image) + " crops/image").c_str() : "",
                     r.yuv420_siblings            ? ", yuv420 siblings"
@@ -160,7 +160,7 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
       } else if (!global.quiet) {
         print_limit(c.base);
         std::printf("%s vs %s, pipeline %s: %.1f vs %.1f img/s: %.2fx the speed at %.2fx the bytes\n",
-                    c.other.yuv420_siblings ? "yuv420 siblings" : c.other.image_format.c_str(), c.base.image_format.c_str(),
+                    c.other.yuv420_siblings ? "yuv420 siblings" : printable(c.other.image_format).c_str(), printable(c.base.image_format).c_str(),
                     c.base.pipeline.c_str(), c.other.best_images_per_second, c.base.best_images_per_second, c.speed_ratio, c.storage_ratio);
       }
       return 0;

@@ -49,7 +49,9 @@ Action setup_cat(CLI::App& sub, const GlobalOptions&) {
         binary = true;
         break;
       case FieldType::str:
-        text = std::string(cache.string(fi, a->index)) + "\n";
+        // The value verbatim into a pipe or file; escaped on a terminal (it is dataset text).
+        text = std::string(cache.string(fi, a->index));
+        text = (a->output.empty() && stdout_is_terminal() ? printable(text) : text) + "\n";
         break;
       case FieldType::int64:
         text = std::to_string(cache.int_value(fi, a->index)) + "\n";

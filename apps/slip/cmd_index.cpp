@@ -28,7 +28,7 @@ Action setup_index(CLI::App& sub, const GlobalOptions&) {
       for (const auto& n : csr_index_names(field)) files.push_back(n);
       written.push_back({{"field", field}, {"num_keys", idx.num_keys()}, {"samples", idx.ids.size()}, {"files", files}});
       if (!a->json)
-        std::cout << field << ": " << idx.num_keys() << " values, " << idx.ids.size() << " samples -> "
+        std::cout << printable(field) << ": " << idx.num_keys() << " values, " << idx.ids.size() << " samples -> "
                   << (cache.path() / files[0]).string() << "\n";
     }
     if (a->json) print_json({{"command", "index"}, {"path", a->cache}, {"indexes", written}});

@@ -61,15 +61,15 @@ Action setup_info(CLI::App& sub, const GlobalOptions&) {
       print_json(j);
       return 0;
     }
-    std::printf("cache:    %s\n", s.path.c_str());
+    std::printf("cache:    %s\n", printable(s.path.string()).c_str());
     std::printf("samples:  %llu\n", static_cast<unsigned long long>(s.samples));
     std::printf("size:     %s\n", human_bytes(s.total_bytes).c_str());
     std::printf("fields:\n");
     for (const FieldSummary& f : s.fields) {
-      std::printf("  %-12s %-11s %10s", f.name.c_str(), f.type.c_str(), human_bytes(f.bytes).c_str());
-      if (!f.dtype.empty()) std::printf("  dtype %s", f.dtype.c_str());
+      std::printf("  %-12s %-11s %10s", printable(f.name).c_str(), printable(f.type).c_str(), human_bytes(f.bytes).c_str());
+      if (!f.dtype.empty()) std::printf("  dtype %s", printable(f.dtype).c_str());
       if (!f.image_format.empty())
-        std::printf("  format %s, payload bytes min/median/max %llu/%llu/%llu (max_size %llu)", f.image_format.c_str(),
+        std::printf("  format %s, payload bytes min/median/max %llu/%llu/%llu (max_size %llu)", printable(f.image_format).c_str(),
                     static_cast<unsigned long long>(f.payload_size.min), static_cast<unsigned long long>(f.payload_size.median),
                     static_cast<unsigned long long>(f.payload_size.max), static_cast<unsigned long long>(f.max_size));
       std::printf("\n");
@@ -81,13 +81,13 @@ Action setup_info(CLI::App& sub, const GlobalOptions&) {
     }
     for (const FieldSummary& f : s.fields) {
       if (f.histogram.empty() || f.histogram.size() > 50) continue;
-      std::printf("%s histogram (%zu values):\n", f.name.c_str(), f.histogram.size());
+      std::printf("%s histogram (%zu values):\n", printable(f.name).c_str(), f.histogram.size());
       for (auto [v, c] : f.histogram) std::printf("  %8lld %8llu\n", static_cast<long long>(v), static_cast<unsigned long long>(c));
     }
     if (p.present) {
       std::printf("provenance:\n  source:      %s %s\n  fingerprint: %s\n  content id:  %s\n  created:     %s by slip %s\n",
-                  p.source_kind.c_str(), p.source_uri.c_str(), p.source_fingerprint.c_str(), p.content_id.c_str(), p.created.c_str(),
-                  p.tool_version.c_str());
+                  printable(p.source_kind).c_str(), printable(p.source_uri).c_str(), printable(p.source_fingerprint).c_str(),
+                  printable(p.content_id).c_str(), printable(p.created).c_str(), printable(p.tool_version).c_str());
       std::printf("  source samples %llu, skipped %llu, transcoded %llu\n", static_cast<unsigned long long>(p.source_samples),
                   static_cast<unsigned long long>(p.skipped), static_cast<unsigned long long>(p.transcoded));
     } else {
@@ -95,12 +95,12 @@ Action setup_info(CLI::App& sub, const GlobalOptions&) {
     }
     if (!s.ledger.actions.empty()) {
       std::printf("ledger:");
-      for (const auto& [action, count] : s.ledger.actions) std::printf(" %s %llu", action.c_str(), static_cast<unsigned long long>(count));
+      for (const auto& [action, count] : s.ledger.actions) std::printf(" %s %llu", printable(action).c_str(), static_cast<unsigned long long>(count));
       std::printf("\n");
     }
     if (!s.indexes.empty()) {
       std::printf("indexes:");
-      for (const auto& i : s.indexes) std::printf(" %s", i.c_str());
+      for (const auto& i : s.indexes) std::printf(" %s", printable(i).c_str());
       std::printf("\n");
     }
     return 0;

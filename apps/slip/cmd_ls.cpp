@@ -34,8 +34,8 @@ Action setup_ls(CLI::App& sub, const GlobalOptions&) {
       return 0;
     }
     for (const auto& c : caches) {
-      std::printf("%-40s %10llu %10s  %-10s %s\n", c.name.c_str(), static_cast<unsigned long long>(c.samples), human_bytes(c.bytes).c_str(),
-                  c.complete ? "complete" : "INCOMPLETE", c.complete ? c.source.c_str() : c.state.c_str());
+      std::printf("%-40s %10llu %10s  %-10s %s\n", printable(c.name).c_str(), static_cast<unsigned long long>(c.samples),
+                  human_bytes(c.bytes).c_str(), c.complete ? "complete" : "INCOMPLETE", printable(c.complete ? c.source : c.state).c_str());
     }
     return 0;
   };

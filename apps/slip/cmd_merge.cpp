@@ -31,7 +31,7 @@ Action setup_merge(CLI::App& sub, const GlobalOptions& global) {
       for (const auto& s : states) {
         all = all && s.state == "done";
         list.push_back({{"index", s.index}, {"state", s.state}, {"path", s.path.string()}});
-        if (!a->json) std::cout << s.index << "\t" << s.state << "\n";
+        if (!a->json) std::cout << s.index << "\t" << printable(s.state) << "\n";
       }
       if (a->json) print_json({{"command", "merge"}, {"status", a->status}, {"all_done", all}, {"parts", list}});
       return all ? 0 : exit_code(Errc::verify_failed);

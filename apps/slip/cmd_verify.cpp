@@ -63,15 +63,15 @@ Action setup_verify(CLI::App& sub, const GlobalOptions& global) {
       print_json(j);
     } else {
       for (const VerifyIssue& i : r.issues) {
-        std::cout << "FAIL " << i.file;
+        std::cout << "FAIL " << printable(i.file);
         if (i.sample) std::cout << ": sample " << *i.sample;
-        if (!i.field.empty()) std::cout << ": field " << i.field;
-        std::cout << ": " << i.message << "\n";
+        if (!i.field.empty()) std::cout << ": field " << printable(i.field);
+        std::cout << ": " << printable(i.message) << "\n";
       }
       if (r.issue_count > r.issues.size()) std::cout << "... and " << (r.issue_count - r.issues.size()) << " more issues\n";
       if (!global.quiet)
-        for (const std::string& n : r.notes) std::cerr << "slip: note: " << n << "\n";
-      std::cout << (r.ok() ? "OK " : "FAILED ") << r.path.string() << ": " << r.samples << " samples, " << r.payloads_checked
+        for (const std::string& n : r.notes) std::cerr << "slip: note: " << printable(n) << "\n";
+      std::cout << (r.ok() ? "OK " : "FAILED ") << printable(r.path.string()) << ": " << r.samples << " samples, " << r.payloads_checked
                 << " payloads checked, " << r.checksums_checked << " checksums verified"
                 << (r.checksums_present ? "" : " (checksums absent)");
       if (r.decode_checked)

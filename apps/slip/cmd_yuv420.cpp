@@ -55,7 +55,7 @@ Action setup_yuv420(CLI::App& sub, const GlobalOptions& global) {
         spdlog::info("{}: valid YUV420 siblings already present (--force rebuilds)", r.field);
       else if (!global.quiet)
         spdlog::info("{}: {} samples, {} ({:.2f}x the JPEG bytes) in {:.2f} s", r.field, r.samples, human_bytes(r.bytes), ratio, r.seconds);
-      std::cout << yuv420_sibling_stem(r.field) << ".bin\n" << yuv420_sibling_stem(r.field) << ".meta.npy\n";
+      std::cout << printable(yuv420_sibling_stem(r.field)) << ".bin\n" << printable(yuv420_sibling_stem(r.field)) << ".meta.npy\n";
     }
     if (a->json) print_json({{"command", "yuv420"}, {"path", a->cache}, {"fields", out}});
     return 0;

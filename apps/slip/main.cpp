@@ -1,13 +1,14 @@
 // slip — the command-line front end of libslipstream.
 #include <signal.h>
 
+#include <cstdlib>
 #include <iostream>
 #include <map>
 
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "command.hpp"
+#include "log_sink.hpp"
 #include "output.hpp"
 #include "slip/error.hpp"
 #include "slip/runtime.hpp"
@@ -44,8 +45,9 @@ int main(int argc, char** argv) {
   ::signal(SIGPIPE, SIG_IGN);
   slip::install_interrupt_handlers();
 
-  auto logger = spdlog::stderr_color_mt("slip");
-  logger->set_pattern("slip: %^%l%$: %v");
+  // Colour only on a terminal, as spdlog's colour sink did; NO_COLOR (no-color.org) turns it off.
+  const bool color = stderr_is_terminal() && std::getenv("NO_COLOR") == nullptr;
+  auto logger = std::make_shared<spdlog::logger>("slip", std::make_shared<PrintableStderrSink>(color));
   spdlog::set_default_logger(logger);
 
   GlobalOptions global;

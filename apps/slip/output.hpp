@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "slip/error.hpp"
+
 namespace slip::cli {
 
 inline constexpr int kJsonSchemaVersion = 1;

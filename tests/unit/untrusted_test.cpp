@@ -22,18 +22,22 @@ TEST(Utf8, AcceptsWellFormedRejectsOverlongsSurrogatesAndTruncation) {
 TEST(EscapeForTerminal, ControlsAndInvalidBytesBecomeVisible) {
   EXPECT_EQ(escape_for_terminal("a\x1b]0;owned\x07z"), "a\\x1b]0;owned\\x07z");
   EXPECT_EQ(escape_for_terminal("line\nslip: info: fake"), "line\\nslip: info: fake");
-  EXPECT_EQ(escape_for_terminal("back\\slash\t\r"), "back\\\\slash\\t\\r");
+  EXPECT_EQ(escape_for_terminal("back\\slash\t\r"), "back\\slash\\t\\r");
+  const std::string once = escape_for_terminal("\x1b[2J\n\xff");
+  EXPECT_EQ(escape_for_terminal(once), once);  // idempotent
   EXPECT_EQ(escape_for_terminal("\xff\xfe"), "\\xff\\xfe");
-  EXPECT_EQ(escape_for_terminal("\xc2\x9b" "2J"), "\\xc2\\x9b2J");  // C1 CSI
-  EXPECT_EQ(escape_for_terminal("caf\xc3\xa9"), "caf\xc3\xa9");     // printable UTF-8 unchanged
+  EXPECT_EQ(escape_for_terminal("\xc2\x9b"
+                                "2J"),
+            "\\xc2\\x9b2J");                                     // C1 CSI
+  EXPECT_EQ(escape_for_terminal("caf\xc3\xa9"), "caf\xc3\xa9");  // printable UTF-8 unchanged
   EXPECT_EQ(escape_for_terminal(std::string("a\0b", 3)), "a\\x00b");
 }
 
 TEST(FileStem, OneRuleForEveryName) {
   for (const char* ok : {"image", "label", "meta.width", "0", "caf\xc3\xa9", "a-b_c"}) EXPECT_EQ(file_stem_problem(ok), "") << ok;
   for (std::string bad : {std::string(""), std::string("."), std::string(".."), std::string("../../x"), std::string("/tmp/x"),
-                          std::string(".hidden"), std::string("a\\b"), std::string("a\nb"), std::string("a\x1b[2J"),
-                          std::string("\xff"), std::string("x\0y", 3), std::string(201, 'a')})
+                          std::string(".hidden"), std::string("a\\b"), std::string("a\nb"), std::string("a\x1b[2J"), std::string("\xff"),
+                          std::string("x\0y", 3), std::string(201, 'a')})
     EXPECT_NE(file_stem_problem(bad), "") << escape_for_terminal(bad);
   EXPECT_EQ(file_stem_problem(std::string(200, 'a')), "");
 }
@@ -69,7 +73,10 @@ TEST(BoundedJson, DeepNestingIsBadInputNotAStackOverflow) {
   EXPECT_NO_THROW((void)parse_json_bounded(ok64));
   EXPECT_THROW((void)parse_json_bounded("[" + ok64 + "]"), Error);
   // Brackets inside strings do not count.
-  EXPECT_EQ(parse_json_bounded(R"({"k": "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["})")["k"].get<std::string>().size(), 72u);
+  EXPECT_EQ(parse_json_bounded(R"({"k": "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["})")["k"]
+                .get<std::string>()
+                .size(),
+            72u);
   EXPECT_THROW((void)parse_json_bounded("{bad"), nlohmann::json::parse_error);
 }
 

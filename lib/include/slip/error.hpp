@@ -10,6 +10,7 @@
 #include <optional>
 #include <exception>
 #include <string>
+#include <string_view>
 
 namespace slip {
 
@@ -40,7 +41,9 @@ class Error : public std::exception {
   Error& with_sample(uint64_t sample);
   Error& with_offset(uint64_t offset);
 
-  // "PATH: sample N: byte O: MESSAGE" — the single line the CLI prints.
+  // "PATH: sample N: byte O: MESSAGE" — the single line the CLI prints. Control characters
+  // and invalid UTF-8 in the path and message (names from untrusted sources) are escaped
+  // (printable()), so the line is always one line and cannot drive a terminal.
   std::string describe() const;
   const char* what() const noexcept override { return what_.c_str(); }
 
@@ -53,6 +56,12 @@ class Error : public std::exception {
   std::optional<uint64_t> offset_;
   std::string what_;
 };
+
+// `text` made safe for a terminal and for line-oriented output: control characters (C0, DEL,
+// C1) and bytes that are not valid UTF-8 become \xNN, \n, \t or \r; printable UTF-8 is
+// unchanged (so escaping twice changes nothing). Use it on every name or message that came from a dataset,
+// a cache or a server before printing it.
+std::string printable(std::string_view text);
 
 // Throws Error(Errc::io) naming `path` and the errno text.
 [[noreturn]] void throw_errno(const std::string& what, const std::string& path, int err);

@@ -23,6 +23,7 @@
 #include "slip/image.hpp"
 #include "slip/runtime.hpp"
 #include "slip/yuv420.hpp"
+#include "util/untrusted.hpp"
 #include "util/file_io.hpp"
 
 namespace slip {
@@ -193,8 +194,31 @@ void prepare(Sample& s, const Schema& schema, NonJpegPolicy policy, uint64_t max
   }
 }
 
+// The default name comes from the source (a directory or file name: untrusted bytes). It is
+// made a safe, single-line file name: control characters, invalid UTF-8 and separators
+// become '_', leading dots go, and it is cut to 100 bytes at a character boundary, so the
+// path printed as the last stdout line is always one line and always inside the output root.
+std::string safe_default_name(std::string_view source_name) {
+  // Non-ASCII is kept only when the whole name is printable UTF-8 (no C1 controls).
+  const bool keep_utf8 = detail::is_valid_utf8(source_name) && detail::escape_for_terminal(source_name).size() == source_name.size();
+  std::string out;
+  for (const char ch : source_name) {
+    const auto c = static_cast<unsigned char>(ch);
+    const bool bad = c < 0x20 || c == 0x7F || c == '/' || c == '\\' || (c >= 0x80 && !keep_utf8);
+    out += bad ? '_' : ch;
+  }
+  while (!out.empty() && out.front() == '.') out.erase(0, 1);
+  if (out.size() > 100) {
+    size_t cut = 100;
+    while (cut > 0 && (static_cast<unsigned char>(out[cut]) & 0xC0) == 0x80) --cut;
+    out.resize(cut);
+  }
+  return out.empty() ? std::string("dataset") : out;
+}
+
 std::string default_cache_name(const SourceIdentity& identity, const ConvertOptions& options) {
-  return options.image_format == StoredFormat::yuv420 ? identity.default_name + "-yuv420" : identity.default_name;
+  const std::string base = safe_default_name(identity.default_name);
+  return options.image_format == StoredFormat::yuv420 ? base + "-yuv420" : base;
 }
 
 }  // namespace
@@ -220,8 +244,8 @@ ConvertResult convert(Source& source, const ConvertOptions& options) {
   ConvertResult result;
   result.content_id = content_id(identity, options.image_format);
   const std::string name = options.name.empty() ? default_cache_name(identity, options) : options.name;
-  if (name.empty() || name.find('/') != std::string::npos || name[0] == '.')
-    throw Error(Errc::usage, "invalid cache name \"" + name + "\" (no '/', not starting with '.')");
+  if (const std::string problem = detail::file_stem_problem(name); !problem.empty())
+    throw Error(Errc::usage, "invalid cache name \"" + detail::escape_for_terminal(name) + "\": " + problem);
   fs::path root = options.output_dir.empty() ? default_cache_root() : options.output_dir;
   std::string final_name = cache_dir_name(name, result.content_id);
   // A shard of a job-array conversion: samples [start, end) of the source, written as a part

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "util/untrusted.hpp"
+
 namespace slip {
 
 int exit_code(Errc code) noexcept { return static_cast<int>(code); }
@@ -46,12 +48,14 @@ Error& Error::with_offset(uint64_t offset) {
 
 std::string Error::describe() const {
   std::string out;
-  if (!path_.empty()) out += path_ + ": ";
+  if (!path_.empty()) out += printable(path_) + ": ";
   if (sample_) out += "sample " + std::to_string(*sample_) + ": ";
   if (offset_) out += "byte " + std::to_string(*offset_) + ": ";
-  out += message_;
+  out += printable(message_);
   return out;
 }
+
+std::string printable(std::string_view text) { return detail::escape_for_terminal(text); }
 
 void Error::refresh() { what_ = describe(); }
 

@@ -71,9 +71,6 @@ std::string escape_for_terminal(std::string_view text) {
     } else if (c == '\r') {
       out += "\\r";
       ++i;
-    } else if (c == '\\') {
-      out += "\\\\";
-      ++i;
     } else if (c < 0x20 || c == 0x7F) {
       hex(c);
       ++i;
@@ -101,8 +98,7 @@ std::string file_stem_problem(std::string_view name) {
     const auto c = static_cast<unsigned char>(name[i]);
     if (c == '/' || c == '\\') return "contains a path separator";
     if (c < 0x20 || c == 0x7F) return "contains a control character";
-    if (c == 0xC2 && i + 1 < name.size() && static_cast<unsigned char>(name[i + 1]) < 0xA0)
-      return "contains a control character";
+    if (c == 0xC2 && i + 1 < name.size() && static_cast<unsigned char>(name[i + 1]) < 0xA0) return "contains a control character";
   }
   return {};
 }
@@ -114,8 +110,7 @@ std::string reserved_name_problem(std::string_view name) {
   if (name == "manifest") return "is reserved for manifest.json";
   if (ends_with("_yuv420")) return "ends with \"_yuv420\", reserved for the YUV420 sibling files";
   if (ends_with("_index")) return "ends with \"_index\", reserved for slip index files (the Python loader loads every *_index.npy)";
-  if (name.find(".index.") != std::string_view::npos || ends_with(".index"))
-    return "contains \".index\", reserved for slip index files";
+  if (name.find(".index.") != std::string_view::npos || ends_with(".index")) return "contains \".index\", reserved for slip index files";
   return {};
 }
 
@@ -158,8 +153,7 @@ Json parse_bounded(std::string_view text) {
     if (ch == '"') {
       in_string = true;
     } else if (ch == '{' || ch == '[') {
-      if (++level > kMaxJsonDepth)
-        throw Error(Errc::bad_input, "JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+      if (++level > kMaxJsonDepth) throw Error(Errc::bad_input, "JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
     } else if ((ch == '}' || ch == ']') && level > 0) {
       --level;
     }

@@ -23,9 +23,10 @@ inline constexpr size_t kMaxJsonDepth = 64;
 // True when `text` is well-formed UTF-8 (no overlongs, no surrogates, <= U+10FFFF).
 bool is_valid_utf8(std::string_view text) noexcept;
 
-// `text` with every control character (C0, DEL, C1), every byte that is not valid UTF-8 and
-// the backslash escaped as \xNN / \n / \t / \\, so it cannot move the cursor, set a title or
-// start a new line on a terminal. Printable UTF-8 passes through unchanged.
+// `text` with every control character (C0, DEL, C1) and every byte that is not valid UTF-8
+// escaped as \xNN / \n / \t / \r, so it cannot move the cursor, set a title or start a new
+// line on a terminal. Printable UTF-8 (backslash included) passes through unchanged, which
+// makes escaping idempotent: a message that embeds an escaped name can be escaped again.
 std::string escape_for_terminal(std::string_view text);
 
 // Why `name` cannot be a file stem in a cache directory, or an empty string when it can:
