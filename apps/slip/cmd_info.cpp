@@ -10,6 +10,8 @@
 namespace slip::cli {
 
 namespace {
+// Histograms with more values than this are summarised on one line in the text output.
+constexpr size_t kHistogramLines = 50;
 nlohmann::ordered_json dist_json(const Distribution& d) { return {{"min", d.min}, {"median", d.median}, {"max", d.max}, {"mean", d.mean}}; }
 }  // namespace
 
@@ -39,10 +41,22 @@ Action setup_info(CLI::App& sub, const GlobalOptions&) {
           j["width"] = dist_json(f.width);
           j["height"] = dist_json(f.height);
         }
-        if (!f.histogram.empty()) {
-          nlohmann::ordered_json h = nlohmann::ordered_json::object();
-          for (auto [v, c] : f.histogram) h[std::to_string(v)] = c;
-          j["histogram"] = std::move(h);
+        if (f.distinct > 0) {
+          j["distinct"] = f.distinct;
+          j["min"] = f.value_min;
+          j["max"] = f.value_max;
+          nlohmann::ordered_json top = nlohmann::ordered_json::array();
+          for (auto [v, c] : f.most_frequent) top.push_back({v, c});
+          j["most_frequent"] = std::move(top);
+          j["histogram_truncated"] = f.histogram_truncated;
+          if (!f.histogram_truncated) {
+            // ordered_json's operator[] searches linearly; the keys are distinct, so append.
+            nlohmann::ordered_json h = nlohmann::ordered_json::object();
+            auto& entries = h.get_ref<nlohmann::ordered_json::object_t&>();
+            entries.reserve(f.histogram.size());
+            for (auto [v, c] : f.histogram) entries.emplace_back(std::to_string(v), c);
+            j["histogram"] = std::move(h);
+          }
         }
         fields.push_back(std::move(j));
       }
@@ -80,9 +94,19 @@ Action setup_info(CLI::App& sub, const GlobalOptions&) {
                     static_cast<unsigned long long>(f.height.median), static_cast<unsigned long long>(f.height.max));
     }
     for (const FieldSummary& f : s.fields) {
-      if (f.histogram.empty() || f.histogram.size() > 50) continue;
-      std::printf("%s histogram (%zu values):\n", printable(f.name).c_str(), f.histogram.size());
-      for (auto [v, c] : f.histogram) std::printf("  %8lld %8llu\n", static_cast<long long>(v), static_cast<unsigned long long>(c));
+      if (f.distinct == 0) continue;
+      if (!f.histogram_truncated && f.histogram.size() <= kHistogramLines) {
+        std::printf("%s histogram (%zu values):\n", printable(f.name).c_str(), f.histogram.size());
+        for (auto [v, c] : f.histogram) std::printf("  %8lld %8llu\n", static_cast<long long>(v), static_cast<unsigned long long>(c));
+        continue;
+      }
+      // Too many values for a screen: a one-line summary (the full histogram is in --json).
+      std::printf("%s: %llu distinct values, min %lld, max %lld; most frequent:", printable(f.name).c_str(),
+                  static_cast<unsigned long long>(f.distinct), static_cast<long long>(f.value_min), static_cast<long long>(f.value_max));
+      for (size_t i = 0; i < f.most_frequent.size() && i < 5; ++i)
+        std::printf("%s %lld (%llu)", i ? "," : "", static_cast<long long>(f.most_frequent[i].first),
+                    static_cast<unsigned long long>(f.most_frequent[i].second));
+      std::printf(f.histogram_truncated ? "\n" : "; full histogram: slip info --json\n");
     }
     if (p.present) {
       std::printf("provenance:\n  source:      %s %s\n  fingerprint: %s\n  content id:  %s\n  created:     %s by slip %s\n",
@@ -95,7 +119,8 @@ Action setup_info(CLI::App& sub, const GlobalOptions&) {
     }
     if (!s.ledger.actions.empty()) {
       std::printf("ledger:");
-      for (const auto& [action, count] : s.ledger.actions) std::printf(" %s %llu", printable(action).c_str(), static_cast<unsigned long long>(count));
+      for (const auto& [action, count] : s.ledger.actions)
+        std::printf(" %s %llu", printable(action).c_str(), static_cast<unsigned long long>(count));
       std::printf("\n");
     }
     if (!s.indexes.empty()) {

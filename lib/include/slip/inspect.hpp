@@ -27,9 +27,15 @@ struct FieldSummary {
   uint64_t max_size = 0;
   // image fields
   Distribution width, height;
-  // int fields with few distinct values: value -> count (label histogram)
+  // int fields: every distinct value's count when there are at most `histogram_limit` of
+  // them (the label histogram); beyond that `histogram_truncated` and only the summary below.
   std::map<int64_t, uint64_t> histogram;
   bool histogram_truncated = false;
+  // int fields, always: number of distinct values, smallest and largest, and the most
+  // frequent values (count descending, then value ascending; at most 10).
+  uint64_t distinct = 0;
+  int64_t value_min = 0, value_max = 0;
+  std::vector<std::pair<int64_t, uint64_t>> most_frequent;
 };
 
 struct LedgerSummary {
@@ -46,8 +52,9 @@ struct CacheSummary {
   std::vector<std::string> indexes;  // *_index.npy present
 };
 
-// Reads the whole metadata (not the payloads). `histogram_limit`: int fields with more
-// distinct values than this get no histogram.
+// Reads the whole metadata (not the payloads) in O(n log n) time and 8n bytes per int field.
+// `histogram_limit`: int fields with more distinct values than this get a summary
+// (distinct, min, max, most frequent) and no full histogram.
 CacheSummary summarize(const Cache& cache, size_t histogram_limit = 100000);
 
 struct CacheListing {

@@ -76,15 +76,30 @@ CacheSummary summarize(const Cache& cache, size_t histogram_limit) {
       fs_.width = distribution(std::move(widths));
       fs_.height = distribution(std::move(heights));
     } else if ((f.type == FieldType::int64) && f.shape.size() == 1 && f.dtype != "<f8") {
-      std::unordered_map<int64_t, uint64_t> counts;
-      for (uint64_t i = 0; i < n; ++i) {
-        ++counts[cache.int_value(fi, i)];
-        if (counts.size() > histogram_limit) break;
+      // Sort a copy and count runs: linear memory, n log n time, exact at any cardinality.
+      std::vector<int64_t> values(n);
+      for (uint64_t i = 0; i < n; ++i) values[i] = cache.int_value(fi, i);
+      std::sort(values.begin(), values.end());
+      std::vector<std::pair<int64_t, uint64_t>> runs;
+      for (size_t i = 0; i < values.size();) {
+        size_t j = i;
+        while (j < values.size() && values[j] == values[i]) ++j;
+        runs.emplace_back(values[i], j - i);
+        i = j;
       }
-      if (counts.size() > histogram_limit)
+      fs_.distinct = runs.size();
+      if (!runs.empty()) {
+        fs_.value_min = runs.front().first;
+        fs_.value_max = runs.back().first;
+      }
+      if (runs.size() > histogram_limit)
         fs_.histogram_truncated = true;
       else
-        fs_.histogram.insert(counts.begin(), counts.end());
+        fs_.histogram.insert(runs.begin(), runs.end());
+      const size_t k = std::min<size_t>(10, runs.size());
+      std::partial_sort(runs.begin(), runs.begin() + static_cast<std::ptrdiff_t>(k), runs.end(),
+                        [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
+      fs_.most_frequent.assign(runs.begin(), runs.begin() + static_cast<std::ptrdiff_t>(k));
     }
     s.fields.push_back(std::move(fs_));
   }

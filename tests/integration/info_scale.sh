@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# `slip info` at ImageNet cardinalities: a label field with 1,000 classes and an id field with
+# 200,000 distinct values. Histograms are exact (numpy's counts), built in linear memory;
+# text output summarises any field over 50 values on one line (distinct, min, max, most
+# frequent) instead of dropping it; --json carries the full histogram up to 100,000 values and
+# says explicitly when it is truncated.
+source "$(dirname "$0")/common.bash"
+c=$WORK/scale.slipstream && mkdir -p "$c"
+$PY - "$c" <<'PY'
+import json, sys, numpy as np
+d = sys.argv[1]; n = 200_000
+rng = np.random.default_rng(7)
+label = rng.integers(0, 1000, n).astype("<i8"); label[:5000] = 17   # one clear most-frequent class
+ident = rng.permutation(n).astype("<i8") - 50_000                  # all distinct, negatives too
+np.save(f"{d}/label.npy", label); np.save(f"{d}/ident.npy", ident)
+fields = {k: {"type": "int", "num_samples": n} for k in ("label", "ident")}
+sizes = {f: __import__("os").path.getsize(f"{d}/{f}") for f in ("label.npy", "ident.npy")}
+json.dump({"version": 1, "num_samples": n, "fields": fields, "file_sizes": sizes}, open(f"{d}/manifest.json", "w"))
+PY
+expect_status 0 "$SLIP" info "$c" --json
+$PY - "$WORK/out" "$c" <<'PY' || fail "info --json histograms"
+import json, sys, numpy as np
+d = json.load(open(sys.argv[1])); c = sys.argv[2]
+f = {x["name"]: x for x in d["fields"]}
+label = np.load(f"{c}/label.npy"); vals, counts = np.unique(label, return_counts=True)
+L = f["label"]
+assert L["distinct"] == len(vals) == 1000 and L["min"] == 0 and L["max"] == 999, L
+assert L["histogram_truncated"] is False
+assert L["histogram"] == {str(v): int(k) for v, k in zip(vals, counts)}
+order = sorted(zip(vals.tolist(), counts.tolist()), key=lambda t: (-t[1], t[0]))[:10]
+assert [tuple(x) for x in L["most_frequent"]] == order and order[0][0] == 17, (L["most_frequent"], order)
+I = f["ident"]
+assert I["distinct"] == 200_000 and I["min"] == -50_000 and I["max"] == 149_999, I
+assert I["histogram_truncated"] is True and "histogram" not in I
+assert len(I["most_frequent"]) == 10 and all(k == 1 for _, k in I["most_frequent"])
+assert [v for v, _ in I["most_frequent"]] == list(range(-50_000, -49_990))
+PY
+pass "info --json: exact 1,000-class histogram, 200,000-value field summarised with truncated=true"
+expect_status 0 "$SLIP" info "$c"
+grep -q '^label: 1000 distinct values, min 0, max 999; most frequent: 17 (' "$WORK/out" || { cat "$WORK/out"; fail "no label summary line"; }
+grep -q 'full histogram: slip info --json' "$WORK/out" || fail "text info does not say where the full histogram is"
+grep -q '^ident: 200000 distinct values, min -50000, max 149999' "$WORK/out" || { cat "$WORK/out"; fail "no ident summary line"; }
+[ "$(wc -l < "$WORK/out")" -lt 40 ] || fail "text info is $(wc -l < "$WORK/out") lines"
+pass "text info: one summary line per high-cardinality field"
