@@ -13,13 +13,27 @@ Action setup_index(CLI::App& sub, const GlobalOptions&) {
     std::string cache;
     std::vector<std::string> fields;
     bool json = false;
+    bool force = false;
   };
   auto a = std::make_shared<Args>();
   sub.add_option("cache", a->cache, "Cache directory")->required();
   sub.add_option("-F,--field", a->fields, "Field to index (int, float or str; repeatable)")->required();
   sub.add_flag("--json", a->json, "Print one JSON object");
+  sub.add_flag("--force", a->force, "Index a field even when its values are nearly unique (one id array per sample)");
   return [a]() -> int {
     nlohmann::ordered_json written = nlohmann::ordered_json::array();
+    if (!a->force) {  // check every field before writing any index
+      const Cache cache = Cache::open(a->cache);
+      for (const std::string& field : a->fields) {
+        const FieldCardinality c = field_cardinality(cache, field);
+        if (c.nearly_unique())
+          throw Error(Errc::usage, "field \"" + field + "\" has " + std::to_string(c.distinct) + " distinct values in " +
+                                       std::to_string(c.samples) +
+                                       " samples: its index would hold one id list per sample (larger than the field, slow for "
+                                       "the Python loader to unpickle); --force builds it anyway")
+              .with_path(a->cache);
+      }
+    }
     for (const std::string& field : a->fields) {
       const Cache cache = Cache::open(a->cache);  // reopened: each index rewrites the manifest
       const FieldIndex idx = build_field_index(cache, field);

@@ -42,3 +42,19 @@ grep -q 'full histogram: slip info --json' "$WORK/out" || fail "text info does n
 grep -q '^ident: 200000 distinct values, min -50000, max 149999' "$WORK/out" || { cat "$WORK/out"; fail "no ident summary line"; }
 [ "$(wc -l < "$WORK/out")" -lt 40 ] || fail "text info is $(wc -l < "$WORK/out") lines"
 pass "text info: one summary line per high-cardinality field"
+
+# slip index refuses a nearly unique field (one id list per sample) unless --force, before
+# writing anything; a 1,000-class label field is indexed as usual.
+expect_status 2 "$SLIP" index "$c" --field label --field ident
+grep -q 'field "ident" has 200000 distinct values in 200000 samples.*--force' "$WORK/err" || { cat "$WORK/err"; fail "no near-unique refusal"; }
+[ "$(wc -l < "$WORK/err")" -eq 1 ] || fail "refusal is not one line"
+! ls "$c" | grep -q index || fail "an index was written before the refusal"
+expect_status 0 "$SLIP" index "$c" --field label
+[ -f "$c/label_index.npy" ] || fail "label index not written"
+expect_status 0 "$SLIP" index "$c" --field ident --force
+$PY -c "
+import numpy as np, sys
+d = np.load('$c/ident_index.npy', allow_pickle=True).item(); ident = np.load('$c/ident.npy')
+assert len(d) == 200000 and all(d[int(v)].tolist() == [i] for i, v in list(enumerate(ident))[:1000])
+" || fail "forced ident index wrong"
+pass "index: nearly unique fields refused without --force; forced index correct"

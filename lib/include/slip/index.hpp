@@ -41,6 +41,18 @@ struct FieldIndex {
 // Error(usage) for image/bytes/ndarray fields.
 FieldIndex build_field_index(const Cache& cache, std::string_view field);
 
+// How many distinct values an int, float or str field holds, counted in 8 bytes per sample
+// (64-bit hashes of the values, sorted; collisions are negligible below 2^32 values) before
+// anything is built. An index of a (nearly) unique field — paths, ids — holds one array per
+// sample: the CLI refuses it without --force.
+struct FieldCardinality {
+  uint64_t samples = 0;
+  uint64_t distinct = 0;
+  // More than half the samples have a value of their own, and there are over 1,000 values.
+  bool nearly_unique() const noexcept { return distinct > 1000 && distinct * 2 > samples; }
+};
+FieldCardinality field_cardinality(const Cache& cache, std::string_view field);
+
 // Writes both forms into the cache directory and records them (file names and XXH3-64 sums)
 // in the manifest's "slip" section, rewriting manifest.json atomically.
 void write_field_index(const Cache& cache, const FieldIndex& index);

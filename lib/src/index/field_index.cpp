@@ -60,6 +60,29 @@ void fill_groups(FieldIndex& idx, const std::vector<uint32_t>& key_of_sample) {
 
 }  // namespace
 
+FieldCardinality field_cardinality(const Cache& cache, std::string_view field) {
+  const auto fi = cache.field_index(field);
+  if (!fi) throw Error(Errc::usage, "the cache has no field \"" + std::string(field) + "\"").with_path(cache.path().string());
+  const CacheField& f = cache.fields()[*fi];
+  const uint64_t n = cache.size();
+  std::vector<uint64_t> hashes(n);
+  if (f.type == FieldType::str) {
+    for (uint64_t i = 0; i < n; ++i) hashes[i] = xxh3_64(std::as_bytes(std::span(cache.string(*fi, i))));
+  } else if ((f.type == FieldType::int64 || f.type == FieldType::float64) && f.shape.size() == 1) {
+    const bool floating = f.dtype == "<f8" || f.dtype == "<f4";
+    for (uint64_t i = 0; i < n; ++i) {
+      hashes[i] = floating ? std::bit_cast<uint64_t>(cache.float_value(*fi, i)) : static_cast<uint64_t>(cache.int_value(*fi, i));
+    }
+  } else {
+    throw Error(Errc::usage, "field \"" + f.name + "\" is not an int, float or str field").with_path(cache.path().string());
+  }
+  std::sort(hashes.begin(), hashes.end());
+  FieldCardinality c;
+  c.samples = n;
+  c.distinct = static_cast<uint64_t>(std::unique(hashes.begin(), hashes.end()) - hashes.begin());
+  return c;
+}
+
 FieldIndex build_field_index(const Cache& cache, std::string_view field) {
   const size_t fi = *[&] {
     auto i = cache.field_index(field);
