@@ -85,8 +85,9 @@ _slip() {
       --help|-h) return ;;
       --field|-F) return ;;
       --json) return ;;
+      --force) return ;;
     esac
-    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version --verbose -v --quiet -q --progress --no-progress --help -h --field -F --json" -- "$cur")); return; fi
+    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version --verbose -v --quiet -q --progress --no-progress --help -h --field -F --json --force" -- "$cur")); return; fi
     COMPREPLY=($(compgen -f -- "$cur")) ;;
   subset)
     case $prev in

@@ -70,6 +70,7 @@ complete -c slip -n "__fish_seen_subcommand_from ls" -F
 complete -c slip -n "__fish_seen_subcommand_from index" -l help -s h -x -d 'Print this help message and exit'
 complete -c slip -n "__fish_seen_subcommand_from index" -l field -s F -x -d 'Field to index (int, float or str; repeatable)'
 complete -c slip -n "__fish_seen_subcommand_from index" -l json -x -d 'Print one JSON object'
+complete -c slip -n "__fish_seen_subcommand_from index" -l force -x -d 'Index a field even when its values are nearly unique (one id array per sample)'
 complete -c slip -n "__fish_seen_subcommand_from index" -F
 complete -c slip -n "__fish_seen_subcommand_from subset" -l help -s h -x -d 'Print this help message and exit'
 complete -c slip -n "__fish_seen_subcommand_from subset" -l field -s F -x -d 'Field whose values select samples'
