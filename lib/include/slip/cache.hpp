@@ -88,6 +88,11 @@ class Cache {
   uint64_t npy_data_offset(const std::string& name) const;
   // Drops every mapped file from the page cache.
   void drop_page_cache() const;
+  // Releases this process's resident pages of every mapped file (the page cache keeps them):
+  // readers of a whole cache call it every kResidentWindowBytes so their RSS stays bounded.
+  // Safe while other threads read: released pages fault back in on access.
+  void release_resident_pages() const noexcept;
+  static constexpr uint64_t kResidentWindowBytes = 256ull << 20;
 
  private:
   Cache();

@@ -339,4 +339,8 @@ void Cache::drop_page_cache() const {
   for (const auto& [name, file] : impl_->files) file.drop_page_cache();
 }
 
+void Cache::release_resident_pages() const noexcept {
+  for (const auto& [name, file] : impl_->files) file.release_resident_pages();
+}
+
 }  // namespace slip

@@ -39,6 +39,10 @@ MappedFile::MappedFile(const std::filesystem::path& path) : path_(path.string())
   ::close(fd);
 }
 
+void MappedFile::release_resident_pages() const noexcept {
+  if (data_) ::madvise(const_cast<std::byte*>(data_), size_, MADV_DONTNEED);
+}
+
 void MappedFile::advise_sequential() const noexcept {
   if (data_) ::madvise(const_cast<std::byte*>(data_), size_, MADV_SEQUENTIAL);
 }
@@ -146,6 +150,29 @@ void fsync_directory(const std::filesystem::path& dir) {
   const int err = errno;
   ::close(fd);
   if (rc != 0 && err != EINVAL) throw_errno("cannot fsync directory", dir.string(), err);
+}
+
+std::pair<uint64_t, uint64_t> xxh3_64_of_file(const std::filesystem::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw_errno("cannot open", path.string(), errno);
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  Xxh3 hash;
+  std::vector<std::byte> buffer(4u << 20);
+  uint64_t total = 0;
+  while (true) {
+    const ssize_t got = ::read(fd, buffer.data(), buffer.size());
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      ::close(fd);
+      throw_errno("cannot read", path.string(), err);
+    }
+    if (got == 0) break;
+    hash.update(std::span(buffer.data(), static_cast<size_t>(got)));
+    total += static_cast<uint64_t>(got);
+  }
+  ::close(fd);
+  return {total, hash.digest()};
 }
 
 }  // namespace slip::detail

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "slip/hash.hpp"
@@ -28,6 +29,10 @@ class MappedFile {
   const std::string& path() const noexcept { return path_; }
   // Drops the file's pages from the page cache (posix_fadvise DONTNEED) for cold benchmarks.
   void drop_page_cache() const noexcept;
+  // Unmaps the resident pages from this process (MADV_DONTNEED) without touching the page
+  // cache: the next access faults them back in cheaply. Bounds the RSS of a reader that
+  // touches a whole cache (verify, bench), which batch schedulers count against a job.
+  void release_resident_pages() const noexcept;
   // For readers that walk the file front to back once (source chunks, not caches read in
   // shuffled order): aggressive read-ahead (MADV_SEQUENTIAL).
   void advise_sequential() const noexcept;
@@ -63,6 +68,10 @@ class FileWriter {
   uint64_t written_ = 0;
   Xxh3 hash_;
 };
+
+// Size and XXH3-64 of a whole file, read in 4 MiB pieces (memory bounded for any size);
+// throws Error(io) naming it.
+std::pair<uint64_t, uint64_t> xxh3_64_of_file(const std::filesystem::path& path);
 
 // Reads a whole (small) file; throws Error(io) naming it.
 std::string read_text_file(const std::filesystem::path& path);
