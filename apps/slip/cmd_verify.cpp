@@ -34,7 +34,10 @@ Action setup_verify(CLI::App& sub, const GlobalOptions& global) {
     options.threads = a->threads;
     options.max_issues = a->max_issues;
     Progress progress("verify", global.show_progress());
-    options.progress = [&](uint64_t done, uint64_t total) { progress.update(done, total); };
+    options.progress = [&](std::string_view phase, uint64_t done, uint64_t total) {
+      progress.phase("verify " + std::string(phase));
+      progress.update(done, total);
+    };
     const VerifyReport r = verify_cache(a->cache, options);
     progress.finish();
     if (a->json) {

@@ -77,6 +77,17 @@ void Progress::update(uint64_t done, std::optional<uint64_t> total) {
   std::fflush(stderr);
 }
 
+void Progress::phase(std::string label) {
+  if (label == label_) return;
+  if (enabled_ && drawn_) {
+    std::fputs("\n", stderr);
+    std::fflush(stderr);
+  }
+  drawn_ = false;
+  label_ = std::move(label);
+  start_ = std::chrono::steady_clock::now();
+}
+
 void Progress::finish() {
   if (enabled_ && drawn_) {
     std::fputs("\n", stderr);

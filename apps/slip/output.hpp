@@ -29,6 +29,8 @@ class Progress {
   Progress(std::string label, bool enabled);
   ~Progress();
   void update(uint64_t done, std::optional<uint64_t> total);
+  // Ends the current line and starts a new one labelled `label` (a new phase of the same job).
+  void phase(std::string label);
   void finish();
 
  private:

@@ -15,7 +15,7 @@ script -qec "$SLIP convert $root -o $WORK/c --no-progress" /dev/null > "$WORK/tt
 grep -aq "convert 40/40" "$WORK/tty-np.log" && fail "progress shown with --no-progress"
 cache=$(ls -d "$WORK"/a/*.slipstream)
 script -qec "$SLIP verify $cache" /dev/null > "$WORK/tty-v.log"
-grep -aq "verify 40/40" "$WORK/tty-v.log" || { cat -v "$WORK/tty-v.log"; fail "no verify progress on a terminal"; }
+grep -aq "verify payloads 40/40" "$WORK/tty-v.log" || { cat -v "$WORK/tty-v.log"; fail "no verify progress on a terminal"; }
 pass "terminal: progress with count, rate and ETA; none with -q or --no-progress"
 
 # Through pipes: no progress unless asked; stdout is exactly the cache path.
@@ -34,3 +34,12 @@ status=0
 "$SLIP" order "$(cat "$WORK/pipe.out")" --seed 1 2>"$WORK/sigpipe2.err" | head -n1 >/dev/null || true
 [ ! -s "$WORK/sigpipe2.err" ] || { cat "$WORK/sigpipe2.err"; fail "slip order | head -1 printed an error"; }
 pass "closed stdout: quiet exit"
+
+# verify --decode: every long phase has its own progress line, each reaching its total
+# (before: the bar reached 100% for the payload pass, then decoding ran silently).
+"$SLIP" verify "$(cat "$WORK/pipe.out")" --decode --progress 2>"$WORK/verify.err" >/dev/null
+tr '\r' '\n' < "$WORK/verify.err" > "$WORK/verify.lines"
+for phase in payloads checksums decode; do
+  grep -q "^verify $phase [0-9]*/[0-9]* (100%)" "$WORK/verify.lines" || { cat "$WORK/verify.lines"; fail "verify --decode: no finished '$phase' progress"; }
+done
+pass "verify --decode: progress for payloads, checksums and decode"

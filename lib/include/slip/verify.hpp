@@ -6,6 +6,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace slip {
@@ -43,8 +44,10 @@ struct VerifyOptions {
   bool decode = false;      // also decode every image (see VerifyReport::decode_*)
   int max_diff = 1;         // decode: fail when any pixel differs by more
   double mean_diff = 0.01;  // decode: fail when an image's mean absolute difference is larger
-  // Called with (payloads checked so far, total payloads) from the verifying threads' owner.
-  std::function<void(uint64_t, uint64_t)> progress;
+  // Called with (phase, done, total) from the verifying threads' owner, for every phase that
+  // can take long: "payloads" (payloads checked), "checksums" (files hashed), "decode"
+  // (images decoded, with `decode`). A new phase starts at done = 0.
+  std::function<void(std::string_view phase, uint64_t done, uint64_t total)> progress;
 };
 
 // Never throws for problems in the cache (they become issues); throws Error(io/usage) only

@@ -42,7 +42,7 @@ class IssueSink {
 };
 
 void check_payload_field(const Cache& cache, size_t fi, IssueSink& sink, VerifyReport& report, unsigned threads,
-                         const std::function<void(uint64_t, uint64_t)>& progress) {
+                         const std::function<void(std::string_view, uint64_t, uint64_t)>& progress) {
   const CacheField& f = cache.fields()[fi];
   const uint64_t n = cache.size();
   const uint64_t bin_size = cache.file_bytes(f.files[0]).size();
@@ -137,7 +137,7 @@ void check_payload_field(const Cache& cache, size_t fi, IssueSink& sink, VerifyR
         }
       }
     });
-    if (progress) progress(outer_end, n);
+    if (progress) progress("payloads", outer_end, n);
   }
   report.payloads_checked += checked;
   report.checksums_checked += hashed;
@@ -388,8 +388,12 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
     }
     if (files && files->is_object() && !files->empty()) {
       report.checksums_present = true;
+      uint64_t hashed_files = 0;
+      if (options.progress) options.progress("checksums", 0, files->size());
       for (auto& [name, want] : files->items()) {
         throw_if_interrupted();
+        if (options.progress && hashed_files) options.progress("checksums", hashed_files, files->size());
+        ++hashed_files;
         const fs::path p = dir / name;
         if (!fs::exists(p, ec)) {
           sink.add(name, std::nullopt, "", "file listed in the checksums is missing");
@@ -400,6 +404,7 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
         report.bytes_hashed += size;
         if (!want.is_string() || hex64(sum) != want.get<std::string>()) sink.add(name, std::nullopt, "", "file checksum mismatch");
       }
+      if (options.progress) options.progress("checksums", hashed_files, files->size());
     } else {
       report.notes.push_back("checksums absent (not written by slip): structure, sizes, bounds and JPEG markers checked");
     }
@@ -417,41 +422,48 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
       if (f.type == FieldType::image && f.image_format == "yuv420")
         report.notes.push_back("field \"" + f.name + "\" is stored as YUV420: no JPEG in the cache to compare its pixels with");
       if (f.type != FieldType::image || f.image_format == "yuv420") continue;
-      parallel_for(cache->size(), threads, [&](size_t i) {
-        if (i % 64 == 0) throw_if_interrupted();
-        std::span<const std::byte> payload;
-        try {
-          payload = cache->payload(fi, i);
-        } catch (const Error&) {
-          return;  // already reported by the structural checks
-        }
-        if (sniff_image_format(payload) != ImageFormat::jpeg || !jpeg_decodes_to_rgb(payload)) return;
-        try {
-          const RgbImage ours = engine_decode_full(payload);
-          const RgbImage ref = decode_jpeg_rgb(payload);
-          int max_diff = 0;
-          uint64_t total = 0;
-          if (ours.pixels.size() != ref.pixels.size()) {
-            sink.add(f.files[0], i, f.name, "engine decode has a different size than TurboJPEG's");
-            return;
+      // In steps of 1,024 images so the caller's thread reports progress between them.
+      const uint64_t n = cache->size(), step = 1024;
+      for (uint64_t first = 0; first < n; first += step) {
+        if (options.progress) options.progress("decode", first, n);
+        parallel_for(std::min(step, n - first), threads, [&, first](size_t k) {
+          const size_t i = first + k;
+          if (k % 64 == 0) throw_if_interrupted();
+          std::span<const std::byte> payload;
+          try {
+            payload = cache->payload(fi, i);
+          } catch (const Error&) {
+            return;  // already reported by the structural checks
           }
-          for (size_t k = 0; k < ours.pixels.size(); ++k) {
-            const int d = std::abs(int(ours.pixels[k]) - int(ref.pixels[k]));
-            max_diff = std::max(max_diff, d);
-            total += static_cast<uint64_t>(d);
+          if (sniff_image_format(payload) != ImageFormat::jpeg || !jpeg_decodes_to_rgb(payload)) return;
+          try {
+            const RgbImage ours = engine_decode_full(payload);
+            const RgbImage ref = decode_jpeg_rgb(payload);
+            int max_diff = 0;
+            uint64_t total = 0;
+            if (ours.pixels.size() != ref.pixels.size()) {
+              sink.add(f.files[0], i, f.name, "engine decode has a different size than TurboJPEG's");
+              return;
+            }
+            for (size_t k = 0; k < ours.pixels.size(); ++k) {
+              const int d = std::abs(int(ours.pixels[k]) - int(ref.pixels[k]));
+              max_diff = std::max(max_diff, d);
+              total += static_cast<uint64_t>(d);
+            }
+            const double mean = ours.pixels.empty() ? 0.0 : static_cast<double>(total) / static_cast<double>(ours.pixels.size());
+            std::lock_guard lock(m);
+            ++report.images_decoded;
+            report.decode_max_diff = std::max(report.decode_max_diff, max_diff);
+            report.decode_mean_diff = std::max(report.decode_mean_diff, mean);
+            if (max_diff > options.max_diff || mean > options.mean_diff)
+              sink.add(f.files[0], i, f.name,
+                       "decoded pixels differ from TurboJPEG's: max " + std::to_string(max_diff) + ", mean " + std::to_string(mean));
+          } catch (const Error& e) {
+            sink.add(f.files[0], i, f.name, "image does not decode: " + e.message());
           }
-          const double mean = ours.pixels.empty() ? 0.0 : static_cast<double>(total) / static_cast<double>(ours.pixels.size());
-          std::lock_guard lock(m);
-          ++report.images_decoded;
-          report.decode_max_diff = std::max(report.decode_max_diff, max_diff);
-          report.decode_mean_diff = std::max(report.decode_mean_diff, mean);
-          if (max_diff > options.max_diff || mean > options.mean_diff)
-            sink.add(f.files[0], i, f.name,
-                     "decoded pixels differ from TurboJPEG's: max " + std::to_string(max_diff) + ", mean " + std::to_string(mean));
-        } catch (const Error& e) {
-          sink.add(f.files[0], i, f.name, "image does not decode: " + e.message());
-        }
-      });
+        });
+      }
+      if (options.progress) options.progress("decode", n, n);
     }
   }
   return finish();
