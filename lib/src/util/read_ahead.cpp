@@ -1,0 +1,153 @@
+#include "util/read_ahead.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace slip::detail {
+
+namespace {
+
+// An open regular file and its size, or the problem. O_NONBLOCK: opening a FIFO must not wait
+// for a writer (the type check refuses it).
+struct OpenedFile {
+  int fd = -1;
+  uint64_t size = 0;
+  std::optional<std::string> problem;
+};
+
+OpenedFile open_regular(const std::string& path, uint64_t max_bytes) {
+  OpenedFile f;
+  f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (f.fd < 0) {
+    f.problem = std::string("cannot open: ") + std::strerror(errno);
+    return f;
+  }
+  struct stat st {};
+  if (::fstat(f.fd, &st) != 0)
+    f.problem = std::string("cannot stat: ") + std::strerror(errno);
+  else if (!S_ISREG(st.st_mode))
+    f.problem = "not a regular file";
+  else if (static_cast<uint64_t>(st.st_size) > max_bytes)
+    f.problem = "file of " + std::to_string(st.st_size) + " bytes exceeds the limit of " + std::to_string(max_bytes) + " bytes";
+  else
+    f.size = static_cast<uint64_t>(st.st_size);
+  if (f.problem) {
+    ::close(f.fd);
+    f.fd = -1;
+  }
+  return f;
+}
+
+// Reads the opened file whole and closes it.
+ReadResult read_opened(OpenedFile& f) {
+  ReadResult out;
+  if (f.fd < 0) {
+    out.problem = f.problem;
+    return out;
+  }
+  out.bytes.resize(static_cast<size_t>(f.size));
+  size_t done = 0;
+  while (done < out.bytes.size()) {
+    const ssize_t n = ::read(f.fd, out.bytes.data() + done, out.bytes.size() - done);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n < 0) {
+      out.problem = std::string("cannot read: ") + std::strerror(errno);
+      break;
+    }
+    if (n == 0) {
+      out.problem = "file shrank while reading";
+      break;
+    }
+    done += static_cast<size_t>(n);
+  }
+  ::close(f.fd);
+  f.fd = -1;
+  if (out.problem) out.bytes.clear();
+  return out;
+}
+
+}  // namespace
+
+ReadResult read_whole_file(const std::string& path, uint64_t max_bytes) {
+  OpenedFile f = open_regular(path, max_bytes);
+  return read_opened(f);
+}
+
+ReadAhead::ReadAhead(std::function<std::string(uint64_t)> path_of, uint64_t first, uint64_t count, ReadAheadOptions options)
+    : path_of_(std::move(path_of)), first_(first), end_(first + count), options_(options), next_to_read_(first), next_to_take_(first) {
+  options_.depth = std::max(1u, options_.depth);
+  // Workers may run ahead of take() by up to 2x depth files (bytes permitting), so a slow
+  // file does not stall the others.
+  ring_.resize(std::max<uint64_t>(1, std::min<uint64_t>(count, uint64_t{options_.depth} * 2)));
+  const unsigned threads = static_cast<unsigned>(std::min<uint64_t>(options_.depth, std::max<uint64_t>(count, 1)));
+  workers_.reserve(threads);
+  for (unsigned t = 0; t < threads; ++t) workers_.emplace_back([this] { work(); });
+}
+
+ReadAhead::~ReadAhead() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  room_.notify_all();
+  slot_ready_.notify_all();
+  for (auto& w : workers_) w.join();
+}
+
+void ReadAhead::work() {
+  std::unique_lock lock(mutex_);
+  while (true) {
+    // Claim the next file once its ring slot is free (the file ring_.size() before it taken).
+    room_.wait(lock, [&] { return stopping_ || next_to_read_ >= end_ || next_to_read_ < next_to_take_ + ring_.size(); });
+    if (stopping_ || next_to_read_ >= end_) return;
+    const uint64_t index = next_to_read_++;
+    lock.unlock();
+    // Open and size first (one request on most network file systems: the attributes come with
+    // the open), so the byte budget is respected before the bytes are read.
+    OpenedFile file = open_regular(path_of_(index), options_.max_file_bytes);
+    lock.lock();
+    const uint64_t charge = file.size;
+    room_.wait(lock, [&] { return stopping_ || index == next_to_take_ || bytes_in_flight_ + charge <= options_.max_bytes_in_flight; });
+    if (stopping_) {
+      if (file.fd >= 0) ::close(file.fd);
+      return;
+    }
+    bytes_in_flight_ += charge;
+    peak_bytes_ = std::max(peak_bytes_, bytes_in_flight_);
+    lock.unlock();
+    ReadResult result = read_opened(file);
+    lock.lock();
+    // The charge is corrected to what was really read (the file may have changed).
+    bytes_in_flight_ = bytes_in_flight_ - charge + result.bytes.size();
+    Slot& slot = ring_[(index - first_) % ring_.size()];
+    slot.result = std::move(result);
+    slot.ready = true;
+    slot_ready_.notify_all();
+  }
+}
+
+uint64_t ReadAhead::peak_bytes_in_flight() const {
+  std::lock_guard lock(mutex_);
+  return peak_bytes_;
+}
+
+std::optional<ReadResult> ReadAhead::take() {
+  std::unique_lock lock(mutex_);
+  if (next_to_take_ >= end_) return std::nullopt;
+  Slot& slot = ring_[(next_to_take_ - first_) % ring_.size()];
+  slot_ready_.wait(lock, [&] { return slot.ready; });
+  ReadResult out = std::move(slot.result);
+  slot = Slot{};
+  bytes_in_flight_ -= std::min<uint64_t>(bytes_in_flight_, out.bytes.size());
+  ++next_to_take_;
+  lock.unlock();
+  room_.notify_all();
+  return out;
+}
+
+}  // namespace slip::detail

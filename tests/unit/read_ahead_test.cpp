@@ -1,0 +1,99 @@
+// util/read_ahead.hpp: files handed over in order whatever the depth, problems per file,
+// bytes in flight bounded, FIFOs refused without blocking.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+
+#include "util/read_ahead.hpp"
+
+namespace slip::detail {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ReadAheadTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("slip-readahead-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    std::mt19937 rng(3);
+    for (int i = 0; i < kFiles; ++i) {
+      std::string content(1000 + rng() % 9000, '\0');
+      for (char& c : content) c = static_cast<char>(rng());
+      contents_.push_back(content);
+      std::ofstream(path(i), std::ios::binary) << content;
+    }
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(uint64_t i) const { return (dir_ / ("f" + std::to_string(i))).string(); }
+
+  static constexpr int kFiles = 300;
+  fs::path dir_;
+  std::vector<std::string> contents_;
+};
+
+TEST_F(ReadAheadTest, InOrderForEveryDepthAndStart) {
+  for (unsigned depth : {1u, 2u, 7u, 32u}) {
+    for (uint64_t first : {uint64_t{0}, uint64_t{123}}) {
+      ReadAhead reader([&](uint64_t i) { return path(i); }, first, kFiles - first, {depth, 1u << 20, UINT64_MAX});
+      for (uint64_t i = first; i < kFiles; ++i) {
+        auto r = reader.take();
+        ASSERT_TRUE(r.has_value());
+        ASSERT_FALSE(r->problem) << *r->problem;
+        ASSERT_EQ(std::string(reinterpret_cast<const char*>(r->bytes.data()), r->bytes.size()), contents_[i])
+            << "depth " << depth << " file " << i;
+      }
+      EXPECT_FALSE(reader.take().has_value());
+    }
+  }
+}
+
+TEST_F(ReadAheadTest, BytesInFlightBoundedByBudgetPlusOneFile) {
+  const uint64_t budget = 40000;
+  ReadAhead reader([&](uint64_t i) { return path(i); }, 0, kFiles, {16, budget, UINT64_MAX});
+  for (int i = 0; i < kFiles; ++i) {
+    if (i % 50 == 0) ::usleep(20000);  // let the workers run ahead and hit the budget
+    ASSERT_TRUE(reader.take().has_value());
+  }
+  EXPECT_LE(reader.peak_bytes_in_flight(), budget + 10000);
+  EXPECT_GT(reader.peak_bytes_in_flight(), 0u);
+}
+
+TEST_F(ReadAheadTest, ProblemsArePerFileAndNeverBlock) {
+  fs::remove(path(5));
+  fs::remove(path(6));
+  ASSERT_EQ(::mkfifo(path(6).c_str(), 0600), 0);  // a FIFO nobody writes: must not hang
+  fs::remove(path(7));
+  fs::create_directory(path(7));
+  ReadAhead reader([&](uint64_t i) { return path(i); }, 0, 10, {4, 1u << 20, 5000});
+  for (int i = 0; i < 10; ++i) {
+    auto r = reader.take();
+    ASSERT_TRUE(r.has_value());
+    if (i == 5) {
+      ASSERT_TRUE(r->problem);
+      EXPECT_NE(r->problem->find("cannot open"), std::string::npos) << *r->problem;
+    } else if (i == 6 || i == 7) {
+      ASSERT_TRUE(r->problem);
+      EXPECT_EQ(*r->problem, "not a regular file");
+    } else if (contents_[i].size() > 5000) {
+      ASSERT_TRUE(r->problem);
+      EXPECT_NE(r->problem->find("exceeds the limit of 5000 bytes"), std::string::npos) << *r->problem;
+    } else {
+      EXPECT_FALSE(r->problem);
+      EXPECT_EQ(r->bytes.size(), contents_[i].size());
+    }
+  }
+}
+
+TEST_F(ReadAheadTest, DestroyedEarlyStopsCleanly) {
+  ReadAhead reader([&](uint64_t i) { return path(i); }, 0, kFiles, {8, 20000, UINT64_MAX});
+  ASSERT_TRUE(reader.take().has_value());
+}  // workers blocked on the budget must wake and exit
+
+}  // namespace
+}  // namespace slip::detail
