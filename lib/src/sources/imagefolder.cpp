@@ -17,6 +17,7 @@
 #include "slip/hash.hpp"
 #include "slip/source.hpp"
 #include "sources/source_registry.hpp"
+#include "util/read_ahead.hpp"
 
 namespace slip {
 
@@ -41,7 +42,7 @@ struct Entry {
 
 class ImageFolderSource final : public Source {
  public:
-  explicit ImageFolderSource(const std::string& root_arg) {
+  ImageFolderSource(const std::string& root_arg, detail::ReadAheadOptions read_options) : read_options_(read_options) {
     std::error_code ec;
     root_ = fs::absolute(fs::path(root_arg), ec).lexically_normal();
     if (root_.has_filename() == false) root_ = root_.parent_path();
@@ -61,6 +62,7 @@ class ImageFolderSource final : public Source {
   uint64_t skip(uint64_t n) override {
     const uint64_t done = std::min<uint64_t>(n, entries_.size() - pos_);
     pos_ += done;
+    reader_.reset();  // restarts at the new position
     return done;
   }
 
@@ -73,7 +75,13 @@ class ImageFolderSource final : public Source {
     out.problem.reset();
     const fs::path file = root_ / e.relative;
     out.origin = file.string();
-    read_file(file, out.values[0].bytes, out.problem);
+    // Files are read ahead of the writer with io-depth requests in flight (util/read_ahead.hpp).
+    if (!reader_)
+      reader_ = std::make_unique<detail::ReadAhead>([this](uint64_t i) { return (root_ / entries_[i].relative).string(); }, pos_,
+                                                    entries_.size() - pos_, read_options_);
+    detail::ReadResult read = std::move(*reader_->take());
+    out.values[0].bytes = std::move(read.bytes);
+    out.problem = std::move(read.problem);
     out.values[1].int_value = e.label;
     out.values[2].int_value = static_cast<int64_t>(pos_);
     // The Python reader stores the path relative to the root's parent (spec §1.7).
@@ -84,36 +92,6 @@ class ImageFolderSource final : public Source {
   }
 
  private:
-  static void read_file(const fs::path& path, std::vector<std::byte>& bytes, std::optional<std::string>& problem) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      problem = std::string("cannot open: ") + std::strerror(errno);
-      return;
-    }
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) {
-      problem = std::string("cannot stat: ") + std::strerror(errno);
-      ::close(fd);
-      return;
-    }
-    bytes.resize(static_cast<size_t>(st.st_size));
-    size_t done = 0;
-    while (done < bytes.size()) {
-      const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        problem = std::string("cannot read: ") + std::strerror(errno);
-        break;
-      }
-      if (n == 0) {
-        problem = "file shrank while reading";
-        break;
-      }
-      done += static_cast<size_t>(n);
-    }
-    ::close(fd);
-  }
-
   void scan() {
     std::vector<std::string> classes;
     std::error_code ec;
@@ -170,10 +148,22 @@ class ImageFolderSource final : public Source {
   std::vector<Entry> entries_;
   std::string fingerprint_;
   size_t pos_ = 0;
+  detail::ReadAheadOptions read_options_;
+  std::unique_ptr<detail::ReadAhead> reader_;
 };
 
 }  // namespace
 
-std::unique_ptr<Source> open_imagefolder(const std::string& root) { return std::make_unique<ImageFolderSource>(root); }
+std::unique_ptr<Source> open_imagefolder(const std::string& root) {
+  return std::make_unique<ImageFolderSource>(root, detail::ReadAheadOptions{});
+}
+
+namespace detail {
+std::unique_ptr<Source> open_imagefolder(const std::string& root, const SourceOptions& options) {
+  ReadAheadOptions read;
+  if (auto depth = options.get("io-depth")) read.depth = static_cast<unsigned>(parse_io_depth(*depth));
+  return std::make_unique<ImageFolderSource>(root, read);
+}
+}  // namespace detail
 
 }  // namespace slip

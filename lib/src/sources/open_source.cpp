@@ -40,7 +40,7 @@ const std::vector<detail::SourceKind>& source_kinds() {
       {"tar", [](const std::string& uri, const SourceOptions&) { return looks_like_tar(uri); },
        [](const std::string& uri, const SourceOptions& o) { return open_tar_shards({uri}, o); }},
       {"imagefolder", [](const std::string& uri, const SourceOptions&) { return is_directory(uri); },
-       [](const std::string& uri, const SourceOptions&) { return open_imagefolder(uri); }},
+       [](const std::string& uri, const SourceOptions& options) { return detail::open_imagefolder(uri, options); }},
   };
   return kinds;
 }
@@ -86,3 +86,16 @@ std::unique_ptr<Source> open_sources(const std::vector<std::string>& uris, const
 std::unique_ptr<Source> open_source(const std::string& uri, const SourceOptions& options) { return open_sources({uri}, options); }
 
 }  // namespace slip
+
+namespace slip::detail {
+
+uint64_t parse_io_depth(const std::string& text) {
+  uint64_t value = 0;
+  const bool digits =
+      !text.empty() && text.size() <= 4 && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (digits) value = std::stoull(text);
+  if (!digits || value < 1 || value > 1024) throw Error(Errc::usage, "--io-depth must be a number from 1 to 1024, got \"" + text + "\"");
+  return value;
+}
+
+}  // namespace slip::detail

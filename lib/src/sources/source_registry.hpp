@@ -16,4 +16,9 @@ struct SourceKind {
   std::function<std::unique_ptr<Source>(const std::string& uri, const SourceOptions&)> open;
 };
 
+// The ImageFolder source with its source options ("io-depth").
+std::unique_ptr<Source> open_imagefolder(const std::string& root, const SourceOptions& options);
+// "--io-depth N": 1..1024 requests in flight; throws Error(usage) otherwise.
+uint64_t parse_io_depth(const std::string& text);
+
 }  // namespace slip::detail
