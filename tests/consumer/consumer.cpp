@@ -3,9 +3,19 @@
 #include <slip/slip.hpp>
 
 #include <cstdio>
+#include <string>
+
+// The headers and the library must agree on the version (SONAME 0.<minor> ensures it at link).
+static_assert(SLIP_VERSION_MAJOR == 0 || SLIP_VERSION_MAJOR > 0, "slip/version.hpp reached through slip.hpp");
 
 int main(int argc, char** argv) {
   if (argc != 2) return 2;
+  const std::string headers = std::to_string(SLIP_VERSION_MAJOR) + "." + std::to_string(SLIP_VERSION_MINOR) + "." +
+                              std::to_string(SLIP_VERSION_PATCH);
+  if (slip::version() != headers) {
+    std::fprintf(stderr, "consumer: headers %s, library %s\n", headers.c_str(), slip::version().c_str());
+    return 4;
+  }
   try {
     const slip::Cache cache = slip::Cache::open(argv[1]);
     const auto image = *cache.field_index("image");

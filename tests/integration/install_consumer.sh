@@ -14,7 +14,20 @@ done
 lib=$(find "$prefix" -name 'libslipstream.so.*.*' | sed -n 1p)
 [ -n "$lib" ] || fail "libslipstream.so.X.Y not installed"
 soname=$(objdump -p "$lib" | awk '/SONAME/{print $2}')
-[ "$soname" = libslipstream.so.0 ] || fail "SONAME is $soname, want libslipstream.so.0 (ABI version 0)"
+# 0.x: every minor version may change the ABI, so the SONAME carries major.minor.
+major=$(awk '/define SLIP_VERSION_MAJOR/{print $3}' "$prefix/include/slip/version.hpp")
+minor=$(awk '/define SLIP_VERSION_MINOR/{print $3}' "$prefix/include/slip/version.hpp")
+[ "$major" = 0 ] && want_soname=libslipstream.so.0.$minor || want_soname=libslipstream.so.$major
+[ "$soname" = "$want_soname" ] || fail "SONAME is $soname, want $want_soname"
+# Only the public API is exported: slip:: symbols (no slip::detail, no nlohmann/fmt/spdlog/std
+# instantiations that a consumer's own copies could clash with).
+nm -DC --defined-only "$lib" | awk '{$1=""; $2=""; print substr($0, 3)}' > "$WORK/exports"
+[ "$(wc -l < "$WORK/exports")" -gt 50 ] || fail "too few exported symbols: $(wc -l < "$WORK/exports")"
+if grep -v -E '^(slip::|typeinfo for slip::|typeinfo name for slip::|vtable for slip::|non-virtual thunk to slip::)' "$WORK/exports" | grep -q .; then
+  grep -v -E '^(slip::|typeinfo for slip::|typeinfo name for slip::|vtable for slip::)' "$WORK/exports" | head; fail "non-slip symbols exported"
+fi
+! grep -q -E 'slip::detail|nlohmann|fmt::|spdlog' "$WORK/exports" || { grep -E 'slip::detail|nlohmann|fmt::|spdlog' "$WORK/exports" | head; fail "internal symbols exported"; }
+pass "$(wc -l < "$WORK/exports") exported symbols, all public slip:: API"
 pc=$(find "$prefix" -name slipstream.pc | sed -n 1p)
 [ -n "$pc" ] || fail "slipstream.pc not installed"
 pass "installed tree complete, SONAME $soname"

@@ -1,6 +1,8 @@
 // slip/bench.hpp — how fast a cache loads, and how close that is to the machine's limit.
 #pragma once
 
+#include "slip/export.hpp"
+
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -8,7 +10,7 @@
 
 #include "slip/decode.hpp"
 
-namespace slip {
+namespace SLIP_API slip {
 
 class Cache;
 

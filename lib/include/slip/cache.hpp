@@ -1,6 +1,8 @@
 // slip/cache.hpp — opening and reading a slipstream cache (Python-written or slip-written).
 #pragma once
 
+#include "slip/export.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -14,7 +16,7 @@
 
 #include "slip/schema.hpp"
 
-namespace slip {
+namespace SLIP_API slip {
 
 // One row of <f>.meta.npy (spec §1.4), packed little-endian.
 struct MetaRecord {

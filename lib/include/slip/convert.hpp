@@ -1,6 +1,8 @@
 // slip/convert.hpp — turning any Source into a cache, atomically and idempotently.
 #pragma once
 
+#include "slip/export.hpp"
+
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -10,7 +12,7 @@
 
 #include "slip/source.hpp"
 
-namespace slip {
+namespace SLIP_API slip {
 
 enum class NonJpegPolicy { transcode, keep, fail };
 enum class OnError { fail, skip };

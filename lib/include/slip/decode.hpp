@@ -10,6 +10,8 @@
 // output size.
 #pragma once
 
+#include "slip/export.hpp"
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -19,12 +21,12 @@
 #include <string_view>
 #include <vector>
 
-namespace slip {
+namespace SLIP_API slip {
 
 class Cache;
 struct CropWindow;
 struct DecodeOptions;
-namespace detail {
+namespace SLIP_HIDDEN detail {
 // Tests only: decodes one sample with these windows (one per crop, single thread).
 std::vector<uint8_t> decode_crops_for_test(const Cache& cache, uint64_t sample, const DecodeOptions& options,
                                            const std::vector<CropWindow>& windows);

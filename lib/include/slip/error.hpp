@@ -6,13 +6,15 @@
 // add context on the way out (with_path / with_sample) instead of wrapping it in new text.
 #pragma once
 
+#include "slip/export.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <exception>
 #include <string>
 #include <string_view>
 
-namespace slip {
+namespace SLIP_API slip {
 
 // The category decides the CLI exit code (docs: README "Exit codes").
 enum class Errc : int {

@@ -2,6 +2,8 @@
 // (per-payload and per-file checksums, fast enough to verify at memory bandwidth).
 #pragma once
 
+#include "slip/export.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -9,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-namespace slip {
+namespace SLIP_API slip {
 
 std::string sha256_hex(std::span<const std::byte> data);
 std::string sha256_hex(std::string_view text);

@@ -1,13 +1,15 @@
 // slip/image.hpp — reading image headers without decoding, and re-encoding non-JPEG images.
 #pragma once
 
+#include "slip/export.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
 
-namespace slip {
+namespace SLIP_API slip {
 
 enum class ImageFormat { unknown, jpeg, png, gif, bmp, webp, tiff, ppm };
 const char* image_format_name(ImageFormat format) noexcept;

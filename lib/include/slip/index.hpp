@@ -8,6 +8,8 @@
 //     <field>.index.offsets.npy (<i8, K+1), <field>.index.ids.npy (<i8, N).
 #pragma once
 
+#include "slip/export.hpp"
+
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -18,7 +20,7 @@
 
 #include "slip/cache.hpp"
 
-namespace slip {
+namespace SLIP_API slip {
 
 struct FieldIndex {
   std::string field;

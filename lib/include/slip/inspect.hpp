@@ -1,6 +1,8 @@
 // slip/inspect.hpp — summaries of caches (`slip info`) and cache directories (`slip ls`).
 #pragma once
 
+#include "slip/export.hpp"
+
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -9,7 +11,7 @@
 
 #include "slip/cache.hpp"
 
-namespace slip {
+namespace SLIP_API slip {
 
 struct Distribution {
   uint64_t min = 0, median = 0, max = 0;

@@ -1,13 +1,15 @@
 // slip/merge.hpp — joining the part caches of a job-array conversion (`convert --shard I/N`).
 #pragma once
 
+#include "slip/export.hpp"
+
 #include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
 
-namespace slip {
+namespace SLIP_API slip {
 
 struct MergeOptions {
   std::filesystem::path output_dir;  // empty: the directory holding the work directory

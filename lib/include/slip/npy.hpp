@@ -1,6 +1,8 @@
 // slip/npy.hpp — .npy headers byte-identical to numpy.save, and a strict header parser.
 #pragma once
 
+#include "slip/export.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -8,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-namespace slip {
+namespace SLIP_API slip {
 
 // The record dtype of <f>.meta.npy (spec §1.4), as numpy writes its descr.
 inline constexpr std::string_view kMetaRecordDescr = "[('data_ptr', '<u8'), ('data_size', '<u8'), ('height', '<u4'), ('width', '<u4')]";

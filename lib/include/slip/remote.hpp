@@ -7,6 +7,8 @@
 // are the same machinery for callers that want the files themselves.
 #pragma once
 
+#include "slip/export.hpp"
+
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -16,7 +18,7 @@
 
 #include "slip/source.hpp"
 
-namespace slip {
+namespace SLIP_API slip {
 
 struct RetryPolicy {
   unsigned attempts = 6;         // tries per request, the first included

@@ -1,12 +1,14 @@
 // slip/runtime.hpp — process-wide concerns: interruption, thread counts, parallel loops.
 #pragma once
 
+#include "slip/export.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
 
-namespace slip {
+namespace SLIP_API slip {
 
 // Installs SIGINT/SIGTERM handlers that only record the signal; long-running library calls
 // poll interrupted() and unwind with Error(interrupted), removing their temporary files.

@@ -1,6 +1,8 @@
 // slip/schema.hpp — field types and sample values shared by sources, writer and reader.
 #pragma once
 
+#include "slip/export.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -8,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-namespace slip {
+namespace SLIP_API slip {
 
 // How a field is stored (docs/FORMAT.md). The manifest `type` string is field_type_name().
 enum class FieldType {

@@ -5,10 +5,12 @@
 // work and no table; (seed, epoch, position) is the whole state needed to resume.
 #pragma once
 
+#include "slip/export.hpp"
+
 #include <cstdint>
 #include <span>
 
-namespace slip {
+namespace SLIP_API slip {
 
 // A keyed pseudo-random permutation of [0, n) for any n >= 1 (cycle-walking Feistel on the
 // next power of four). Same (n, key) -> same permutation.

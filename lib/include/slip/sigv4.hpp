@@ -5,13 +5,15 @@
 // AWS examples are unit tests (tests/unit/sigv4_test.cpp).
 #pragma once
 
+#include "slip/export.hpp"
+
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
-namespace slip {
+namespace SLIP_API slip {
 
 struct AwsCredentials {
   std::string access_key_id;

@@ -24,4 +24,5 @@
 #include "slip/source.hpp"
 #include "slip/subset.hpp"
 #include "slip/verify.hpp"
+#include "slip/version.hpp"
 #include "slip/yuv420.hpp"

@@ -4,6 +4,8 @@
 // then yields samples in order. The writer never knows which source it reads.
 #pragma once
 
+#include "slip/export.hpp"
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -14,7 +16,7 @@
 
 #include "slip/schema.hpp"
 
-namespace slip {
+namespace SLIP_API slip {
 
 // What identifies a source for the content id and the provenance in the manifest.
 struct SourceIdentity {

@@ -2,6 +2,8 @@
 // that reads a selection of a cache so convert() can write it as a new, independent cache.
 #pragma once
 
+#include "slip/export.hpp"
+
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -11,7 +13,7 @@
 #include "slip/cache.hpp"
 #include "slip/source.hpp"
 
-namespace slip {
+namespace SLIP_API slip {
 
 struct SubsetSelection {
   std::string field = "label";

@@ -1,6 +1,8 @@
 // slip/verify.hpp — checking a cache end to end (structure, sizes, bounds, markers, checksums).
 #pragma once
 
+#include "slip/export.hpp"
+
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -9,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-namespace slip {
+namespace SLIP_API slip {
 
 struct VerifyIssue {
   std::string file;                // the file concerned, relative to the cache

@@ -2,6 +2,8 @@
 // its inverse, the sibling files inside a JPEG cache (§1.6.2) and building them.
 #pragma once
 
+#include "slip/export.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -16,7 +18,7 @@
 #include "slip/cache.hpp"
 #include "slip/image.hpp"
 
-namespace slip {
+namespace SLIP_API slip {
 
 // A YUV420 payload: planar Y (h*w) then U then V (h/2 * w/2 each), with even padded sizes.
 struct Yuv420Image {
