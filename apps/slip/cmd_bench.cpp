@@ -4,6 +4,7 @@
 #include <iostream>
 #include <optional>
 
+#include "cli_errors.hpp"
 #include "command.hpp"
 #include "output.hpp"
 #include "slip/bench.hpp"
@@ -66,8 +67,8 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
       ->check(CLI::IsMember({"raw", "decode", "center", "rrc", "direct-rrc", "multicrop"}))
       ->default_val("rrc");
   sub.add_option("-j,--threads", a->options.decode.threads, "Decode threads (default: CPUs available to the process)");
-  sub.add_option("-b,--batch-size", a->options.batch_size, "Samples per batch")->default_val(256)->check(CLI::PositiveNumber);
-  sub.add_option("-e,--epochs", a->options.epochs, "Epochs to time")->default_val(3)->check(CLI::PositiveNumber);
+  sub.add_option("-b,--batch-size", a->options.batch_size, "Samples per batch")->default_val(256)->check(at_least(1));
+  sub.add_option("-e,--epochs", a->options.epochs, "Epochs to time")->default_val(3)->check(at_least(1));
   sub.add_flag("--cold", a->options.cold, "Drop the cache files from the page cache before the first epoch");
   sub.add_option("--order", a->order, "sequential or shuffle (Feistel order per epoch)")
       ->check(CLI::IsMember({"sequential", "shuffle"}))

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "cli_errors.hpp"
 #include "command.hpp"
 #include "output.hpp"
 #include "slip/cache.hpp"
@@ -25,10 +26,10 @@ Action setup_order(CLI::App& sub, const GlobalOptions&) {
   sub.add_option("--rank", a->spec.rank, "This process's rank")->default_val(0);
   sub.add_option("--world-size", a->spec.world_size, "Number of ranks; each gets ceil(N/W) positions, padded by repetition")
       ->default_val(1)
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   sub.add_option("--block-size", a->spec.block_size, "Shuffle blocks of B consecutive samples, then within blocks (1: plain shuffle)")
       ->default_val(1)
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   sub.add_option("--format", a->format, "text (one id per line) or npy (int64 array)")
       ->check(CLI::IsMember({"text", "npy"}))
       ->default_val("text");

@@ -7,6 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "cli_errors.hpp"
 #include "command.hpp"
 #include "log_sink.hpp"
 #include "output.hpp"
@@ -53,7 +54,7 @@ int main(int argc, char** argv) {
   GlobalOptions global;
   CLI::App app{"slip — prepare vision datasets as slipstream caches for fast training"};
   app.name("slip");
-  app.set_version_flag("--version", [] { return "slip " + slip::version() + "\n" + slip::build_info(); });
+  app.set_version_flag("-V,--version", [] { return "slip " + slip::version() + "\n" + slip::build_info(); });
   app.add_flag("-v,--verbose", global.verbose, "More log output on stderr (repeatable)");
   app.add_flag("-q,--quiet", global.quiet, "Only errors on stderr; no progress");
   app.add_flag("--progress", global.progress, "Show progress even when stderr is not a terminal");
@@ -80,7 +81,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
+    // One line, naming the bad word (README: every usage error is `slip: error: ...`, exit 2).
+    spdlog::error("{}", describe_parse_error(app, e));
     return slip::exit_code(slip::Errc::usage);
   }
   if (global.quiet)
