@@ -178,7 +178,11 @@ Action setup_man(CLI::App& sub, const GlobalOptions&) {
     std::string output;
   };
   auto a = std::make_shared<Args>();
-  sub.add_option("command", a->command, "Print only this command's page (default: write every page into -o DIR)");
+  // The commands are all declared by now (man is the last row of the table): their names are the choices.
+  std::vector<std::string> names{"slip"};
+  for (const CLI::App* c : sub.get_parent()->get_subcommands([](const CLI::App*) { return true; })) names.push_back(c->get_name());
+  sub.add_option("command", a->command, "Print only this command's page (default: write every page into -o DIR)")
+      ->check(CLI::IsMember(names));
   sub.add_option("-o,--output", a->output, "Directory to write slip.1 and slip-<command>.1 into");
   return [a, &sub]() -> int {
     const CLI::App& root = *sub.get_parent();
