@@ -62,7 +62,7 @@ complete -c slip -n "__fish_seen_subcommand_from verify" -l mean-diff -x -d '--d
 complete -c slip -n "__fish_seen_subcommand_from verify" -F
 complete -c slip -n "__fish_seen_subcommand_from cat" -l help -s h -d 'Print this help message and exit'
 complete -c slip -n "__fish_seen_subcommand_from cat" -l field -s F -x -d 'Field to print (default: the first image field, else the first field)'
-complete -c slip -n "__fish_seen_subcommand_from cat" -l output -s o -r -F -d 'Write to this file instead of stdout'
+complete -c slip -n "__fish_seen_subcommand_from cat" -l output -s o -r -F -d 'Write to this file instead of stdout (- for stdout)'
 complete -c slip -n "__fish_seen_subcommand_from cat" -F
 complete -c slip -n "__fish_seen_subcommand_from ls" -l help -s h -d 'Print this help message and exit'
 complete -c slip -n "__fish_seen_subcommand_from ls" -l json -d 'Print one JSON object'
@@ -80,7 +80,7 @@ complete -c slip -n "__fish_seen_subcommand_from subset" -l classes-file -r -F -
 complete -c slip -n "__fish_seen_subcommand_from subset" -l per-class -x -d 'Keep K samples per value (few-shot), chosen by --seed'
 complete -c slip -n "__fish_seen_subcommand_from subset" -l seed -x -d 'Seed for --per-class'
 complete -c slip -n "__fish_seen_subcommand_from subset" -l mode -x -a 'copy ids' -d 'copy: write a new cache; ids: write the selected ids as an int64 .npy'
-complete -c slip -n "__fish_seen_subcommand_from subset" -l output -s o -r -F -d 'Output directory (copy) or .npy file (ids)'
+complete -c slip -n "__fish_seen_subcommand_from subset" -l output -s o -r -F -d 'Output directory (copy) or .npy file (ids; - for stdout)'
 complete -c slip -n "__fish_seen_subcommand_from subset" -l name -x -d 'Name part of the subset cache (default: <parent>-subset)'
 complete -c slip -n "__fish_seen_subcommand_from subset" -l json -d 'Print one JSON object'
 complete -c slip -n "__fish_seen_subcommand_from subset" -l dry-run -s n -d 'Say what would be selected and written where; write nothing'
@@ -92,7 +92,7 @@ complete -c slip -n "__fish_seen_subcommand_from order" -l rank -x -d 'This proc
 complete -c slip -n "__fish_seen_subcommand_from order" -l world-size -x -d 'Number of ranks; each gets ceil(N/W) positions, padded by repetition'
 complete -c slip -n "__fish_seen_subcommand_from order" -l block-size -x -d 'Shuffle blocks of B consecutive samples, then within blocks (1: plain shuffle)'
 complete -c slip -n "__fish_seen_subcommand_from order" -l format -x -a 'text npy' -d 'text (one id per line) or npy (int64 array)'
-complete -c slip -n "__fish_seen_subcommand_from order" -l output -s o -r -F -d 'Write to this file (required for npy on a terminal)'
+complete -c slip -n "__fish_seen_subcommand_from order" -l output -s o -r -F -d 'Write to this file instead of stdout (- for stdout); npy is never written to a terminal'
 complete -c slip -n "__fish_seen_subcommand_from order" -F
 complete -c slip -n "__fish_seen_subcommand_from merge" -l help -s h -d 'Print this help message and exit'
 complete -c slip -n "__fish_seen_subcommand_from merge" -l from -r -F -d 'Work directory holding the parts (<name>-<id8>.parts)'
@@ -133,5 +133,5 @@ complete -c slip -n "__fish_seen_subcommand_from yuv420" -F
 complete -c slip -n "__fish_seen_subcommand_from completions" -l help -s h -d 'Print this help message and exit'
 complete -c slip -n "__fish_seen_subcommand_from completions" -a 'bash zsh fish'
 complete -c slip -n "__fish_seen_subcommand_from man" -l help -s h -d 'Print this help message and exit'
-complete -c slip -n "__fish_seen_subcommand_from man" -l output -s o -r -F -d 'Directory to write slip.1 and slip-<command>.1 into'
+complete -c slip -n "__fish_seen_subcommand_from man" -l output -s o -r -F -d 'Directory to write slip.1 and slip-<command>.1 into (- for stdout: one page)'
 complete -c slip -n "__fish_seen_subcommand_from man" -a 'slip convert info verify cat ls index subset order merge bench yuv420 completions man'

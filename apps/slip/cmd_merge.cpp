@@ -24,6 +24,7 @@ Action setup_merge(CLI::App& sub, const GlobalOptions& global) {
   sub.add_flag("-f,--force", a->force, "Rebuild even if the merged cache exists");
   sub.add_flag("--json", a->json, "Print one JSON object");
   return [a, &global]() -> int {
+    reject_stdout(a->output, "-o");
     if (!a->status.empty()) {
       const auto states = part_status(a->status);
       bool all = !states.empty();

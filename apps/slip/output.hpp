@@ -18,6 +18,14 @@ inline constexpr int kJsonSchemaVersion = 1;
 uint64_t parse_count(const std::string& text);
 
 bool stdout_is_terminal();
+
+// "-" names stdout wherever a file is written (cat -o, order -o, subset --mode ids -o, man -o).
+inline bool is_stdout(const std::string& path) { return path == "-"; }
+// Writes `data` to the file `path`, or to stdout when `path` is "" or "-"; binary data is
+// refused on a terminal (usage error). Throws Error(io) when the write fails.
+void write_output(const std::string& path, std::string_view data, bool binary);
+// For options naming a directory (a cache is a directory): "-" is a usage error.
+void reject_stdout(const std::string& path, const std::string& option);
 bool stderr_is_terminal();
 std::string human_bytes(uint64_t bytes);
 // Prints one JSON object on stdout (with "schema": kJsonSchemaVersion added first).

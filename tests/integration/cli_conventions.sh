@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Command-line conventions: usage errors are one `slip: error:` line that names the bad word
+# and suggests the nearest command or flag, exit 2; `-` is stdout wherever a file is written;
+# several caches per verify/info; ls of a missing directory is "no caches".
+source "$(dirname "$0")/common.bash"
+one_error_line() {  # the whole of stderr is one "slip: error: ..." line
+  [ "$(wc -l < "$WORK/err")" -eq 1 ] || { cat "$WORK/err" >&2; fail "$1: stderr is not one line"; }
+  grep -q '^slip: error: ' "$WORK/err" || { cat "$WORK/err" >&2; fail "$1: no 'slip: error:' prefix"; }
+}
+
+# Typos of commands and flags: the word named, the nearest suggested.
+expect_status 2 "$SLIP" conver
+one_error_line conver
+grep -q "'conver' is not a slip command. The most similar command is 'convert'" "$WORK/err" || fail "conver: $(cat "$WORK/err")"
+expect_status 2 "$SLIP" --versoin
+one_error_line --versoin
+grep -q "'--versoin'.*most similar option is '--version'" "$WORK/err" || fail "--versoin: $(cat "$WORK/err")"
+expect_status 2 "$SLIP" convert --forse "$SRC/examples/sample"
+one_error_line --forse
+grep -q "'--forse'.*most similar option is '--force'" "$WORK/err" || fail "--forse: $(cat "$WORK/err")"
+expect_status 2 "$SLIP" verify --jsno x
+grep -q "most similar option is '--json'" "$WORK/err" || fail "--jsno: $(cat "$WORK/err")"
+expect_status 2 "$SLIP" xyzzy
+one_error_line xyzzy
+grep -q "'xyzzy' is not a slip command" "$WORK/err" && ! grep -q "most similar" "$WORK/err" || fail "xyzzy: $(cat "$WORK/err")"
+expect_status 2 "$SLIP"
+one_error_line "no command"
+expect_status 2 "$SLIP" cat
+one_error_line "missing positional"
+expect_status 2 "$SLIP" bench x --pipeline nope
+one_error_line "bad choice"
+pass "typos name the word and the nearest command or flag, one line, exit 2"
+
+# Ranges are said plainly, not as 'Value 0 not in range 0.000000 to 1797...'.
+for args in "order x --block-size 0" "order x --world-size 0" "bench x -b 0" "bench x --epochs 0"; do
+  expect_status 2 "$SLIP" $args
+  one_error_line "$args"
+  grep -qE -- "--[a-z-]+ must be >= 1" "$WORK/err" || fail "$args: $(cat "$WORK/err")"
+  [ "$(wc -c < "$WORK/err")" -lt 120 ] || fail "$args: message too long: $(cat "$WORK/err")"
+done
+pass "range errors say '--flag must be >= 1'"
+
+expect_status 0 "$SLIP" -V
+grep -q '^slip ' "$WORK/out" || fail "-V does not print the version"
+pass "-V prints the version"
+
+# '-' is stdout wherever a file is written; directories (caches) refuse it.
+cache=$("$SLIP" convert "$SRC/examples/sample" -o "$WORK/c" -q)
+cd "$WORK"
+"$SLIP" order "$cache" --format npy | cat > o.npy
+$PY -c "import numpy as np; a=np.load('o.npy'); assert a.dtype==np.int64 and sorted(a.tolist())==list(range(len(a))), a" || fail "order --format npy into a pipe"
+"$SLIP" order "$cache" --format npy -o - > o2.npy
+cmp -s o.npy o2.npy || fail "order --format npy -o - differs from the pipe"
+"$SLIP" order "$cache" -o - > o.txt
+[ "$(wc -l < o.txt)" -eq "$($PY -c "import numpy as np; print(len(np.load('o.npy')))")" ] || fail "order -o -"
+"$SLIP" cat "$cache" 0 -o - > s0.jpg
+"$SLIP" cat "$cache" 0 | cmp -s - s0.jpg || fail "cat -o - differs from cat to stdout"
+"$SLIP" cat "$cache" 0 --field label -o - > l.txt
+[ -s l.txt ] || fail "cat --field label -o - printed nothing"
+"$SLIP" subset "$cache" --values 0 --mode ids -o - > ids.npy
+$PY -c "import numpy as np; a=np.load('ids.npy'); assert a.dtype==np.int64 and len(a) > 0" || fail "subset --mode ids -o -"
+"$SLIP" man info -o - > info.1
+grep -q '^\.TH SLIP\\-INFO' info.1 || fail "man -o -"
+[ ! -e ./- ] || fail "a file named '-' was created"
+expect_status 2 "$SLIP" convert "$SRC/examples/sample" -o -
+one_error_line "convert -o -"
+expect_status 2 "$SLIP" subset "$cache" --values 0 -o -
+one_error_line "subset -o - (copy)"
+expect_status 2 "$SLIP" subset "$cache" --values 0 --mode ids -o - --json
+[ ! -e ./- ] || fail "a file named '-' was created"
+pass "'-' is stdout for order, cat, subset --mode ids and man; directories refuse it"
