@@ -3,8 +3,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
+
+#include <spdlog/spdlog.h>
 
 #include "slip/error.hpp"
 
@@ -62,6 +65,23 @@ std::string human_bytes(uint64_t bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
   return buf;
+}
+
+int for_each_cache(const std::vector<std::string>& caches, bool json, const std::string& command,
+                   const std::function<int(const std::string&)>& one) {
+  if (caches.size() == 1) return one(caches.front());
+  int worst = 0;
+  for (const std::string& cache : caches) {
+    try {
+      worst = std::max(worst, one(cache));
+    } catch (const Error& e) {
+      if (e.code() == Errc::interrupted) throw;
+      spdlog::error("{}", e.describe());
+      if (json) print_json({{"command", command}, {"path", cache}, {"error", e.describe()}, {"exit_code", exit_code(e.code())}});
+      worst = std::max(worst, exit_code(e.code()));
+    }
+  }
+  return worst;
 }
 
 void print_json(const nlohmann::ordered_json& object) {

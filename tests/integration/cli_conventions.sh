@@ -69,3 +69,55 @@ one_error_line "subset -o - (copy)"
 expect_status 2 "$SLIP" subset "$cache" --values 0 --mode ids -o - --json
 [ ! -e ./- ] || fail "a file named '-' was created"
 pass "'-' is stdout for order, cat, subset --mode ids and man; directories refuse it"
+
+# verify / info take several caches: one report each, the exit status is the worst.
+"$SLIP" verify "$cache" "$cache" > v.txt || fail "verify A A"
+[ "$(grep -c '^OK ' v.txt)" -eq 2 ] || fail "verify A A: $(cat v.txt)"
+expect_status 4 "$SLIP" verify "$cache" "$WORK/nope" "$cache" --json
+[ "$(wc -l < "$WORK/out")" -eq 3 ] || fail "verify --json of 3 caches is not 3 lines"
+$PY -c '
+import json, sys
+objs = [json.loads(l) for l in open(sys.argv[1])]
+assert [o["command"] for o in objs] == ["verify"] * 3
+assert objs[0]["ok"] and objs[2]["ok"] and objs[1]["exit_code"] == 4 and "error" in objs[1], objs
+' "$WORK/out" || fail "verify --json of several caches"
+"$SLIP" info "$cache" "$cache" | grep -c '^cache:' | grep -qx 2 || fail "info A A"
+expect_status 4 "$SLIP" info "$cache" "$WORK/nope" --json
+[ "$(wc -l < "$WORK/out")" -eq 2 ] || fail "info --json of 2 caches is not 2 lines"
+pass "verify and info take several caches (JSON Lines, worst exit status)"
+
+# Skipped samples are visible in `slip info` without -v: the first 10 entries, then a count.
+mkdir -p bad/good bad/junk
+cp "$SRC"/examples/sample/n01440764/*.JPEG bad/good/
+for i in $(seq 1 13); do echo "not an image" > "bad/junk/x$i.jpg"; done
+badc=$("$SLIP" convert bad -o "$WORK/c" --on-error skip -q)
+"$SLIP" info "$badc" > i.txt
+grep -qE '^  skipped +source #[0-9]+ .*junk/x1\.jpg' i.txt || { cat i.txt; fail "info does not list the skipped samples"; }
+n=$(grep -cE '^  (skipped|transcoded) ' i.txt)
+[ "$n" -eq 10 ] || fail "info lists $n ledger entries, want 10"
+grep -qE '^  \.\.\. and [0-9]+ more' i.txt || fail "info does not say how many more"
+"$SLIP" info "$badc" --json > i.json
+$PY -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+skipped = [e for e in d["ledger_entries"] if e["action"] == "skipped"]
+assert len(skipped) == 13 and all(e["sample"] is None for e in skipped), d["ledger_entries"]
+' i.json || fail "info --json ledger_entries"
+pass "info lists the ledger entries"
+
+# ls: a header, one-word statuses, .parts work directories, one cache, a missing default dir.
+SLIPSTREAM_CACHE_DIR=$WORK/never-created "$SLIP" ls > ls.txt || fail "ls of a missing default directory is an error"
+[ ! -s ls.txt ] || fail "ls of a missing default directory printed: $(cat ls.txt)"
+SLIPSTREAM_CACHE_DIR=$WORK/never-created "$SLIP" ls --json | $PY -c 'import json,sys; assert json.load(sys.stdin)["caches"] == []' || fail "ls --json"
+"$SLIP" convert "$SRC/examples/sample" -o "$WORK/c" -q --shard 1/2 >/dev/null
+mkdir "$WORK/c/.gone-0123abcd.slipstream.tmp-999999"
+"$SLIP" ls "$WORK/c" > ls.txt
+head -1 ls.txt | grep -qE '^NAME +SAMPLES +SIZE +STATUS' || fail "ls has no header: $(head -1 ls.txt)"
+grep -qE '^sample-[0-9a-f]{8}\.slipstream +40 .* complete ' ls.txt || fail "ls: $(cat ls.txt)"
+grep -qE '^sample-[0-9a-f]{8}\.parts .* parts +1/2 parts done' ls.txt || fail "ls does not list the .parts directory: $(cat ls.txt)"
+grep -qE '^gone-0123abcd\.slipstream .* abandoned ' ls.txt || fail "ls: abandoned temp dir: $(cat ls.txt)"
+! grep -q 'INCOMPLETE\|(' <(awk '{print $5}' ls.txt) || fail "ls status column is not one word"
+"$SLIP" ls "$cache" > ls1.txt
+[ "$(wc -l < ls1.txt)" -eq 2 ] && grep -q "$(basename "$cache")" ls1.txt || fail "ls CACHE: $(cat ls1.txt)"
+"$SLIP" ls "$cache" --json | $PY -c 'import json,sys; c=json.load(sys.stdin)["caches"]; assert len(c)==1 and c[0]["status"]=="complete" and c[0]["kind"]=="cache", c' || fail "ls CACHE --json"
+pass "ls: header, statuses, .parts, one cache, missing default directory"

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "slip/cache.hpp"
+#include "slip/convert.hpp"
 
 namespace slip {
 
@@ -34,6 +35,7 @@ struct FieldSummary {
 
 struct LedgerSummary {
   std::map<std::string, uint64_t> actions;  // "transcoded" -> 6, "skipped" -> 1
+  std::vector<LedgerEntry> entries;         // as recorded, in order (slip info lists them)
 };
 
 struct CacheSummary {
