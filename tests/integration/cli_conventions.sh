@@ -121,3 +121,11 @@ grep -qE '^gone-0123abcd\.slipstream .* abandoned ' ls.txt || fail "ls: abandone
 [ "$(wc -l < ls1.txt)" -eq 2 ] && grep -q "$(basename "$cache")" ls1.txt || fail "ls CACHE: $(cat ls1.txt)"
 "$SLIP" ls "$cache" --json | $PY -c 'import json,sys; c=json.load(sys.stdin)["caches"]; assert len(c)==1 and c[0]["status"]=="complete" and c[0]["kind"]=="cache", c' || fail "ls CACHE --json"
 pass "ls: header, statuses, .parts, one cache, missing default directory"
+
+# slip/slip.hpp includes every public header (tests/unit/public_api_test.cpp compiles with it alone).
+for h in "$SRC"/lib/include/slip/*.hpp; do
+  name=$(basename "$h")
+  [ "$name" = slip.hpp ] && continue
+  grep -q "^#include \"slip/$name\"" "$SRC/lib/include/slip/slip.hpp" || fail "slip.hpp does not include slip/$name"
+done
+pass "slip.hpp includes every public header"
