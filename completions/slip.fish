@@ -128,7 +128,7 @@ complete -c slip -n "__fish_seen_subcommand_from yuv420" -l help -s h -d 'Print 
 complete -c slip -n "__fish_seen_subcommand_from yuv420" -l field -x -d 'Image field to convert (default: every JPEG image field)'
 complete -c slip -n "__fish_seen_subcommand_from yuv420" -l threads -s j -x -d 'Decoding threads (default: CPUs available to the process)'
 complete -c slip -n "__fish_seen_subcommand_from yuv420" -l force -s f -d 'Rebuild the sibling files even when valid ones exist'
-complete -c slip -n "__fish_seen_subcommand_from yuv420" -l json -d 'Print one JSON object per field instead of the file names'
+complete -c slip -n "__fish_seen_subcommand_from yuv420" -l json -d 'Print one JSON object (the cache path and, per field, its files, sizes and time) instead of the file names'
 complete -c slip -n "__fish_seen_subcommand_from yuv420" -F
 complete -c slip -n "__fish_seen_subcommand_from completions" -l help -s h -d 'Print this help message and exit'
 complete -c slip -n "__fish_seen_subcommand_from completions" -a 'bash zsh fish'

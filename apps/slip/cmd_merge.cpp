@@ -34,7 +34,7 @@ Action setup_merge(CLI::App& sub, const GlobalOptions& global) {
         list.push_back({{"index", s.index}, {"state", s.state}, {"path", s.path.string()}});
         if (!a->json) std::cout << s.index << "\t" << printable(s.state) << "\n";
       }
-      if (a->json) print_json({{"command", "merge"}, {"status", a->status}, {"all_done", all}, {"parts", list}});
+      if (a->json) print_json({{"command", "merge"}, {"workdir", a->status}, {"all_done", all}, {"parts", list}});
       return all ? 0 : exit_code(Errc::verify_failed);
     }
     std::vector<std::filesystem::path> inputs;

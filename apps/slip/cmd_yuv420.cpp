@@ -27,7 +27,8 @@ Action setup_yuv420(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("--field", a->field, "Image field to convert (default: every JPEG image field)");
   sub.add_option("-j,--threads", a->threads, "Decoding threads (default: CPUs available to the process)");
   sub.add_flag("-f,--force", a->force, "Rebuild the sibling files even when valid ones exist");
-  sub.add_flag("--json", a->json, "Print one JSON object per field instead of the file names");
+  sub.add_flag("--json", a->json,
+               "Print one JSON object (the cache path and, per field, its files, sizes and time) instead of the file names");
   return [a, &global]() -> int {
     SiblingOptions options;
     options.field = a->field;

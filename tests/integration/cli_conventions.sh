@@ -129,3 +129,11 @@ for h in "$SRC"/lib/include/slip/*.hpp; do
   grep -q "^#include \"slip/$name\"" "$SRC/lib/include/slip/slip.hpp" || fail "slip.hpp does not include slip/$name"
 done
 pass "slip.hpp includes every public header"
+
+# bench --compare names each run by its own cache, not both by the first.
+yuvc=$("$SLIP" convert "$SRC/examples/sample" -o "$WORK/cy" --image-format yuv420 -q)
+"$SLIP" bench "$cache" --compare "$yuvc" -e 1 -b 4 --max-samples 4 --no-limit -p decode > b.txt
+headers=$(grep -E ': pipeline ' b.txt)
+[ "$(echo "$headers" | sed -n 1p | cut -d: -f1)" = "$cache" ] || fail "bench --compare first run: $headers"
+[ "$(echo "$headers" | sed -n 2p | cut -d: -f1)" = "$yuvc" ] || fail "bench --compare labels the other run wrongly: $headers"
+pass "bench --compare labels each run with its cache"
