@@ -1,5 +1,5 @@
 // slip yuv420 CACHE [--field F] [-j N] [--force] [--json]: add the sibling YUV420 files of
-// spec §1.6.2 to a JPEG cache, as the Python loader would build them on first use.
+// docs/FORMAT.md#yuv420-siblings to a JPEG cache, as the Python loader would build them on first use.
 #include <iostream>
 #include <memory>
 

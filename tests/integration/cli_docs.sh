@@ -114,3 +114,26 @@ if command -v fish >/dev/null; then
 fi
 grep -q "'1:shell:(bash zsh fish)'" "$WORK/comp.zsh" || fail "zsh: completions does not offer the shells"
 pass "completions and man complete their values; no word offered twice"
+
+# The docs stand on their own: nothing a user of the repository reads cites the private spec
+# (shared/spec, "spec 1.x", "spec §"), and user-facing text (README, docs, man pages,
+# completions, --help, headers and library comments) does not send the reader to ../shared,
+# which only the tests and benchmarks use. Every FORMAT.md anchor cited exists.
+cd "$SRC"
+hits=$(grep -rIn --exclude-dir=build --exclude-dir=.git --exclude-dir='build-*' --exclude=cli_docs.sh -e 'shared/spec' -e 'spec 1\.[0-9]' -e 'spec §' . || true)
+[ -z "$hits" ] || { echo "$hits"; fail "references to the private spec"; }
+hits=$(grep -rIn -e '\.\./shared' -e '§' README.md docs man completions apps lib/include lib/src || true)
+[ -z "$hits" ] || { echo "$hits"; fail "user-facing text points at ../shared or at spec sections"; }
+"$SLIP" --help | grep -q 'spec' && fail "--help cites the spec"
+for c in $commands; do ! "$SLIP" $c --help | grep -qE 'spec [0-9§]|shared/' || fail "slip $c --help cites the spec"; done
+anchors=$(grep -oE '<a id="[a-z0-9-]+"></a>' docs/FORMAT.md | sed -E 's/<a id="([^"]+)".*/\1/' | sort -u)
+for ref in $(grep -rIhoE --exclude-dir=build --exclude-dir=.git 'FORMAT\.md#[a-z0-9-]+' . | sed 's/.*#//' | sort -u); do
+  echo "$anchors" | grep -qx "$ref" || fail "docs/FORMAT.md has no anchor '$ref'"
+done
+for key in version num_samples fields file_sizes max_size image_format data_ptr data_size offsets.npy _yuv420.bin \
+           content_id fingerprint checksums payload_checksums ledger manifest.json.xxh3 _index.npy; do
+  grep -q -- "$key" docs/FORMAT.md || fail "docs/FORMAT.md does not describe $key"
+done
+grep -q '^demo-caches/' .gitignore || fail "demo-caches/ (written by the quick start) is not in .gitignore"
+! grep -q 'closing note\|issue note' docs/SLURM.md || fail "docs/SLURM.md points at an issue note instead of stating its figures"
+pass "docs stand on their own: no private spec, FORMAT.md anchors resolve"
