@@ -88,12 +88,26 @@ std::string describe_parse_error(CLI::App& root, const CLI::ParseError& e) {
   const auto parsed = root.get_subcommands();
   const CLI::App* sub = parsed.empty() ? nullptr : parsed.front();
   const std::vector<std::string> extra = root.remaining(true);
-  const bool no_command = dynamic_cast<const CLI::RequiredError*>(&e) != nullptr && sub == nullptr;
-  if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr || no_command) {
+  const bool required = dynamic_cast<const CLI::RequiredError*>(&e) != nullptr;
+  const bool no_command = required && sub == nullptr;
+  // An unknown word is named first: it is usually why something required seems missing.
+  if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr || required) {
     if (!extra.empty()) return unknown_word(extra.front(), root, sub);
     if (no_command) return "a command is required (see 'slip --help')";
   }
   std::string msg = one_line(e.what());
+  // CLI11: "--mode: 1 required TEXT:{copy,ids} missing" -> "--mode needs a value: copy, ids".
+  if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) != nullptr && msg.ends_with(" missing")) {
+    const std::string name = msg.substr(0, msg.find(':'));
+    std::string out = name + " needs a value";
+    const auto open = msg.find('{'), close = msg.find('}');
+    if (open != std::string::npos && close != std::string::npos && close > open) {
+      std::string choices = msg.substr(open + 1, close - open - 1);
+      for (size_t i = 0; (i = choices.find(',', i)) != std::string::npos; i += 2) choices.replace(i, 1, ", ");
+      out += ": " + choices;
+    }
+    return out;
+  }
   // CLI11 says "--block-size: must be >= 1"; the flag and the rule read as one sentence.
   const auto colon = msg.find(": must be ");
   if (colon != std::string::npos) msg.erase(colon, 1);

@@ -29,6 +29,26 @@ expect_status 2 "$SLIP" cat
 one_error_line "missing positional"
 expect_status 2 "$SLIP" bench x --pipeline nope
 one_error_line "bad choice"
+expect_status 2 "$SLIP" subset x --mode
+one_error_line "missing value"
+grep -q -- "--mode needs a value: copy, ids" "$WORK/err" || fail "missing value: $(cat "$WORK/err")"
+# The class: every command name and every long flag of every command, with two letters swapped,
+# is one error line that suggests the intended word.
+commands=$("$SLIP" --help | awk '/^Subcommands:/{on=1; next} on && /^  [a-z]/{print $1}')
+for c in $commands; do
+  typo=$(echo "$c" | sed -E 's/^(.)(.)(.)/\1\3\2/')
+  [ "$typo" = "$c" ] && continue
+  expect_status 2 "$SLIP" "$typo"
+  one_error_line "$typo"
+  grep -q "most similar command is '$c'" "$WORK/err" || fail "$typo: $(cat "$WORK/err")"
+  for f in $("$SLIP" "$c" --help | grep -oE '^  (-[A-Za-z0-9],)?--[a-z][a-z0-9-]{4,}' | grep -oE -- '--[a-z0-9-]+' | sort -u); do
+    typo=$(echo "$f" | sed -E 's/^--(.)(.)/--\2\1/')
+    [ "$typo" = "$f" ] && continue
+    expect_status 2 "$SLIP" "$c" "$typo"
+    one_error_line "$c $typo"
+    grep -q "'$typo' is not a slip $c option. The most similar option is '--" "$WORK/err" || fail "$c $typo: $(cat "$WORK/err")"
+  done
+done
 pass "typos name the word and the nearest command or flag, one line, exit 2"
 
 # Ranges are said plainly, not as 'Value 0 not in range 0.000000 to 1797...'.
