@@ -10,7 +10,7 @@ complete -c slip -n "not __fish_seen_subcommand_from convert info verify cat ls 
 complete -c slip -n "not __fish_seen_subcommand_from convert info verify cat ls index subset order merge bench yuv420 completions man" -a order -d 'Print an epoch'\''s shuffled order: O(1)-memory Feistel permutation, per rank'
 complete -c slip -n "not __fish_seen_subcommand_from convert info verify cat ls index subset order merge bench yuv420 completions man" -a merge -d 'Join the part caches of a job-array conversion (convert --shard I/N) into one cache'
 complete -c slip -n "not __fish_seen_subcommand_from convert info verify cat ls index subset order merge bench yuv420 completions man" -a bench -d 'Measure how fast a cache loads (raw I/O, decode, center, RRC, multi-crop) against the machine'\''s limit'
-complete -c slip -n "not __fish_seen_subcommand_from convert info verify cat ls index subset order merge bench yuv420 completions man" -a yuv420 -d 'Add the YUV420 sibling files the Python loader reads (see docs/FORMAT.md) to a JPEG cache, decoded once on all threads'
+complete -c slip -n "not __fish_seen_subcommand_from convert info verify cat ls index subset order merge bench yuv420 completions man" -a yuv420 -d 'Add the YUV420 sibling files (docs/FORMAT.md) to a JPEG cache, decoded once on all threads'
 complete -c slip -n "not __fish_seen_subcommand_from convert info verify cat ls index subset order merge bench yuv420 completions man" -a completions -d 'Print a bash, zsh or fish completion script'
 complete -c slip -n "not __fish_seen_subcommand_from convert info verify cat ls index subset order merge bench yuv420 completions man" -a man -d 'Print or write the man pages'
 complete -c slip -l help -s h -d 'Print this help message and exit'

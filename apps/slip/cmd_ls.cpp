@@ -95,7 +95,9 @@ Action setup_ls(CLI::App& sub, const GlobalOptions&) {
       ->default_str("$SLIPSTREAM_CACHE_DIR or ~/.slipstream");
   sub.add_flag("--json", a->json, "Print one JSON object");
   return [a]() -> int {
-    const fs::path dir = a->dir.empty() ? default_cache_root() : fs::path(a->dir);
+    std::string given = a->dir;
+    while (given.size() > 1 && given.back() == '/') given.pop_back();  // `slip ls CACHE/` is CACHE
+    const fs::path dir = given.empty() ? default_cache_root() : fs::path(given);
     std::error_code ec;
     std::vector<Row> rows;
     if (a->dir.empty() && !fs::exists(dir, ec)) {

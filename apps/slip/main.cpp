@@ -28,7 +28,7 @@ const Command kCommands[] = {
     {"order", "Print an epoch's shuffled order: O(1)-memory Feistel permutation, per rank", setup_order},
     {"merge", "Join the part caches of a job-array conversion (convert --shard I/N) into one cache", setup_merge},
     {"bench", "Measure how fast a cache loads (raw I/O, decode, center, RRC, multi-crop) against the machine's limit", setup_bench},
-    {"yuv420", "Add the YUV420 sibling files the Python loader reads (see docs/FORMAT.md) to a JPEG cache, decoded once on all threads", setup_yuv420},
+    {"yuv420", "Add the YUV420 sibling files (docs/FORMAT.md) to a JPEG cache, decoded once on all threads", setup_yuv420},
     {"completions", "Print a bash, zsh or fish completion script", setup_completions},
     {"man", "Print or write the man pages", setup_man},
 };
