@@ -50,12 +50,12 @@ complete -c slip -n "__fish_seen_subcommand_from convert" -l connect-timeout -x 
 complete -c slip -n "__fish_seen_subcommand_from convert" -l stall-timeout -x -d 'Remote: seconds without progress before a transfer is retried (default 60)'
 complete -c slip -n "__fish_seen_subcommand_from convert" -F
 complete -c slip -n "__fish_seen_subcommand_from info" -l help -s h -d 'Print this help message and exit'
-complete -c slip -n "__fish_seen_subcommand_from info" -l json -d 'Print one JSON object'
+complete -c slip -n "__fish_seen_subcommand_from info" -l json -d 'Print one JSON object per cache (one per line)'
 complete -c slip -n "__fish_seen_subcommand_from info" -F
 complete -c slip -n "__fish_seen_subcommand_from verify" -l help -s h -d 'Print this help message and exit'
 complete -c slip -n "__fish_seen_subcommand_from verify" -l threads -s j -x -d 'Worker threads (default: CPUs available to the process)'
 complete -c slip -n "__fish_seen_subcommand_from verify" -l max-issues -x -d 'Issues to list in detail'
-complete -c slip -n "__fish_seen_subcommand_from verify" -l json -d 'Print one JSON report object'
+complete -c slip -n "__fish_seen_subcommand_from verify" -l json -d 'Print one JSON report object per cache (one per line)'
 complete -c slip -n "__fish_seen_subcommand_from verify" -l decode -d 'Also decode every image with the engine and with TurboJPEG and compare the pixels'
 complete -c slip -n "__fish_seen_subcommand_from verify" -l max-diff -x -d '--decode: largest allowed absolute pixel difference'
 complete -c slip -n "__fish_seen_subcommand_from verify" -l mean-diff -x -d '--decode: largest allowed mean absolute difference per image'

@@ -20,8 +20,9 @@ Action setup_info(CLI::App& sub, const GlobalOptions&) {
   };
   auto a = std::make_shared<Args>();
   sub.add_option("cache", a->caches, "Cache directories (several: one report each; the exit status is the worst)")->required();
-  sub.add_flag("--json", a->json, "Print one JSON object");
-  const auto one = [a](const std::string& path) -> int {
+  sub.add_flag("--json", a->json, "Print one JSON object per cache (one per line)");
+  auto reports = std::make_shared<size_t>(0);  // text reports printed so far (blank line between)
+  const auto one = [a, reports](const std::string& path) -> int {
     const Cache cache = Cache::open(path);
     const CacheSummary s = summarize(cache);
     const CacheProvenance& p = s.provenance;
@@ -70,7 +71,7 @@ Action setup_info(CLI::App& sub, const GlobalOptions&) {
       print_json(j);
       return 0;
     }
-    if (a->caches.size() > 1 && path != a->caches.front()) std::printf("\n");
+    if ((*reports)++ > 0) std::printf("\n");
     std::printf("cache:    %s\n", printable(s.path.string()).c_str());
     std::printf("samples:  %llu\n", static_cast<unsigned long long>(s.samples));
     std::printf("size:     %s\n", human_bytes(s.total_bytes).c_str());

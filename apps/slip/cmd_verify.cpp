@@ -22,7 +22,7 @@ Action setup_verify(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("cache", a->caches, "Cache directories (several: one report each; the exit status is the worst)")->required();
   sub.add_option("-j,--threads", a->threads, "Worker threads (default: CPUs available to the process)");
   sub.add_option("--max-issues", a->max_issues, "Issues to list in detail")->default_val(100);
-  sub.add_flag("--json", a->json, "Print one JSON report object");
+  sub.add_flag("--json", a->json, "Print one JSON report object per cache (one per line)");
   sub.add_flag("--decode", a->decode, "Also decode every image with the engine and with TurboJPEG and compare the pixels");
   sub.add_option("--max-diff", a->max_diff, "--decode: largest allowed absolute pixel difference")->default_val(1);
   sub.add_option("--mean-diff", a->mean_diff, "--decode: largest allowed mean absolute difference per image")->default_val(0.01);
