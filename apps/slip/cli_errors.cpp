@@ -96,6 +96,22 @@ std::string describe_parse_error(CLI::App& root, const CLI::ParseError& e) {
     if (no_command) return "a command is required (see 'slip --help')";
   }
   std::string msg = one_line(e.what());
+  // CLI11: "Could not convert: --seed = abc" -> "--seed wants a non-negative integer, got 'abc'".
+  const std::string prefix = "Could not convert: ";
+  if (msg.rfind(prefix, 0) == 0 && msg.find(" = ") != std::string::npos) {
+    const std::string name = msg.substr(prefix.size(), msg.find(" = ") - prefix.size());
+    const std::string value = msg.substr(msg.find(" = ") + 3);
+    std::string type;
+    for (const CLI::App* app : {sub, static_cast<const CLI::App*>(&root)})
+      if (app != nullptr && type.empty())
+        for (const CLI::Option* o : app->get_options())
+          if (o->check_name(name)) type = o->get_type_name().substr(0, o->get_type_name().find(':'));
+    const std::string wants = type == "UINT"    ? "a non-negative integer"
+                              : type == "INT"   ? "an integer"
+                              : type == "FLOAT" ? "a number"
+                                                : "a valid value";
+    return name + " wants " + wants + ", got '" + value + "'";
+  }
   // CLI11: "--mode: 1 required TEXT:{copy,ids} missing" -> "--mode needs a value: copy, ids".
   if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) != nullptr && msg.ends_with(" missing")) {
     const std::string name = msg.substr(0, msg.find(':'));
@@ -109,19 +125,31 @@ std::string describe_parse_error(CLI::App& root, const CLI::ParseError& e) {
     return out;
   }
   // CLI11 says "--block-size: must be >= 1"; the flag and the rule read as one sentence.
-  const auto colon = msg.find(": must be ");
-  if (colon != std::string::npos) msg.erase(colon, 1);
+  for (const char* rule : {": must be ", ": is out of range "}) {
+    const auto colon = msg.find(rule);
+    if (colon != std::string::npos) msg.erase(colon, 1);
+  }
   return msg;
 }
 
 CLI::Validator at_least(long long min) {
   return CLI::Validator(
       [min](std::string& value) -> std::string {
+        // Unsigned values up to 2^64-1 pass; a sign makes it a signed comparison.
+        const bool digits = !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
         try {
+          if (digits) {  // stoull throws beyond 2^64-1, which CLI11 would silently saturate
+            const unsigned long long v = std::stoull(value);
+            if (min <= 0 || v >= static_cast<unsigned long long>(min)) return {};
+          }
           size_t used = 0;
           const long long v = std::stoll(value, &used);
-          if (used == value.size() && v >= min) return {};
+          if (used != value.size()) return {};  // not an integer: the conversion names it
+          if (v >= min) return {};
+        } catch (const std::out_of_range&) {
+          return "is out of range (got '" + value + "')";
         } catch (const std::exception&) {
+          return {};  // not a number: the conversion names it
         }
         return "must be >= " + std::to_string(min) + " (got '" + value + "')";
       },

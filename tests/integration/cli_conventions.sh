@@ -58,7 +58,20 @@ for args in "order x --block-size 0" "order x --world-size 0" "bench x -b 0" "be
   grep -qE -- "--[a-z-]+ must be >= 1" "$WORK/err" || fail "$args: $(cat "$WORK/err")"
   [ "$(wc -c < "$WORK/err")" -lt 120 ] || fail "$args: message too long: $(cat "$WORK/err")"
 done
-pass "range errors say '--flag must be >= 1'"
+# Unsigned options refuse a sign (CLI11 would wrap -1 to 2^64-1) and values beyond 2^64-1
+# (it would saturate); a non-number names the option and what it wants.
+for args in "order x --seed -3" "order x --rank -1" "cat x -1" "verify x -j -2" "bench x --max-samples -5"; do
+  expect_status 2 "$SLIP" $args
+  one_error_line "$args"
+  grep -qE -- "must be >= 0 \(got '-[0-9]+'\)" "$WORK/err" || fail "$args: $(cat "$WORK/err")"
+done
+expect_status 2 "$SLIP" order x --seed 18446744073709551616
+grep -q -- "--seed is out of range" "$WORK/err" || fail "seed 2^64: $(cat "$WORK/err")"
+expect_status 2 "$SLIP" order x --seed abc
+grep -q -- "--seed wants a non-negative integer, got 'abc'" "$WORK/err" || fail "seed abc: $(cat "$WORK/err")"
+expect_status 2 "$SLIP" verify x --mean-diff zz
+grep -q -- "--mean-diff wants a number, got 'zz'" "$WORK/err" || fail "mean-diff zz: $(cat "$WORK/err")"
+pass "range errors say '--flag must be >= N'; signs, overflow and non-numbers are named"
 
 expect_status 0 "$SLIP" -V
 grep -q '^slip ' "$WORK/out" || fail "-V does not print the version"
