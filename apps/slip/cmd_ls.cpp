@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <iostream>
 
+#include <spdlog/spdlog.h>
+
 #include "command.hpp"
 #include "output.hpp"
 #include "slip/convert.hpp"
@@ -129,7 +131,7 @@ Action setup_ls(CLI::App& sub, const GlobalOptions&) {
       return 0;
     }
     if (rows.empty()) {
-      std::cerr << "slip: no caches in " << printable(dir.string()) << "\n";
+      spdlog::info("no caches in {}", dir.string());  // on stderr (the sink escapes it); -q silences it
       return 0;
     }
     size_t width = 4;
