@@ -8,22 +8,18 @@ _slip() {
     case ${COMP_WORDS[i]} in convert|info|verify|cat|ls|index|subset|order|merge|bench|yuv420|completions|man) cmd=${COMP_WORDS[i]}; break ;; esac
   done
   if [ -z "$cmd" ]; then
-    COMPREPLY=($(compgen -W "convert info verify cat ls index subset order merge bench yuv420 completions man --help -h --version --verbose -v --quiet -q --progress --no-progress" -- "$cur"))
+    COMPREPLY=($(compgen -W "convert info verify cat ls index subset order merge bench yuv420 completions man --help -h --version -V --verbose -v --quiet -q --progress --no-progress" -- "$cur"))
     return
   fi
   case $cmd in
   convert)
     case $prev in
-      --help|-h) return ;;
       --output|-o) COMPREPLY=($(compgen -f -- "$cur")); return ;;
       --name) return ;;
       --threads|-j) return ;;
-      --force|-f) return ;;
       --non-jpeg) COMPREPLY=($(compgen -W "transcode keep fail" -- "$cur")); return ;;
       --image-format) COMPREPLY=($(compgen -W "jpeg yuv420" -- "$cur")); return ;;
       --on-error) COMPREPLY=($(compgen -W "fail skip" -- "$cur")); return ;;
-      --dry-run|-n) return ;;
-      --json) return ;;
       --max-image-pixels) return ;;
       --shard) return ;;
       --fingerprint) COMPREPLY=($(compgen -W "stat content" -- "$cur")); return ;;
@@ -39,60 +35,47 @@ _slip() {
       --download-dir) COMPREPLY=($(compgen -f -- "$cur")); return ;;
       --jobs) return ;;
       --endpoint-url) return ;;
-      --no-sign-request) return ;;
       --retries) return ;;
       --retry-delay) return ;;
       --connect-timeout) return ;;
       --stall-timeout) return ;;
     esac
-    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version --verbose -v --quiet -q --progress --no-progress --help -h --output -o --name --threads -j --force -f --non-jpeg --image-format --on-error --dry-run -n --json --max-image-pixels --shard --fingerprint --io-depth --field --image-field --label-field --missing --fields --layout --rename --raw-field --download-dir --jobs --endpoint-url --no-sign-request --retries --retry-delay --connect-timeout --stall-timeout" -- "$cur")); return; fi
+    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version -V --verbose -v --quiet -q --progress --no-progress --output -o --name --threads -j --force -f --non-jpeg --image-format --on-error --dry-run -n --json --max-image-pixels --shard --fingerprint --io-depth --field --image-field --label-field --missing --fields --layout --rename --raw-field --download-dir --jobs --endpoint-url --no-sign-request --retries --retry-delay --connect-timeout --stall-timeout" -- "$cur")); return; fi
     COMPREPLY=($(compgen -f -- "$cur")) ;;
   info)
     case $prev in
-      --help|-h) return ;;
-      --json) return ;;
     esac
-    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version --verbose -v --quiet -q --progress --no-progress --help -h --json" -- "$cur")); return; fi
+    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version -V --verbose -v --quiet -q --progress --no-progress --json" -- "$cur")); return; fi
     COMPREPLY=($(compgen -f -- "$cur")) ;;
   verify)
     case $prev in
-      --help|-h) return ;;
       --threads|-j) return ;;
       --max-issues) return ;;
-      --json) return ;;
-      --decode) return ;;
       --max-diff) return ;;
       --mean-diff) return ;;
     esac
-    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version --verbose -v --quiet -q --progress --no-progress --help -h --threads -j --max-issues --json --decode --max-diff --mean-diff" -- "$cur")); return; fi
+    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version -V --verbose -v --quiet -q --progress --no-progress --threads -j --max-issues --json --decode --max-diff --mean-diff" -- "$cur")); return; fi
     COMPREPLY=($(compgen -f -- "$cur")) ;;
   cat)
     case $prev in
-      --help|-h) return ;;
       --field|-F) return ;;
       --output|-o) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     esac
-    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version --verbose -v --quiet -q --progress --no-progress --help -h --field -F --output -o" -- "$cur")); return; fi
+    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version -V --verbose -v --quiet -q --progress --no-progress --field -F --output -o" -- "$cur")); return; fi
     COMPREPLY=($(compgen -f -- "$cur")) ;;
   ls)
     case $prev in
-      --help|-h) return ;;
-      --json) return ;;
     esac
-    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version --verbose -v --quiet -q --progress --no-progress --help -h --json" -- "$cur")); return; fi
+    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version -V --verbose -v --quiet -q --progress --no-progress --json" -- "$cur")); return; fi
     COMPREPLY=($(compgen -f -- "$cur")) ;;
   index)
     case $prev in
-      --help|-h) return ;;
       --field|-F) return ;;
-      --json) return ;;
-      --force) return ;;
     esac
-    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version --verbose -v --quiet -q --progress --no-progress --help -h --field -F --json --force" -- "$cur")); return; fi
+    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version -V --verbose -v --quiet -q --progress --no-progress --field -F --json --force" -- "$cur")); return; fi
     COMPREPLY=($(compgen -f -- "$cur")) ;;
   subset)
     case $prev in
-      --help|-h) return ;;
       --field|-F) return ;;
       --values) return ;;
       --values-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
@@ -103,14 +86,11 @@ _slip() {
       --mode) COMPREPLY=($(compgen -W "copy ids" -- "$cur")); return ;;
       --output|-o) COMPREPLY=($(compgen -f -- "$cur")); return ;;
       --name) return ;;
-      --json) return ;;
-      --dry-run|-n) return ;;
     esac
-    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version --verbose -v --quiet -q --progress --no-progress --help -h --field -F --values --values-file --names --classes-file --per-class --seed --mode --output -o --name --json --dry-run -n" -- "$cur")); return; fi
+    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version -V --verbose -v --quiet -q --progress --no-progress --field -F --values --values-file --names --classes-file --per-class --seed --mode --output -o --name --json --dry-run -n" -- "$cur")); return; fi
     COMPREPLY=($(compgen -f -- "$cur")) ;;
   order)
     case $prev in
-      --help|-h) return ;;
       --seed) return ;;
       --epoch) return ;;
       --rank) return ;;
@@ -119,28 +99,22 @@ _slip() {
       --format) COMPREPLY=($(compgen -W "text npy" -- "$cur")); return ;;
       --output|-o) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     esac
-    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version --verbose -v --quiet -q --progress --no-progress --help -h --seed --epoch --rank --world-size --block-size --format --output -o" -- "$cur")); return; fi
+    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version -V --verbose -v --quiet -q --progress --no-progress --seed --epoch --rank --world-size --block-size --format --output -o" -- "$cur")); return; fi
     COMPREPLY=($(compgen -f -- "$cur")) ;;
   merge)
     case $prev in
-      --help|-h) return ;;
       --from) COMPREPLY=($(compgen -f -- "$cur")); return ;;
       --status) COMPREPLY=($(compgen -f -- "$cur")); return ;;
       --output|-o) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-      --link) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-      --force|-f) return ;;
-      --json) return ;;
     esac
-    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version --verbose -v --quiet -q --progress --no-progress --help -h --from --status --output -o --link --force -f --json" -- "$cur")); return; fi
+    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version -V --verbose -v --quiet -q --progress --no-progress --from --status --output -o --link --force -f --json" -- "$cur")); return; fi
     COMPREPLY=($(compgen -f -- "$cur")) ;;
   bench)
     case $prev in
-      --help|-h) return ;;
       --pipeline|-p) COMPREPLY=($(compgen -W "raw decode center rrc direct-rrc multicrop" -- "$cur")); return ;;
       --threads|-j) return ;;
       --batch-size|-b) return ;;
       --epochs|-e) return ;;
-      --cold) COMPREPLY=($(compgen -f -- "$cur")); return ;;
       --order) COMPREPLY=($(compgen -W "sequential shuffle" -- "$cur")); return ;;
       --seed) return ;;
       --crops) return ;;
@@ -149,39 +123,30 @@ _slip() {
       --dtype) COMPREPLY=($(compgen -W "uint8 float32" -- "$cur")); return ;;
       --filter) COMPREPLY=($(compgen -W "bilinear bicubic" -- "$cur")); return ;;
       --resample) COMPREPLY=($(compgen -W "auto rgb planar" -- "$cur")); return ;;
-      --no-crop-aware) return ;;
       --field) return ;;
       --max-samples) return ;;
-      --no-limit) return ;;
-      --yuv420-siblings) COMPREPLY=($(compgen -f -- "$cur")); return ;;
       --compare) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-      --json) return ;;
     esac
-    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version --verbose -v --quiet -q --progress --no-progress --help -h --pipeline -p --threads -j --batch-size -b --epochs -e --cold --order --seed --crops --flip --layout --dtype --filter --resample --no-crop-aware --field --max-samples --no-limit --yuv420-siblings --compare --json" -- "$cur")); return; fi
+    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version -V --verbose -v --quiet -q --progress --no-progress --pipeline -p --threads -j --batch-size -b --epochs -e --cold --order --seed --crops --flip --layout --dtype --filter --resample --no-crop-aware --field --max-samples --no-limit --yuv420-siblings --compare --json" -- "$cur")); return; fi
     COMPREPLY=($(compgen -f -- "$cur")) ;;
   yuv420)
     case $prev in
-      --help|-h) return ;;
       --field) return ;;
       --threads|-j) return ;;
-      --force|-f) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-      --json) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     esac
-    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version --verbose -v --quiet -q --progress --no-progress --help -h --field --threads -j --force -f --json" -- "$cur")); return; fi
+    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version -V --verbose -v --quiet -q --progress --no-progress --field --threads -j --force -f --json" -- "$cur")); return; fi
     COMPREPLY=($(compgen -f -- "$cur")) ;;
   completions)
     case $prev in
-      --help|-h) return ;;
     esac
-    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version --verbose -v --quiet -q --progress --no-progress --help -h" -- "$cur")); return; fi
-    COMPREPLY=($(compgen -f -- "$cur")) ;;
+    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version -V --verbose -v --quiet -q --progress --no-progress" -- "$cur")); return; fi
+    COMPREPLY=($(compgen -W "bash zsh fish" -- "$cur")) ;;
   man)
     case $prev in
-      --help|-h) return ;;
       --output|-o) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     esac
-    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version --verbose -v --quiet -q --progress --no-progress --help -h --output -o" -- "$cur")); return; fi
-    COMPREPLY=($(compgen -f -- "$cur")) ;;
+    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version -V --verbose -v --quiet -q --progress --no-progress --output -o" -- "$cur")); return; fi
+    COMPREPLY=($(compgen -W "slip convert info verify cat ls index subset order merge bench yuv420 completions man" -- "$cur")) ;;
   esac
 }
 complete -o filenames -F _slip slip

@@ -23,7 +23,8 @@ std::vector<OptionInfo> describe_options(const CLI::App& app, bool positionals) 
     o.short_names = opt->get_snames();
     if (positionals) o.positional = opt->get_name();
     o.help = opt->get_description();
-    o.takes_value = opt->get_type_size() > 0;
+    // A flag (--json, --help) expects no argument; get_type_size() is 1 for flags too.
+    o.takes_value = opt->get_expected_max() > 0;
     o.required = opt->get_required();
     o.envname = opt->get_envname();
     o.default_value = opt->get_default_str();
@@ -40,9 +41,8 @@ std::vector<OptionInfo> describe_options(const CLI::App& app, bool positionals) 
           if (comma == std::string::npos) break;
           start = comma + 1;
         }
-        type = type.substr(0, type.find(':'));
       }
-      o.type = type;
+      o.type = type.substr(0, type.find(':'));  // "UINT:POSITIVE" -> "UINT"
       const std::string name = positionals ? o.positional : (o.long_names.empty() ? "" : o.long_names[0]);
       o.is_path = o.choices.empty() && (type == "TEXT" || type.empty()) && looks_like_path(name, o.help);
     }

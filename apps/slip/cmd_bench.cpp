@@ -4,6 +4,7 @@
 #include <iostream>
 #include <optional>
 
+#include "cli_errors.hpp"
 #include "command.hpp"
 #include "output.hpp"
 #include "slip/bench.hpp"
@@ -66,8 +67,8 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
       ->check(CLI::IsMember({"raw", "decode", "center", "rrc", "direct-rrc", "multicrop"}))
       ->default_val("rrc");
   sub.add_option("-j,--threads", a->options.decode.threads, "Decode threads (default: CPUs available to the process)");
-  sub.add_option("-b,--batch-size", a->options.batch_size, "Samples per batch")->default_val(256)->check(CLI::PositiveNumber);
-  sub.add_option("-e,--epochs", a->options.epochs, "Epochs to time")->default_val(3)->check(CLI::PositiveNumber);
+  sub.add_option("-b,--batch-size", a->options.batch_size, "Samples per batch")->default_val(256)->check(at_least(1));
+  sub.add_option("-e,--epochs", a->options.epochs, "Epochs to time")->default_val(3)->check(at_least(1));
   sub.add_flag("--cold", a->options.cold, "Drop the cache files from the page cache before the first epoch");
   sub.add_option("--order", a->order, "sequential or shuffle (Feistel order per epoch)")
       ->check(CLI::IsMember({"sequential", "shuffle"}))
@@ -110,10 +111,14 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
     options.measure_limit = !a->no_limit;
     const Cache cache = Cache::open(a->cache);
     const bool text = !a->json && !global.quiet;
+    // With --compare the second run is the other storage: its lines name it, not this cache.
+    int run = 0;
     const auto print_epoch = [&](const BenchReport& r, size_t epoch) {
       if (!text) return;
       if (epoch == 0) {
-        std::printf("%s: pipeline %s, %llu images (%s), %u threads, batch %zu%s%s%s\n", printable(a->cache).c_str(), r.pipeline.c_str(),
+        ++run;
+        const std::string label = run == 1 ? a->cache : a->compare == "siblings" ? a->cache + " (yuv420 siblings)" : a->compare;
+        std::printf("%s: pipeline %s, %llu images (%s), %u threads, batch %zu%s%s%s\n", printable(label).c_str(), r.pipeline.c_str(),
                     static_cast<unsigned long long>(r.samples), human_bytes(r.payload_bytes).c_str(), r.threads, r.batch_size,
                     r.crops_per_image > 1 ? (", " + std::to_string(r.crops_per_image) + " crops/image").c_str() : "",
                     r.yuv420_siblings            ? ", yuv420 siblings"
@@ -152,24 +157,33 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
             .with_path(a->compare);
       const BenchComparison c = run_bench_comparison(cache, options, other, other_options, print_epoch);
       if (a->json) {
+        nlohmann::ordered_json base = report_json(c.base), other = report_json(c.other);
+        base["path"] = a->cache;
+        other["path"] = a->compare == "siblings" ? a->cache : a->compare;
         print_json({{"command", "bench"},
-                    {"base", report_json(c.base)},
-                    {"other", report_json(c.other)},
+                    {"path", a->cache},
+                    {"compare", a->compare},
+                    {"base", base},
+                    {"other", other},
                     {"speed_ratio", c.speed_ratio},
                     {"storage_ratio", c.storage_ratio}});
       } else if (!global.quiet) {
         print_limit(c.base);
         std::printf("%s vs %s, pipeline %s: %.1f vs %.1f img/s: %.2fx the speed at %.2fx the bytes\n",
-                    c.other.yuv420_siblings ? "yuv420 siblings" : printable(c.other.image_format).c_str(), printable(c.base.image_format).c_str(),
-                    c.base.pipeline.c_str(), c.other.best_images_per_second, c.base.best_images_per_second, c.speed_ratio, c.storage_ratio);
+                    c.other.yuv420_siblings ? "yuv420 siblings" : printable(c.other.image_format).c_str(),
+                    printable(c.base.image_format).c_str(), c.base.pipeline.c_str(), c.other.best_images_per_second,
+                    c.base.best_images_per_second, c.speed_ratio, c.storage_ratio);
       }
       return 0;
     }
     const BenchReport report = run_bench(cache, options, print_epoch);
-    if (a->json)
-      print_json(report_json(report));
-    else
+    if (a->json) {
+      nlohmann::ordered_json j{{"command", "bench"}, {"path", a->cache}};
+      j.update(report_json(report));
+      print_json(j);
+    } else {
       print_limit(report);
+    }
     return 0;
   };
 }

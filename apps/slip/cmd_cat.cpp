@@ -22,7 +22,7 @@ Action setup_cat(CLI::App& sub, const GlobalOptions&) {
   sub.add_option("cache", a->cache, "Cache directory")->required();
   sub.add_option("index", a->index, "Sample id (0-based)")->required();
   sub.add_option("-F,--field", a->field, "Field to print (default: the first image field, else the first field)");
-  sub.add_option("-o,--output", a->output, "Write to this file instead of stdout");
+  sub.add_option("-o,--output", a->output, "Write to this file instead of stdout (- for stdout)");
   return [a]() -> int {
     const Cache cache = Cache::open(a->cache);
     size_t fi = 0;
@@ -51,7 +51,7 @@ Action setup_cat(CLI::App& sub, const GlobalOptions&) {
       case FieldType::str:
         // The value verbatim into a pipe or file; escaped on a terminal (it is dataset text).
         text = std::string(cache.string(fi, a->index));
-        text = (a->output.empty() && stdout_is_terminal() ? printable(text) : text) + "\n";
+        text = ((a->output.empty() || is_stdout(a->output)) && stdout_is_terminal() ? printable(text) : text) + "\n";
         break;
       case FieldType::int64:
         text = std::to_string(cache.int_value(fi, a->index)) + "\n";
@@ -64,16 +64,7 @@ Action setup_cat(CLI::App& sub, const GlobalOptions&) {
       }
     }
     if (!binary) raw = std::as_bytes(std::span(text.data(), text.size()));
-    if (a->output.empty()) {
-      if (binary && stdout_is_terminal()) throw Error(Errc::usage, "refusing to write binary data to a terminal; use -o FILE or a pipe");
-      if (std::fwrite(raw.data(), 1, raw.size(), stdout) != raw.size() || std::fflush(stdout) != 0)
-        throw Error(Errc::io, "cannot write to stdout");
-    } else {
-      std::FILE* out = std::fopen(a->output.c_str(), "wb");
-      if (!out) throw_errno("cannot create", a->output, errno);
-      const bool ok = std::fwrite(raw.data(), 1, raw.size(), out) == raw.size();
-      if (std::fclose(out) != 0 || !ok) throw_errno("cannot write", a->output, errno);
-    }
+    write_output(a->output, std::string_view(reinterpret_cast<const char*>(raw.data()), raw.size()), binary);
     return 0;
   };
 }

@@ -69,6 +69,7 @@ Action setup_convert(CLI::App& sub, const GlobalOptions& global) {
   add_source_flags(sub, a->source_options);
 
   return [a, &global]() -> int {
+    reject_stdout(a->output, "-o");
     // A dry run of a remote source fetches nothing: the content id needs the data (or its
     // index), so it says what would be fetched and where instead.
     if (a->dry_run && std::any_of(a->sources.begin(), a->sources.end(), [](const std::string& u) { return is_remote_uri(u); })) {

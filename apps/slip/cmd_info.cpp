@@ -17,14 +17,15 @@ nlohmann::ordered_json dist_json(const Distribution& d) { return {{"min", d.min}
 
 Action setup_info(CLI::App& sub, const GlobalOptions&) {
   struct Args {
-    std::string cache;
+    std::vector<std::string> caches;
     bool json = false;
   };
   auto a = std::make_shared<Args>();
-  sub.add_option("cache", a->cache, "Cache directory")->required();
-  sub.add_flag("--json", a->json, "Print one JSON object");
-  return [a]() -> int {
-    const Cache cache = Cache::open(a->cache);
+  sub.add_option("cache", a->caches, "Cache directories (several: one report each; the exit status is the worst)")->required();
+  sub.add_flag("--json", a->json, "Print one JSON object per cache (one per line)");
+  auto reports = std::make_shared<size_t>(0);  // text reports printed so far (blank line between)
+  const auto one = [a, reports](const std::string& path) -> int {
+    const Cache cache = Cache::open(path);
     const CacheSummary s = summarize(cache);
     const CacheProvenance& p = s.provenance;
     if (a->json) {
@@ -71,10 +72,20 @@ Action setup_info(CLI::App& sub, const GlobalOptions&) {
       else
         j["provenance"] = nullptr;
       j["ledger"] = s.ledger.actions;
+      nlohmann::ordered_json entries = nlohmann::ordered_json::array();
+      for (const LedgerEntry& e : s.ledger.entries)
+        entries.push_back({{"source_index", e.source_index},
+                           {"sample", e.sample ? nlohmann::ordered_json(*e.sample) : nullptr},
+                           {"origin", e.origin},
+                           {"field", e.field},
+                           {"action", e.action},
+                           {"reason", e.reason}});
+      j["ledger_entries"] = std::move(entries);
       j["indexes"] = s.indexes;
       print_json(j);
       return 0;
     }
+    if ((*reports)++ > 0) std::printf("\n");
     std::printf("cache:    %s\n", printable(s.path.string()).c_str());
     std::printf("samples:  %llu\n", static_cast<unsigned long long>(s.samples));
     std::printf("size:     %s\n", human_bytes(s.total_bytes).c_str());
@@ -122,6 +133,16 @@ Action setup_info(CLI::App& sub, const GlobalOptions&) {
       for (const auto& [action, count] : s.ledger.actions)
         std::printf(" %s %llu", printable(action).c_str(), static_cast<unsigned long long>(count));
       std::printf("\n");
+      // The samples skipped or transcoded are named, not only counted (all of them: --json).
+      constexpr size_t kShown = 10;
+      for (size_t i = 0; i < s.ledger.entries.size() && i < kShown; ++i) {
+        const LedgerEntry& e = s.ledger.entries[i];
+        std::printf("  %-11s source #%llu %s%s%s: %s\n", printable(e.action).c_str(), static_cast<unsigned long long>(e.source_index),
+                    printable(e.origin).c_str(), e.field.empty() ? "" : (" (" + printable(e.field) + ")").c_str(),
+                    e.sample ? (" -> sample " + std::to_string(*e.sample)).c_str() : "", printable(e.reason).c_str());
+      }
+      if (s.ledger.entries.size() > kShown)
+        std::printf("  ... and %zu more (slip info --json lists them all)\n", s.ledger.entries.size() - kShown);
     }
     if (!s.indexes.empty()) {
       std::printf("indexes:");
@@ -130,6 +151,7 @@ Action setup_info(CLI::App& sub, const GlobalOptions&) {
     }
     return 0;
   };
+  return [a, one]() -> int { return for_each_cache(a->caches, a->json, "info", one); };
 }
 
 }  // namespace slip::cli

@@ -1,13 +1,91 @@
-// slip ls [DIR] [--json]
+// slip ls [DIR|CACHE] [--json]
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
+
+#include <spdlog/spdlog.h>
 
 #include "command.hpp"
 #include "output.hpp"
 #include "slip/convert.hpp"
 #include "slip/inspect.hpp"
+#include "slip/merge.hpp"
 
 namespace slip::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// One row of the listing: a cache, a conversion's temporary directory, or a job array's
+// work directory of part caches (<name>-<id8>.parts, joined by `slip merge`).
+struct Row {
+  CacheListing listing;
+  std::string kind;    // "cache", "temporary", "parts"
+  std::string status;  // one word: complete, damaged, converting, abandoned, parts
+  std::string detail;  // the source, the damage, the pid, "3/8 parts done"
+};
+
+Row row_of(const CacheListing& c) {
+  Row r{c, "cache", "complete", c.source};
+  const std::string& s = c.state;
+  if (s.rfind("incomplete (in progress, pid ", 0) == 0) {
+    r.kind = "temporary";
+    r.status = "converting";
+    r.detail = "pid " + s.substr(29, s.size() - 30);
+  } else if (s.rfind("incomplete", 0) == 0) {
+    r.kind = "temporary";
+    r.status = "abandoned";
+    r.detail = "interrupted conversion; safe to delete";
+  } else if (s.rfind("damaged: ", 0) == 0) {
+    r.status = "damaged";
+    r.detail = s.substr(9);
+  } else if (!c.complete) {
+    r.status = "incomplete";
+    r.detail = s;
+  }
+  return r;
+}
+
+Row parts_row(const fs::path& dir) {
+  CacheListing l;
+  l.path = dir;
+  l.name = dir.filename().string();
+  Row r{l, "parts", "parts", ""};
+  size_t done = 0, total = 0;
+  try {
+    for (const PartState& p : part_status(dir)) {
+      ++total;
+      if (p.state == "done") ++done;
+    }
+    r.detail = std::to_string(done) + "/" + std::to_string(total) + " parts done" +
+               (done == total && total > 0 ? "; join with slip merge --from" : "");
+  } catch (const Error& e) {
+    r.detail = "unreadable: " + std::string(e.what());
+  }
+  std::error_code ec;
+  for (const auto& e : fs::recursive_directory_iterator(dir, ec))
+    if (e.is_regular_file(ec)) r.listing.bytes += e.file_size(ec);
+  return r;
+}
+
+bool is_parts_dir(const fs::path& p) {
+  std::error_code ec;
+  const std::string name = p.filename().string();
+  return name.size() > 6 && name.ends_with(".parts") && fs::is_directory(p, ec);
+}
+
+std::vector<Row> rows_in(const fs::path& dir) {
+  std::vector<Row> rows;
+  for (const CacheListing& c : list_caches(dir)) rows.push_back(row_of(c));
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (is_parts_dir(e.path())) rows.push_back(parts_row(e.path()));
+  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.listing.name < b.listing.name; });
+  return rows;
+}
+
+}  // namespace
 
 Action setup_ls(CLI::App& sub, const GlobalOptions&) {
   struct Args {
@@ -15,27 +93,54 @@ Action setup_ls(CLI::App& sub, const GlobalOptions&) {
     bool json = false;
   };
   auto a = std::make_shared<Args>();
-  sub.add_option("dir", a->dir, "Directory holding caches")->default_str("$SLIPSTREAM_CACHE_DIR or ~/.slipstream");
+  sub.add_option("dir", a->dir, "Directory holding caches, or one cache (or .parts work directory) to show")
+      ->default_str("$SLIPSTREAM_CACHE_DIR or ~/.slipstream");
   sub.add_flag("--json", a->json, "Print one JSON object");
   return [a]() -> int {
-    const std::filesystem::path dir = a->dir.empty() ? default_cache_root() : std::filesystem::path(a->dir);
-    const auto caches = list_caches(dir);
+    std::string given = a->dir;
+    while (given.size() > 1 && given.back() == '/') given.pop_back();  // `slip ls CACHE/` is CACHE
+    const fs::path dir = given.empty() ? default_cache_root() : fs::path(given);
+    std::error_code ec;
+    std::vector<Row> rows;
+    if (a->dir.empty() && !fs::exists(dir, ec)) {
+      // Nothing converted yet: the default directory does not exist, so there are no caches.
+    } else if (fs::exists(dir / "manifest.json", ec) || is_parts_dir(dir)) {
+      // One cache (or work directory): its row from the listing of its parent.
+      const fs::path abs = fs::absolute(dir).lexically_normal();
+      const fs::path target = abs.has_filename() ? abs : abs.parent_path();
+      for (Row& r : rows_in(target.parent_path()))
+        if (r.listing.path.filename() == target.filename()) rows.push_back(std::move(r));
+    } else {
+      rows = rows_in(dir);
+    }
     if (a->json) {
       nlohmann::ordered_json list = nlohmann::ordered_json::array();
-      for (const auto& c : caches)
+      for (const Row& r : rows) {
+        const CacheListing& c = r.listing;
         list.push_back({{"name", c.name},
                         {"path", c.path.string()},
+                        {"kind", r.kind},
                         {"complete", c.complete},
-                        {"state", c.state},
+                        {"status", r.status},
+                        {"state", r.kind == "parts" ? r.detail : c.state},
                         {"samples", c.samples},
                         {"bytes", c.bytes},
                         {"source", c.source}});
+      }
       print_json({{"command", "ls"}, {"dir", dir.string()}, {"caches", list}});
       return 0;
     }
-    for (const auto& c : caches) {
-      std::printf("%-40s %10llu %10s  %-10s %s\n", printable(c.name).c_str(), static_cast<unsigned long long>(c.samples),
-                  human_bytes(c.bytes).c_str(), c.complete ? "complete" : "INCOMPLETE", printable(c.complete ? c.source : c.state).c_str());
+    if (rows.empty()) {
+      spdlog::info("no caches in {}", dir.string());  // on stderr (the sink escapes it); -q silences it
+      return 0;
+    }
+    size_t width = 4;
+    for (const Row& r : rows) width = std::max(width, printable(r.listing.name).size());
+    std::printf("%-*s %10s %10s  %-10s %s\n", static_cast<int>(width), "NAME", "SAMPLES", "SIZE", "STATUS", "SOURCE / DETAIL");
+    for (const Row& r : rows) {
+      const std::string samples = r.kind == "cache" ? std::to_string(r.listing.samples) : "-";
+      std::printf("%-*s %10s %10s  %-10s %s\n", static_cast<int>(width), printable(r.listing.name).c_str(), samples.c_str(),
+                  human_bytes(r.listing.bytes).c_str(), r.status.c_str(), printable(r.detail).c_str());
     }
     return 0;
   };

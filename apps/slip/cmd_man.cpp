@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "cli_model.hpp"
+#include "output.hpp"
 #include "command.hpp"
 #include "slip/error.hpp"
 #include "slip/runtime.hpp"
@@ -178,12 +179,16 @@ Action setup_man(CLI::App& sub, const GlobalOptions&) {
     std::string output;
   };
   auto a = std::make_shared<Args>();
-  sub.add_option("command", a->command, "Print only this command's page (default: write every page into -o DIR)");
-  sub.add_option("-o,--output", a->output, "Directory to write slip.1 and slip-<command>.1 into");
+  // The commands are all declared by now (man is the last row of the table): their names are the choices.
+  std::vector<std::string> names{"slip"};
+  for (const CLI::App* c : sub.get_parent()->get_subcommands([](const CLI::App*) { return true; })) names.push_back(c->get_name());
+  sub.add_option("command", a->command, "Print only this command's page (default: write every page into -o DIR)")
+      ->check(CLI::IsMember(names));
+  sub.add_option("-o,--output", a->output, "Directory to write slip.1 and slip-<command>.1 into (- for stdout: one page)");
   return [a, &sub]() -> int {
     const CLI::App& root = *sub.get_parent();
     const auto cmds = describe_commands(root);
-    if (a->output.empty()) {
+    if (a->output.empty() || a->output == "-") {  // - is stdout, as everywhere
       if (a->command.empty() || a->command == "slip") {
         std::cout << page_for(root, nullptr, cmds);
         return 0;

@@ -24,6 +24,7 @@ Action setup_merge(CLI::App& sub, const GlobalOptions& global) {
   sub.add_flag("-f,--force", a->force, "Rebuild even if the merged cache exists");
   sub.add_flag("--json", a->json, "Print one JSON object");
   return [a, &global]() -> int {
+    reject_stdout(a->output, "-o");
     if (!a->status.empty()) {
       const auto states = part_status(a->status);
       bool all = !states.empty();
@@ -33,7 +34,7 @@ Action setup_merge(CLI::App& sub, const GlobalOptions& global) {
         list.push_back({{"index", s.index}, {"state", s.state}, {"path", s.path.string()}});
         if (!a->json) std::cout << s.index << "\t" << printable(s.state) << "\n";
       }
-      if (a->json) print_json({{"command", "merge"}, {"status", a->status}, {"all_done", all}, {"parts", list}});
+      if (a->json) print_json({{"command", "merge"}, {"workdir", a->status}, {"all_done", all}, {"parts", list}});
       return all ? 0 : exit_code(Errc::verify_failed);
     }
     std::vector<std::filesystem::path> inputs;

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "cli_errors.hpp"
 #include "command.hpp"
 #include "output.hpp"
 #include "slip/cache.hpp"
@@ -25,14 +26,14 @@ Action setup_order(CLI::App& sub, const GlobalOptions&) {
   sub.add_option("--rank", a->spec.rank, "This process's rank")->default_val(0);
   sub.add_option("--world-size", a->spec.world_size, "Number of ranks; each gets ceil(N/W) positions, padded by repetition")
       ->default_val(1)
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   sub.add_option("--block-size", a->spec.block_size, "Shuffle blocks of B consecutive samples, then within blocks (1: plain shuffle)")
       ->default_val(1)
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   sub.add_option("--format", a->format, "text (one id per line) or npy (int64 array)")
       ->check(CLI::IsMember({"text", "npy"}))
       ->default_val("text");
-  sub.add_option("-o,--output", a->output, "Write to this file (required for npy on a terminal)");
+  sub.add_option("-o,--output", a->output, "Write to this file instead of stdout (- for stdout); npy is never written to a terminal");
   return [a]() -> int {
     const Cache cache = Cache::open(a->cache);
     ShuffleSpec spec = a->spec;
@@ -41,18 +42,14 @@ Action setup_order(CLI::App& sub, const GlobalOptions&) {
     std::vector<uint64_t> ids(order.size());
     order.fill(0, ids);
     if (a->format == "npy") {
-      if (a->output.empty()) throw Error(Errc::usage, "--format npy needs -o FILE");
-      write_ids_npy(a->output, ids);
-      std::cout << a->output << "\n";
+      // Into a file (its path is printed) or a pipe; never onto a terminal.
+      write_output(a->output, ids_npy(ids), true);
+      if (!a->output.empty() && !is_stdout(a->output)) std::cout << a->output << "\n";
       return 0;
     }
-    std::FILE* out = a->output.empty() ? stdout : std::fopen(a->output.c_str(), "w");
-    if (!out) throw_errno("cannot create", a->output, errno);
-    for (uint64_t id : ids)
-      if (std::fprintf(out, "%llu\n", static_cast<unsigned long long>(id)) < 0) break;
-    const bool ok = std::fflush(out) == 0 && !std::ferror(out);
-    if (out != stdout) std::fclose(out);
-    if (!ok && errno != EPIPE) throw Error(Errc::io, "cannot write the order");
+    std::string text;
+    for (uint64_t id : ids) text += std::to_string(id) + "\n";
+    write_output(a->output, text, false);
     return 0;
   };
 }

@@ -38,13 +38,14 @@ Action setup_subset(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("--mode", a->mode, "copy: write a new cache; ids: write the selected ids as an int64 .npy")
       ->check(CLI::IsMember({"copy", "ids"}))
       ->default_val("copy");
-  sub.add_option("-o,--output", a->output, "Output directory (copy) or .npy file (ids)")
+  sub.add_option("-o,--output", a->output, "Output directory (copy) or .npy file (ids; - for stdout)")
       ->default_str("$SLIPSTREAM_CACHE_DIR or ~/.slipstream; ids: ./<cache>-<n>.ids.npy");
   sub.add_option("--name", a->name, "Name part of the subset cache (default: <parent>-subset)");
   sub.add_flag("--json", a->json, "Print one JSON object");
   sub.add_flag("-n,--dry-run", a->dry_run, "Say what would be selected and written where; write nothing");
   (void)names;
   return [a, &global]() -> int {
+    if (a->mode == "copy") reject_stdout(a->output, "-o (with --mode copy)");
     if (a->values.empty() && a->values_file.empty() && a->sel.names.empty())
       throw Error(Errc::usage, "give --values, --values-file or --names");
     std::vector<std::string> raw = a->values;
@@ -90,6 +91,12 @@ Action setup_subset(CLI::App& sub, const GlobalOptions& global) {
       // Default: ./<parent>-<n>.ids.npy (never inside the cache, which is checksummed).
       const std::string out =
           a->output.empty() ? cache.path().filename().string() + "-" + std::to_string(ids.size()) + ".ids.npy" : a->output;
+      if (is_stdout(out)) {
+        // -o -: the .npy is stdout, so nothing else may be printed there.
+        if (a->json) throw Error(Errc::usage, "--json and -o - both write to stdout; give -o FILE");
+        write_output(out, ids_npy(ids), true);
+        return 0;
+      }
       write_ids_npy(out, ids);
       j["path"] = out;
     } else {

@@ -10,7 +10,7 @@ namespace slip::cli {
 
 Action setup_verify(CLI::App& sub, const GlobalOptions& global) {
   struct Args {
-    std::string cache;
+    std::vector<std::string> caches;
     unsigned threads = 0;
     size_t max_issues = 100;
     bool json = false;
@@ -19,14 +19,14 @@ Action setup_verify(CLI::App& sub, const GlobalOptions& global) {
     double mean_diff = 0.01;
   };
   auto a = std::make_shared<Args>();
-  sub.add_option("cache", a->cache, "Cache directory")->required();
+  sub.add_option("cache", a->caches, "Cache directories (several: one report each; the exit status is the worst)")->required();
   sub.add_option("-j,--threads", a->threads, "Worker threads (default: CPUs available to the process)");
   sub.add_option("--max-issues", a->max_issues, "Issues to list in detail")->default_val(100);
-  sub.add_flag("--json", a->json, "Print one JSON report object");
+  sub.add_flag("--json", a->json, "Print one JSON report object per cache (one per line)");
   sub.add_flag("--decode", a->decode, "Also decode every image with the engine and with TurboJPEG and compare the pixels");
   sub.add_option("--max-diff", a->max_diff, "--decode: largest allowed absolute pixel difference")->default_val(1);
   sub.add_option("--mean-diff", a->mean_diff, "--decode: largest allowed mean absolute difference per image")->default_val(0.01);
-  return [a, &global]() -> int {
+  const auto one = [a, &global](const std::string& cache) -> int {
     VerifyOptions options;
     options.decode = a->decode;
     options.max_diff = a->max_diff;
@@ -38,7 +38,7 @@ Action setup_verify(CLI::App& sub, const GlobalOptions& global) {
       progress.phase("verify " + std::string(phase));
       progress.update(done, total);
     };
-    const VerifyReport r = verify_cache(a->cache, options);
+    const VerifyReport r = verify_cache(cache, options);
     progress.finish();
     if (a->json) {
       nlohmann::ordered_json j;
@@ -85,6 +85,7 @@ Action setup_verify(CLI::App& sub, const GlobalOptions& global) {
     }
     return r.ok() ? 0 : exit_code(Errc::verify_failed);
   };
+  return [a, one]() -> int { return for_each_cache(a->caches, a->json, "verify", one); };
 }
 
 }  // namespace slip::cli

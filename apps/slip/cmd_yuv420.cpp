@@ -1,5 +1,5 @@
 // slip yuv420 CACHE [--field F] [-j N] [--force] [--json]: add the sibling YUV420 files of
-// spec §1.6.2 to a JPEG cache, as the Python loader would build them on first use.
+// docs/FORMAT.md#yuv420-siblings to a JPEG cache, as the Python loader would build them on first use.
 #include <iostream>
 #include <memory>
 
@@ -27,7 +27,8 @@ Action setup_yuv420(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("--field", a->field, "Image field to convert (default: every JPEG image field)");
   sub.add_option("-j,--threads", a->threads, "Decoding threads (default: CPUs available to the process)");
   sub.add_flag("-f,--force", a->force, "Rebuild the sibling files even when valid ones exist");
-  sub.add_flag("--json", a->json, "Print one JSON object per field instead of the file names");
+  sub.add_flag("--json", a->json,
+               "Print one JSON object (the cache path and, per field, its files, sizes and time) instead of the file names");
   return [a, &global]() -> int {
     SiblingOptions options;
     options.field = a->field;

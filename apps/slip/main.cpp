@@ -7,6 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "cli_errors.hpp"
 #include "command.hpp"
 #include "log_sink.hpp"
 #include "output.hpp"
@@ -27,7 +28,7 @@ const Command kCommands[] = {
     {"order", "Print an epoch's shuffled order: O(1)-memory Feistel permutation, per rank", setup_order},
     {"merge", "Join the part caches of a job-array conversion (convert --shard I/N) into one cache", setup_merge},
     {"bench", "Measure how fast a cache loads (raw I/O, decode, center, RRC, multi-crop) against the machine's limit", setup_bench},
-    {"yuv420", "Add the YUV420 sibling files (spec 1.6.2) to a JPEG cache, decoded once on all threads", setup_yuv420},
+    {"yuv420", "Add the YUV420 sibling files (docs/FORMAT.md) to a JPEG cache, decoded once on all threads", setup_yuv420},
     {"completions", "Print a bash, zsh or fish completion script", setup_completions},
     {"man", "Print or write the man pages", setup_man},
 };
@@ -53,7 +54,7 @@ int main(int argc, char** argv) {
   GlobalOptions global;
   CLI::App app{"slip — prepare vision datasets as slipstream caches for fast training"};
   app.name("slip");
-  app.set_version_flag("--version", [] { return "slip " + slip::version() + "\n" + slip::build_info(); });
+  app.set_version_flag("-V,--version", [] { return "slip " + slip::version() + "\n" + slip::build_info(); });
   app.add_flag("-v,--verbose", global.verbose, "More log output on stderr (repeatable)");
   app.add_flag("-q,--quiet", global.quiet, "Only errors on stderr; no progress");
   app.add_flag("--progress", global.progress, "Show progress even when stderr is not a terminal");
@@ -69,6 +70,9 @@ int main(int argc, char** argv) {
   for (const Command& cmd : kCommands) {
     CLI::App* sub = app.add_subcommand(cmd.name, cmd.summary);
     actions[sub] = cmd.setup(*sub, global);
+    // CLI11 reads "-1" into an unsigned option as 2^64-1; every unsigned option refuses it.
+    for (CLI::Option* opt : sub->get_options())
+      if (opt->get_type_name().rfind("UINT", 0) == 0) opt->check(at_least(0));
   }
 
   try {
@@ -80,7 +84,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
+    // One line, naming the bad word (README: every usage error is `slip: error: ...`, exit 2).
+    spdlog::error("{}", describe_parse_error(app, e));
     return slip::exit_code(slip::Errc::usage);
   }
   if (global.quiet)

@@ -2,8 +2,12 @@
 
 #include <unistd.h>
 
+#include <cerrno>
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
+
+#include <spdlog/spdlog.h>
 
 #include "slip/error.hpp"
 
@@ -29,6 +33,25 @@ uint64_t parse_count(const std::string& text) {
 }
 
 bool stdout_is_terminal() { return ::isatty(STDOUT_FILENO) == 1; }
+void write_output(const std::string& path, std::string_view data, bool binary) {
+  if (path.empty() || is_stdout(path)) {
+    if (binary && stdout_is_terminal()) throw Error(Errc::usage, "refusing to write binary data to a terminal; use -o FILE or a pipe");
+    if (std::fwrite(data.data(), 1, data.size(), stdout) != data.size() || std::fflush(stdout) != 0) {
+      if (errno == EPIPE) return;  // the reader is gone (`| head`): not an error
+      throw Error(Errc::io, "cannot write to stdout");
+    }
+    return;
+  }
+  std::FILE* out = std::fopen(path.c_str(), binary ? "wb" : "w");
+  if (!out) throw_errno("cannot create", path, errno);
+  const bool ok = std::fwrite(data.data(), 1, data.size(), out) == data.size();
+  if (std::fclose(out) != 0 || !ok) throw_errno("cannot write", path, errno);
+}
+
+void reject_stdout(const std::string& path, const std::string& option) {
+  if (is_stdout(path)) throw Error(Errc::usage, option + " names a directory (a cache is a directory); '-' (stdout) is not possible here");
+}
+
 bool stderr_is_terminal() { return ::isatty(STDERR_FILENO) == 1; }
 
 std::string human_bytes(uint64_t bytes) {
@@ -42,6 +65,23 @@ std::string human_bytes(uint64_t bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
   return buf;
+}
+
+int for_each_cache(const std::vector<std::string>& caches, bool json, const std::string& command,
+                   const std::function<int(const std::string&)>& one) {
+  if (caches.size() == 1) return one(caches.front());
+  int worst = 0;
+  for (const std::string& cache : caches) {
+    try {
+      worst = std::max(worst, one(cache));
+    } catch (const Error& e) {
+      if (e.code() == Errc::interrupted) throw;
+      spdlog::error("{}", e.describe());
+      if (json) print_json({{"command", command}, {"path", cache}, {"error", e.describe()}, {"exit_code", exit_code(e.code())}});
+      worst = std::max(worst, exit_code(e.code()));
+    }
+  }
+  return worst;
 }
 
 void print_json(const nlohmann::ordered_json& object) {

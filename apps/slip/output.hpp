@@ -3,8 +3,10 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -18,8 +20,23 @@ inline constexpr int kJsonSchemaVersion = 1;
 uint64_t parse_count(const std::string& text);
 
 bool stdout_is_terminal();
+
+// "-" names stdout wherever a file is written (cat -o, order -o, subset --mode ids -o, man -o).
+inline bool is_stdout(const std::string& path) { return path == "-"; }
+// Writes `data` to the file `path`, or to stdout when `path` is "" or "-"; binary data is
+// refused on a terminal (usage error). Throws Error(io) when the write fails.
+void write_output(const std::string& path, std::string_view data, bool binary);
+// For options naming a directory (a cache is a directory): "-" is a usage error.
+void reject_stdout(const std::string& path, const std::string& option);
 bool stderr_is_terminal();
 std::string human_bytes(uint64_t bytes);
+// Runs `one` for each cache in turn (slip verify A B ..., slip info A B ...). The exit status
+// is the worst (highest) of the caches'. With several caches an error in one is reported
+// (a `slip: error:` line; with --json also an object {"command", "path", "error", "exit_code"})
+// and the next cache is still checked; with one cache the error propagates as usual.
+int for_each_cache(const std::vector<std::string>& caches, bool json, const std::string& command,
+                   const std::function<int(const std::string&)>& one);
+
 // Prints one JSON object on stdout (with "schema": kJsonSchemaVersion added first).
 void print_json(const nlohmann::ordered_json& object);
 

@@ -82,3 +82,58 @@ if command -v zsh >/dev/null; then
 else
   echo "skip: zsh not installed"
 fi
+
+# On/off flags (--help, --json, --force, ...) take no value: no man page shows one after them,
+# zsh does not wait for one, fish does not ask for one. Flags are the --help lines whose spec
+# is followed by the description (two spaces), not by a TYPE.
+for c in "" $commands; do
+  page=$WORK/man/slip${c:+-$c}.1
+  for f in $("$SLIP" $c --help | grep -oE '^  (-[A-Za-z0-9],)?--[a-z][a-z0-9-]*( {2,}|$)' | grep -oE -- '--[a-z][a-z0-9-]*'); do
+    esc=${f//-/\\\\-}
+    ! grep -qE -- "\\\\fB$esc\\\\fR \\\\fI" "$page" || fail "man page slip${c:+-$c} shows a value after the flag $f"
+    ! grep -E -- "[{'\"]$f[],}'\"]" "$WORK/comp.zsh" | grep -q ':value:' || fail "zsh expects a value after the flag $c $f"
+    ! grep -E -- "-l ${f#--}( |$)" "$WORK/comp.fish" | grep -qE -- ' -(x|r) ' || fail "fish expects a value after the flag $c $f"
+  done
+done
+! grep -q '\\fIVALUE\\fR' "$WORK"/man/*.1 || fail "a man page shows VALUE"
+pass "flags show no value in the man pages, zsh and fish"
+
+# Positionals with a fixed set of values complete those values, not file names; no word twice.
+got=$(bash -c "source '$WORK/comp.bash'; COMP_WORDS=(slip completions ''); COMP_CWORD=2; _slip; echo \${COMPREPLY[*]}")
+[ "$got" = "bash zsh fish" ] || fail "bash: slip completions <TAB> gave '$got'"
+got=$(bash -c "source '$WORK/comp.bash'; COMP_WORDS=(slip man ''); COMP_CWORD=2; _slip; echo \${COMPREPLY[*]}")
+echo "$got" | grep -qw convert && ! echo "$got" | grep -q / || fail "bash: slip man <TAB> gave '$got'"
+for c in $commands; do
+  got=$(bash -c "source '$WORK/comp.bash'; COMP_WORDS=(slip $c --); COMP_CWORD=2; _slip; printf '%s\n' \${COMPREPLY[*]}")
+  dup=$(echo "$got" | sort | uniq -d)
+  [ -z "$dup" ] || fail "bash: slip $c -- offers $(echo $dup) twice"
+done
+if command -v fish >/dev/null; then
+  got=$(fish -c "source '$WORK/comp.fish'; complete -C 'slip completions '" | cut -f1 | sort | tr '\n' ' ')
+  [ "$got" = "bash fish zsh " ] || fail "fish: slip completions <TAB> gave '$got'"
+fi
+grep -q "'1:shell:(bash zsh fish)'" "$WORK/comp.zsh" || fail "zsh: completions does not offer the shells"
+pass "completions and man complete their values; no word offered twice"
+
+# The docs stand on their own: nothing a user of the repository reads cites the private spec
+# (shared/spec, "spec 1.x", "spec §"), and user-facing text (README, docs, man pages,
+# completions, --help, headers and library comments) does not send the reader to ../shared,
+# which only the tests and benchmarks use. Every FORMAT.md anchor cited exists.
+cd "$SRC"
+hits=$(grep -rIn --exclude-dir=build --exclude-dir=.git --exclude-dir='build-*' --exclude=cli_docs.sh -e 'shared/spec' -e 'spec 1\.[0-9]' -e 'spec §' . || true)
+[ -z "$hits" ] || { echo "$hits"; fail "references to the private spec"; }
+hits=$(grep -rIn -e '\.\./shared' -e '§' README.md docs man completions apps lib/include lib/src || true)
+[ -z "$hits" ] || { echo "$hits"; fail "user-facing text points at ../shared or at spec sections"; }
+"$SLIP" --help | grep -q 'spec' && fail "--help cites the spec"
+for c in $commands; do ! "$SLIP" $c --help | grep -qE 'spec [0-9§]|shared/' || fail "slip $c --help cites the spec"; done
+anchors=$(grep -oE '<a id="[a-z0-9-]+"></a>' docs/FORMAT.md | sed -E 's/<a id="([^"]+)".*/\1/' | sort -u)
+for ref in $(grep -rIhoE --exclude-dir=build --exclude-dir=.git 'FORMAT\.md#[a-z0-9-]+' . | sed 's/.*#//' | sort -u); do
+  echo "$anchors" | grep -qx "$ref" || fail "docs/FORMAT.md has no anchor '$ref'"
+done
+for key in version num_samples fields file_sizes max_size image_format data_ptr data_size offsets.npy _yuv420.bin \
+           content_id fingerprint checksums payload_checksums ledger manifest.json.xxh3 _index.npy; do
+  grep -q -- "$key" docs/FORMAT.md || fail "docs/FORMAT.md does not describe $key"
+done
+grep -q '^demo-caches/' .gitignore || fail "demo-caches/ (written by the quick start) is not in .gitignore"
+! grep -q 'closing note\|issue note' docs/SLURM.md || fail "docs/SLURM.md points at an issue note instead of stating its figures"
+pass "docs stand on their own: no private spec, FORMAT.md anchors resolve"

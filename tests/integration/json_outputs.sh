@@ -25,3 +25,46 @@ cache=$("$SLIP" convert "$root" -o "$WORK/c")
 "$SLIP" subset "$cache" --values 0 --dry-run --json -o "$WORK/s2" | check parent mode selected path dry_run || fail "subset --dry-run"
 [ ! -e "$WORK/s2" ] || fail "subset --dry-run wrote something"
 pass "--json of convert, convert --dry-run, verify, info, ls, index, subset"
+
+# Every output docs/JSON.md documents has every top-level key its table lists (and is one
+# object per line, each with schema and command).
+doc=$WORK/doc-json && mkdir -p "$doc"
+"$SLIP" convert "$root" -o "$WORK/c" --json > "$doc/convert"
+"$SLIP" convert "$root" -o "$WORK/c" --dry-run --json > "$doc/convert --dry-run"
+"$SLIP" convert https://example.invalid/shard-0.tar --dry-run --json > "$doc/convert --dry-run (remote source)"
+"$SLIP" verify "$cache" --json > "$doc/verify"
+"$SLIP" info "$cache" --json > "$doc/info"
+"$SLIP" ls "$WORK/c" --json > "$doc/ls"
+"$SLIP" index "$cache" --field label --json > "$doc/index"
+"$SLIP" subset "$cache" --values 1 --json -o "$WORK/s3" > "$doc/subset"
+"$SLIP" subset "$cache" --values 1 --mode ids -o "$WORK/ids1.npy" --json > "$doc/subset --mode ids"
+"$SLIP" subset "$cache" --values 1 --dry-run --json -o "$WORK/s4" > "$doc/subset --dry-run"
+"$SLIP" convert "$root" -o "$WORK/sh" --shard 0/2 -q >/dev/null
+"$SLIP" convert "$root" -o "$WORK/sh" --shard 1/2 -q >/dev/null
+"$SLIP" merge --status "$WORK"/sh/*.parts --json > "$doc/merge --status"
+"$SLIP" merge --from "$WORK"/sh/*.parts --json > "$doc/merge"
+cp -r "$cache" "$WORK/y.slipstream"
+"$SLIP" yuv420 "$WORK/y.slipstream" --json -q > "$doc/yuv420"
+"$SLIP" bench "$WORK/y.slipstream" -e 1 -b 4 --max-samples 8 --json > "$doc/bench"
+"$SLIP" bench "$WORK/y.slipstream" -e 1 -b 4 --max-samples 8 --no-limit --compare siblings --json > "$doc/bench --compare"
+$PY - "$SRC/docs/JSON.md" "$doc" <<'PY' || fail "docs/JSON.md and the --json outputs disagree"
+import json, os, re, sys
+rows = {}
+for line in open(sys.argv[1]):
+    cells = [c.strip() for c in line.strip().strip("|").split("|")]
+    if len(cells) == 3 and cells[0].startswith("`"):
+        label = re.sub(r"`", "", cells[0])
+        rows[label] = re.findall(r"`([a-z_0-9]+)`", cells[1])
+produced = set(os.listdir(sys.argv[2]))
+assert produced == set(rows), f"documented {sorted(rows)} vs tested {sorted(produced)}"
+for label, keys in rows.items():
+    lines = open(os.path.join(sys.argv[2], label)).read().splitlines()
+    assert len(lines) == 1, f"{label}: {len(lines)} lines"
+    d = json.loads(lines[0])
+    missing = [k for k in ["schema", "command"] + keys if k not in d]
+    assert not missing, f"{label}: documented keys missing: {missing}"
+    assert d["command"] == label.split()[0], (label, d["command"])
+print(f"ok: {len(rows)} documented outputs checked")
+PY
+grep -qE '^\| `bench`' "$SRC/docs/JSON.md" && grep -qE '^\| `yuv420`' "$SRC/docs/JSON.md" || fail "JSON.md lacks bench or yuv420"
+pass "every --json output docs/JSON.md documents has its documented keys"

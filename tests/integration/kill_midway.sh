@@ -59,7 +59,7 @@ sleep "$(awk -v ms="$full_ms" 'BEGIN{printf "%.3f", ms*0.3/1000}')"
 kill -9 "$pid"; wait "$pid" 2>/dev/null || true
 ls -A "$out" | grep -q "^\.big-.*\.tmp-$pid\$" || fail "the SIGKILLed convert left no temporary directory"
 expect_status 0 "$SLIP" ls "$out"
-grep -q "incomplete (abandoned)" "$WORK/out" || fail "ls does not show the abandoned directory"
+grep -qE " abandoned +interrupted conversion" "$WORK/out" || fail "ls does not show the abandoned directory"
 expect_status 0 "$SLIP" convert "$BIG" -o "$out"
 cache=$(tail -n1 "$WORK/out")
 expect_status 0 "$SLIP" verify "$cache"

@@ -1,4 +1,4 @@
-"""Independent numpy implementation of the YUV420 payload of spec §1.6.1, steps 2-5.
+"""Independent numpy implementation of the YUV420 payload of docs/FORMAT.md#yuv420-conversion.
 
 Usage: yuv420_numpy.py DIR
 DIR holds pairs NAME.rgb.npy (H x W x 3 uint8, the pixels slip converted) and NAME.yuv

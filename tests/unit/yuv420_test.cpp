@@ -1,4 +1,4 @@
-// YUV420 payloads (spec §1.6): the colour conversion against an independent numpy
+// YUV420 payloads (docs/FORMAT.md#yuv420): the colour conversion against an independent numpy
 // implementation, the sibling files against the Python builder's fixture, the round trip
 // against the JPEG decode, the sibling reader's checks, and the engine on sibling files.
 #include <gtest/gtest.h>
@@ -46,7 +46,7 @@ RgbImage random_rgb(uint32_t w, uint32_t h, uint32_t seed) {
 
 fs::path corpus(const std::string& rel) { return test::shared_dir() / "corpus/imagenet_like" / rel; }
 
-// Every byte of slip's payload equals what an independent numpy implementation of §1.6.1
+// Every byte of slip's payload equals what an independent numpy implementation of docs/FORMAT.md#yuv420-conversion
 // computes from the same RGB pixels: random images of odd and tiny sizes, and real photos of
 // every awkward kind (grayscale, CMYK, PNG named .JPEG, 1x1) after slip's decode.
 TEST(Yuv420, ConversionIsByteIdenticalToNumpyReference) {
@@ -105,7 +105,7 @@ TEST(Yuv420, SiblingsOfJpegFixtureMatchPythonYuv420Fixture) {
   ASSERT_EQ(results.size(), 1u);
   EXPECT_FALSE(results[0].reused);
   EXPECT_EQ(results[0].samples, 24u);
-  // A Python cache's manifest is left alone (siblings are not listed in it, spec §1.6.2).
+  // A Python cache's manifest is left alone (siblings are not listed in it, docs/FORMAT.md#yuv420-siblings).
   EXPECT_EQ(test::read_file(tmp.path() / "jpeg/manifest.json"), manifest_before);
 
   const Cache jpeg = Cache::open(tmp.path() / "jpeg");

@@ -18,7 +18,7 @@
 
 namespace SLIP_API slip {
 
-// One row of <f>.meta.npy (spec §1.4), packed little-endian.
+// One row of <f>.meta.npy (docs/FORMAT.md#meta-records), packed little-endian.
 struct MetaRecord {
   uint64_t data_ptr;
   uint64_t data_size;
@@ -35,7 +35,7 @@ struct CacheField {
   std::string image_format;     // image/bytes: "jpeg" (default) or "yuv420"
   std::string dtype;            // numeric/ndarray: the .npy dtype ("<i8", ...)
   std::vector<uint64_t> shape;  // numeric/ndarray: the .npy shape
-  // The storage files of this field, main file first (spec §1.1).
+  // The storage files of this field, main file first (docs/FORMAT.md#layout).
   std::vector<std::string> files;
   bool has_checksums = false;  // slip's <f>.xxh3.npy present
 };

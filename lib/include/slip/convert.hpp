@@ -17,7 +17,7 @@ namespace SLIP_API slip {
 enum class NonJpegPolicy { transcode, keep, fail };
 enum class OnError { fail, skip };
 // How image fields are stored: the encoded files (JPEG, verbatim where possible), or decoded
-// planar YUV 4:2:0 pixels (spec §1.6.1; larger, but no entropy decoding when training).
+// planar YUV 4:2:0 pixels (docs/FORMAT.md#yuv420-conversion; larger, but no entropy decoding when training).
 enum class StoredFormat { jpeg, yuv420 };
 
 struct ProgressUpdate {
@@ -43,7 +43,7 @@ struct ConvertOptions {
   bool force = false;                                 // rebuild even when a complete cache exists
   NonJpegPolicy non_jpeg = NonJpegPolicy::transcode;  // jpeg storage only
   // yuv420: every image is decoded once (TurboJPEG; other formats as decode_to_rgb) and stored
-  // as its exact §1.6.1 conversion; the cache is named <name>-yuv420-<id8> and its content id
+  // as its exact YUV420 payload (docs/FORMAT.md#yuv420-conversion); the cache is named <name>-yuv420-<id8> and its content id
   // differs from the JPEG cache's of the same source.
   StoredFormat image_format = StoredFormat::jpeg;
   OnError on_error = OnError::fail;

@@ -99,7 +99,7 @@ struct DecodeOptions {
   uint64_t seed = 0;
   unsigned threads = 0;  // 0: available_cpus()
   std::string field;     // empty: the cache's first image field
-  // Decode the field's YUV420 sibling files (spec §1.6.2, `slip yuv420`) instead of its JPEGs.
+  // Decode the field's YUV420 sibling files (docs/FORMAT.md#yuv420-siblings, `slip yuv420`) instead of its JPEGs.
   bool yuv420_siblings = false;
 };
 

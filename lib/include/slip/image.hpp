@@ -15,7 +15,7 @@ enum class ImageFormat { unknown, jpeg, png, gif, bmp, webp, tiff, ppm };
 const char* image_format_name(ImageFormat format) noexcept;
 
 // What the bytes are, judged by magic bytes only (never by file name). JPEG is FF D8 alone, the
-// Python writer's own test (spec §1.5); ppm is P1..P6 followed by whitespace.
+// Python writer's own test (docs/FORMAT.md#jpeg-payloads); ppm is P1..P6 followed by whitespace.
 ImageFormat sniff_image_format(std::span<const std::byte> data) noexcept;
 
 struct JpegHeader {
@@ -28,7 +28,8 @@ struct JpegHeader {
   bool adobe_transform_seen = false;  // a complete Adobe APP14 segment precedes the SOF
 };
 
-// Walks the marker segments after SOI as the Python slipstream writer does (spec §1.5): stray
+// Walks the marker segments after SOI as the Python slipstream writer does
+// (docs/FORMAT.md#jpeg-dimensions): stray
 // non-FF bytes and FF fill bytes skipped, standalone markers stepped over, APPn/other segments
 // skipped whole by their length (so an EXIF thumbnail's SOF/EOI is never seen), stopping at
 // the first SOF (C0..CF except C4, C8, CC). Returns false when there is no SOI, no SOF before

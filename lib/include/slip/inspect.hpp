@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "slip/cache.hpp"
+#include "slip/convert.hpp"
 
 namespace SLIP_API slip {
 
@@ -42,6 +43,7 @@ struct FieldSummary {
 
 struct LedgerSummary {
   std::map<std::string, uint64_t> actions;  // "transcoded" -> 6, "skipped" -> 1
+  std::vector<LedgerEntry> entries;         // as recorded, in order (slip info lists them)
 };
 
 struct CacheSummary {

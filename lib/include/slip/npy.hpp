@@ -12,7 +12,7 @@
 
 namespace SLIP_API slip {
 
-// The record dtype of <f>.meta.npy (spec §1.4), as numpy writes its descr.
+// The record dtype of <f>.meta.npy (docs/FORMAT.md#meta-records), as numpy writes its descr.
 inline constexpr std::string_view kMetaRecordDescr = "[('data_ptr', '<u8'), ('data_size', '<u8'), ('height', '<u4'), ('width', '<u4')]";
 
 // Returns magic + version 1.0 + length + header text, exactly what numpy.save writes before

@@ -34,7 +34,7 @@ struct FieldSpec {
   // ndarray only: numpy dtype string ("<f4", ">i2", ...) and per-sample shape.
   std::string dtype;
   std::vector<uint64_t> shape;
-  // image/bytes: the manifest's image_format, "jpeg" (encoded files) or "yuv420" (spec §1.6).
+  // image/bytes: the manifest's image_format, "jpeg" (encoded files) or "yuv420" (docs/FORMAT.md#yuv420).
   std::string image_format = "jpeg";
 };
 

@@ -7,20 +7,32 @@
 //   indexes, subsets .... slip/index.hpp, slip/subset.hpp
 //   epoch orders ........ slip/shuffle.hpp (EpochOrder)
 //   images .............. slip/image.hpp   (header parsing, decode, encode)
-//   building blocks ..... slip/npy.hpp, slip/hash.hpp, slip/runtime.hpp, slip/error.hpp
+//   batches, crops ...... slip/decode.hpp  (BatchDecoder, DecodeOptions, crop groups)
+//   YUV420 siblings ..... slip/yuv420.hpp  (add_yuv420_siblings)
+//   job arrays .......... slip/merge.hpp   (merge_parts, part_status)
+//   benchmarks .......... slip/bench.hpp   (run_bench, run_bench_comparison)
+//   remote sources ...... slip/remote.hpp, slip/sigv4.hpp (fetch_remote, S3 request signing)
+//   building blocks ..... slip/npy.hpp, slip/hash.hpp, slip/runtime.hpp, slip/error.hpp, slip/schema.hpp
+//   versions, exports ... slip/version.hpp (SLIP_VERSION_*), slip/export.hpp (SLIP_API)
 #pragma once
 
+#include "slip/bench.hpp"
 #include "slip/cache.hpp"
 #include "slip/convert.hpp"
+#include "slip/decode.hpp"
 #include "slip/error.hpp"
+#include "slip/export.hpp"
 #include "slip/hash.hpp"
 #include "slip/image.hpp"
 #include "slip/index.hpp"
 #include "slip/inspect.hpp"
+#include "slip/merge.hpp"
 #include "slip/npy.hpp"
+#include "slip/remote.hpp"
 #include "slip/runtime.hpp"
 #include "slip/schema.hpp"
 #include "slip/shuffle.hpp"
+#include "slip/sigv4.hpp"
 #include "slip/source.hpp"
 #include "slip/subset.hpp"
 #include "slip/verify.hpp"

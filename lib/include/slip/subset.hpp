@@ -38,5 +38,7 @@ std::unique_ptr<Source> open_cache_subset(const std::filesystem::path& parent, s
 
 // Writes ids as a 1-D int64 .npy (what loaders take as indices=).
 void write_ids_npy(const std::filesystem::path& path, const std::vector<uint64_t>& ids);
+// The same .npy file as bytes (for a pipe: `slip order --format npy | ...`).
+std::string ids_npy(const std::vector<uint64_t>& ids);
 
 }  // namespace slip

@@ -1,5 +1,5 @@
-// slip/yuv420.hpp — the YUV420 image payloads of spec §1.6: the exact RGB -> I420 conversion,
-// its inverse, the sibling files inside a JPEG cache (§1.6.2) and building them.
+// slip/yuv420.hpp — the YUV420 image payloads of docs/FORMAT.md#yuv420: the exact RGB -> I420 conversion,
+// its inverse, the sibling files inside a JPEG cache (docs/FORMAT.md#yuv420-siblings) and building them.
 #pragma once
 
 #include "slip/export.hpp"
@@ -30,7 +30,7 @@ struct Yuv420Image {
 // Bytes of the payload of a width x height image after padding to even sizes.
 uint64_t yuv420_payload_size(uint32_t width, uint32_t height) noexcept;
 
-// Spec §1.6.1 steps 2-5, bit-exact with the Python builder: odd sizes padded by replicating the
+// docs/FORMAT.md#yuv420-conversion, bit-exact with the Python builder: odd sizes padded by replicating the
 // last row/column, full-range BT.601 in float32 (no fused multiply-add) clipped and truncated,
 // chroma the floor of each 2x2 block's mean. Throws Error(bad_input) for an empty image or a
 // pixel buffer of the wrong size.
@@ -45,7 +45,7 @@ RgbImage yuv420_to_rgb(std::span<const std::byte> payload, uint32_t width, uint3
 // "<field>_yuv420": the stem of the sibling files <stem>.bin and <stem>.meta.npy.
 std::string yuv420_sibling_stem(std::string_view field);
 
-// The sibling YUV420 copy of a JPEG image field (spec §1.6.2), memory-mapped. Opening checks
+// The sibling YUV420 copy of a JPEG image field (docs/FORMAT.md#yuv420-siblings), memory-mapped. Opening checks
 // the .npy header, the record count (the cache's N) and every record against the payload file
 // and its dimensions, so payload() never reads out of bounds.
 class Yuv420Siblings {

@@ -81,7 +81,7 @@ BenchReport run_bench(const Cache& cache, const BenchOptions& options, const std
       break;
     }
 
-  // The payloads measured: the field's own, or its YUV420 sibling files (spec §1.6.2).
+  // The payloads measured: the field's own, or its YUV420 sibling files (docs/FORMAT.md#yuv420-siblings).
   std::optional<Yuv420Siblings> siblings;
   if (decode.yuv420_siblings) siblings = Yuv420Siblings::open(cache, cache.fields()[field].name);  // the engine checked they exist
   const auto record_of = [&](uint64_t id) { return siblings ? siblings->record(id) : cache.record(field, id); };

@@ -71,7 +71,7 @@ struct Prepared {
   std::string transcode_reason;
 };
 
-// YUV420 storage: decode (or take the raw pixels), convert exactly as spec §1.6.1.
+// YUV420 storage: decode (or take the raw pixels), convert exactly as docs/FORMAT.md#yuv420-conversion.
 void store_as_yuv420(Value& v, const RgbImage& rgb) {
   Yuv420Image yuv = rgb_to_yuv420(rgb);
   v.bytes = std::move(yuv.planes);

@@ -1,5 +1,5 @@
 // Crop-window samplers. rrc_window is torchvision 0.14's RandomResizedCrop.get_params step for
-// step (see ../shared/reference/README.md), generic over the 32-bit generator so a test can feed
+// step, generic over the 32-bit generator so a test can feed
 // it torch's own MT19937 stream and compare row by row.
 #pragma once
 

@@ -106,7 +106,19 @@ CacheSummary summarize(const Cache& cache, size_t histogram_limit) {
   try {
     const auto manifest = nlohmann::json::parse(cache.manifest_text());
     if (manifest.contains("slip") && manifest["slip"].contains("ledger"))
-      for (const auto& e : manifest["slip"]["ledger"]) ++s.ledger.actions[e.value("action", std::string("?"))];
+      for (const auto& e : manifest["slip"]["ledger"]) {
+        ++s.ledger.actions[e.value("action", std::string("?"))];
+        // Each entry as recorded; a value of the wrong type reads as empty (the manifest is untrusted).
+        const auto text = [&](const char* key) {
+          return e.contains(key) && e[key].is_string() ? e[key].get<std::string>() : std::string();
+        };
+        const auto number = [&](const char* key) -> std::optional<uint64_t> {
+          if (e.contains(key) && e[key].is_number_unsigned()) return e[key].get<uint64_t>();
+          return std::nullopt;
+        };
+        s.ledger.entries.push_back(
+            {number("source_index").value_or(0), number("sample"), text("origin"), text("field"), text("action"), text("reason")});
+      }
   } catch (const std::exception&) {
   }
   std::error_code ec;

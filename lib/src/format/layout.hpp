@@ -16,7 +16,7 @@ inline constexpr int kSlipFormatVersion = 1;
 inline constexpr std::string_view kContentIdSalt = "slipstream-v1";
 inline constexpr std::string_view kCacheSuffix = ".slipstream";
 
-// Storage files of a field, main file first, as the Python loader expects them (spec §1.1).
+// Storage files of a field, main file first, as the Python loader expects them (docs/FORMAT.md#layout).
 std::vector<std::string> storage_files(std::string_view field, FieldType type);
 // slip's per-payload checksum file of an image/bytes field.
 std::string checksum_file(std::string_view field);

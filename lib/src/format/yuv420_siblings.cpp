@@ -1,4 +1,4 @@
-// The sibling YUV420 files of a JPEG image field (spec §1.6.2): reading and building them.
+// The sibling YUV420 files of a JPEG image field (docs/FORMAT.md#yuv420-siblings): reading and building them.
 #include <unistd.h>
 
 #include <chrono>

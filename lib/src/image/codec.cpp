@@ -1,6 +1,6 @@
 // Pixel decoding and RGB JPEG encoding: TurboJPEG for JPEG, libpng for PNG, stb_image for
 // GIF/BMP/PNM. The RGB conversions reproduce Pillow 9.4's Image.convert("RGB"), because the
-// Python writer re-encodes non-JPEG images from exactly those pixels (spec §1.5, §5.2).
+// Python writer re-encodes non-JPEG images from exactly those pixels (docs/FORMAT.md#non-jpeg).
 #include <algorithm>
 #include <cctype>
 #include <climits>

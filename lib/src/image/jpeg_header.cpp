@@ -1,4 +1,4 @@
-// Image headers without decoding: format sniffing, the JPEG SOF walk of spec §1.5, PNG IHDR.
+// Image headers without decoding: format sniffing, the JPEG SOF walk of docs/FORMAT.md#jpeg-dimensions, PNG IHDR.
 //
 // Everything here runs on untrusted bytes (and is fuzzed): every read is preceded by a bounds
 // check against data.size(), and offsets are size_t so they cannot wrap on any real input.
@@ -59,7 +59,7 @@ const char* image_format_name(ImageFormat format) noexcept {
 }
 
 ImageFormat sniff_image_format(std::span<const std::byte> data) noexcept {
-  // JPEG is FF D8 alone, exactly the Python writer's test (spec §1.5), so an SOI-only or
+  // JPEG is FF D8 alone, exactly the Python writer's test (docs/FORMAT.md#jpeg-payloads), so an SOI-only or
   // otherwise broken JPEG is still judged a JPEG and rejected later with a precise reason.
   if (starts_with(data, "\xFF\xD8")) return ImageFormat::jpeg;
   if (starts_with(data, kPngSignature)) return ImageFormat::png;

@@ -1,4 +1,4 @@
-// The YUV420 payload conversions of spec §1.6.1 and their inverse.
+// The YUV420 payload conversions of docs/FORMAT.md#yuv420-conversion and their inverse.
 //
 // The forward transform must be bit-exact with the Python builder (numpy float32), so it is
 // computed in float32 with the products summed left to right and no fused multiply-add: this

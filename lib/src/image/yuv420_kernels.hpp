@@ -7,7 +7,7 @@
 
 namespace slip::detail {
 
-// One pair of padded output rows of spec §1.6.1: `row0`/`row1` are RGB source rows (the same
+// One pair of padded output rows of docs/FORMAT.md#yuv420-conversion: `row0`/`row1` are RGB source rows (the same
 // pointer when the image's last row is replicated), `width` source pixels each; writes
 // padded_width luma bytes to y0/y1 and padded_width/2 chroma bytes to u/v.
 void rgb_row_pair_to_yuv420(const uint8_t* row0, const uint8_t* row1, uint32_t width, uint32_t padded_width, uint8_t* y0, uint8_t* y1,

@@ -1,5 +1,5 @@
-// FFCV .beton / .ffcv files (format version 2, ../shared/spec/ffcv.md), read through mmap with
-// every check of spec §9. Samples come out in sample-id order whatever the page order.
+// FFCV .beton / .ffcv files (format version 2, as FFCV's DatasetWriter writes them), read through mmap;
+// every offset, size and count is bounds-checked before use. Samples come out in sample-id order whatever the page order.
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
@@ -122,7 +122,7 @@ class FfcvSource final : public Source {
   }
 
   // A payload [ptr, ptr+size) must lie in the data region (after the metadata, before the
-  // allocation table). Zero-length payloads are never dereferenced (spec §6).
+  // allocation table). Zero-length payloads are never dereferenced.
   std::span<const std::byte> checked_payload(uint64_t s, const FfcvField& f, uint64_t ptr, uint64_t size, const std::byte* entry) const {
     if (size == 0) return {};
     if (ptr < metadata_end_ || ptr > alloc_table_ptr_ || size > alloc_table_ptr_ - ptr)
@@ -228,7 +228,7 @@ class FfcvSource final : public Source {
     }
     if (unknown > 1) throw Error(Errc::usage, "at most one --raw-field can be deduced per file").with_path(path_);
     layout_rows(unknown == 1);
-    // Metadata table and allocation table bounds (spec §9.4).
+    // Metadata table and allocation table bounds.
     if (row_size_ != 0 && num_samples_ > (file_size - metadata_offset_) / row_size_)
       throw fail(std::nullopt,
                  "sample count " + std::to_string(num_samples_) + " does not fit the file (" + std::to_string(file_size) + " bytes)", 8);
@@ -330,7 +330,7 @@ class FfcvSource final : public Source {
     f.array_bytes = n;
   }
 
-  // numpy's aligned-struct rule over the entries (spec §5). With one raw field of unknown
+  // numpy's aligned-struct rule over the entries. With one raw field of unknown
   // size, its entry spans up to the next field (or the row end, deduced from the file).
   void layout_rows(bool has_raw) {
     uint64_t off = 0, maxalign = 1;

@@ -84,7 +84,7 @@ class ImageFolderSource final : public Source {
     out.problem = std::move(read.problem);
     out.values[1].int_value = e.label;
     out.values[2].int_value = static_cast<int64_t>(pos_);
-    // The Python reader stores the path relative to the root's parent (spec §1.7).
+    // The Python reader stores the path relative to the root's parent (docs/FORMAT.md#imagefolder).
     const std::string rel = root_.filename().string() + "/" + e.relative;
     out.values[3].bytes.assign(reinterpret_cast<const std::byte*>(rel.data()), reinterpret_cast<const std::byte*>(rel.data()) + rel.size());
     ++pos_;

@@ -1,4 +1,4 @@
-// LitData "optimized" datasets (../shared/spec/litdata.md): index.json, chunk files (zstd
+// LitData "optimized" datasets (as LitData's optimize() writes them): index.json, chunk files (zstd
 // decompressed in memory, never written back), PyTreeLoader items, field names recovered from
 // config.data_spec. Samples in global index order (chunks[] order).
 #include <zstd.h>
@@ -311,7 +311,7 @@ class LitDataSource final : public Source {
                      " (truncated chunk?)",
                  data.size());
     }
-    // Header checks (spec §9.6).
+    // Header checks.
     const uint64_t len = data.size();
     if (len < 4) throw fail(c, std::nullopt, "chunk shorter than its item count", 0);
     const uint64_t n = le<uint32_t>(data.data());
@@ -455,7 +455,7 @@ class LitDataSource final : public Source {
     }
   }
 
-  // PIL raw buffers -> 8-bit L/RGB/RGBA as Pillow's convert("RGB") sees them (spec §5.2).
+  // PIL raw buffers -> 8-bit L/RGB/RGBA as Pillow's convert("RGB") sees them (docs/FORMAT.md#non-jpeg).
   void decode_pil(const Leaf& leaf, std::span<const std::byte> p, Value& v, size_t c, uint64_t i) const {
     auto bad = [&](const std::string& why) { return fail(c, i, "field \"" + leaf.name + "\": " + why, item_offset_); };
     if (p.size() < 12) throw bad("pil header cut short");

@@ -204,4 +204,11 @@ void write_ids_npy(const fs::path& path, const std::vector<uint64_t>& ids) {
   w.close();
 }
 
+std::string ids_npy(const std::vector<uint64_t>& ids) {
+  std::string out = npy_header("'<i8'", std::vector<uint64_t>{ids.size()});
+  const auto bytes = std::as_bytes(std::span(ids.data(), ids.size()));
+  out.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  return out;
+}
+
 }  // namespace slip

@@ -144,7 +144,7 @@ void check_payload_field(const Cache& cache, size_t fi, IssueSink& sink, VerifyR
   report.bytes_hashed += bytes;
 }
 
-// The sibling YUV420 files of a JPEG image field (spec §1.6.2), when present: well-formed
+// The sibling YUV420 files of a JPEG image field (docs/FORMAT.md#yuv420-siblings), when present: well-formed
 // (Yuv420Siblings::open checks every record), each image the even-padded size of its JPEG
 // and, with --decode, equal to a fresh conversion of a TurboJPEG decode of that JPEG.
 void check_yuv420_siblings(const Cache& cache, size_t fi, IssueSink& sink, VerifyReport& report, const VerifyOptions& options,
