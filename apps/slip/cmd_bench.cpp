@@ -109,6 +109,7 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
                                                         : ResampleMode::automatic;
     options.measure_limit = !a->no_limit;
     const Cache cache = Cache::open(a->cache);
+    cache.check_checksums();  // the tables (payload sums would skew the timing)
     const bool text = !a->json && !global.quiet;
     const auto print_epoch = [&](const BenchReport& r, size_t epoch) {
       if (!text) return;

@@ -23,6 +23,9 @@ Action setup_info(CLI::App& sub, const GlobalOptions&) {
   sub.add_flag("--json", a->json, "Print one JSON object");
   return [a]() -> int {
     const Cache cache = Cache::open(a->cache);
+    // The summary is derived from the tables: refuse ones that do not match their checksums
+    // (`slip verify` reports what is damaged).
+    cache.check_checksums();
     const CacheSummary s = summarize(cache);
     const CacheProvenance& p = s.provenance;
     if (a->json) {

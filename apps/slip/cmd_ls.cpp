@@ -29,13 +29,18 @@ Action setup_ls(CLI::App& sub, const GlobalOptions&) {
                         {"state", c.state},
                         {"samples", c.samples},
                         {"bytes", c.bytes},
-                        {"source", c.source}});
+                        {"source", c.source},
+                        {"temporaries", c.temporaries},
+                        {"temporary_bytes", c.temporary_bytes}});
       print_json({{"command", "ls"}, {"dir", dir.string()}, {"caches", list}});
       return 0;
     }
     for (const auto& c : caches) {
       std::printf("%-40s %10llu %10s  %-10s %s\n", c.name.c_str(), static_cast<unsigned long long>(c.samples), human_bytes(c.bytes).c_str(),
                   c.complete ? "complete" : "INCOMPLETE", c.complete ? c.source.c_str() : c.state.c_str());
+      // Left inside a cache by an interrupted run; the next run of the same command removes them.
+      for (const auto& t : c.temporaries) std::printf("  temporary file %s\n", t.c_str());
+      if (!c.temporaries.empty()) std::printf("  (%s in temporary files)\n", human_bytes(c.temporary_bytes).c_str());
     }
     return 0;
   };

@@ -68,6 +68,7 @@ int main(int argc, char** argv) {
     CLI::App* sub = app.add_subcommand(cmd.name, cmd.summary);
     actions[sub] = cmd.setup(*sub, global);
   }
+  strict_integer_options(app);  // no "-1" sample ids, no octal
 
   try {
     app.parse(argc, argv);

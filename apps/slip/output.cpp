@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <charconv>
 #include <cstdio>
 #include <iostream>
 
@@ -26,6 +27,43 @@ uint64_t parse_count(const std::string& text) {
       return v * mult;
     }
   throw Error(Errc::usage, "unknown unit in \"" + text + "\" (use K, M, G, KiB, MiB or GiB)");
+}
+
+namespace {
+
+// Why `text` is not a decimal integer of the option's kind, or "" when it is; leading zeros
+// are dropped so that CLI11's base-0 conversion cannot read the digits as octal.
+std::string strict_integer(std::string& text, bool is_signed) {
+  const bool negative = is_signed && !text.empty() && text[0] == '-';
+  const std::string_view digits = std::string_view(text).substr(negative ? 1 : 0);
+  if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos)
+    return "\"" + text + "\" is not a " + (is_signed ? "whole number" : "non-negative whole number");
+  uint64_t magnitude = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), magnitude);
+  const uint64_t limit = !is_signed ? UINT64_MAX : negative ? uint64_t{1} << 63 : uint64_t{INT64_MAX};
+  if (ec != std::errc() || end != digits.data() + digits.size() || magnitude > limit) return "\"" + text + "\" is out of range";
+  const size_t first = digits.find_first_not_of('0');
+  text = (negative && magnitude ? "-" : "") + std::string(first == std::string_view::npos ? "0" : digits.substr(first));
+  return {};
+}
+
+}  // namespace
+
+void strict_integer_options(CLI::App& app) {
+  for (CLI::Option* opt : app.get_options()) {
+    const std::string type = opt->get_type_name();
+    if (type != "UINT" && type != "INT") continue;
+    const bool is_signed = type == "INT";
+    opt->transform(CLI::Validator([is_signed](std::string& text) { return strict_integer(text, is_signed); }, ""));
+  }
+  for (CLI::App* sub : app.get_subcommands({})) strict_integer_options(*sub);
+}
+
+uint64_t parse_unsigned(std::string_view text, std::string_view what) {
+  std::string copy(text);
+  if (const std::string problem = strict_integer(copy, false); !problem.empty())
+    throw Error(Errc::usage, std::string(what) + ": " + problem);
+  return std::stoull(copy);
 }
 
 bool stdout_is_terminal() { return ::isatty(STDOUT_FILENO) == 1; }

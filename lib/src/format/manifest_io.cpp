@@ -4,6 +4,7 @@
 #include "slip/error.hpp"
 #include "slip/hash.hpp"
 #include "util/file_io.hpp"
+#include "util/untrusted.hpp"
 
 namespace slip::detail {
 
@@ -34,11 +35,13 @@ nlohmann::ordered_json read_manifest(const fs::path& dir) {
   const fs::path p = dir / kManifestName;
   const std::string text = read_text_file(p);
   try {
-    return nlohmann::ordered_json::parse(text);
+    return parse_ordered_json_bounded(text);
   } catch (const nlohmann::json::parse_error& e) {
     throw Error(Errc::bad_input, std::string("manifest.json is not valid JSON: ") + e.what()).with_path(p.string()).with_offset(e.byte);
   } catch (const nlohmann::json::exception& e) {
     throw Error(Errc::bad_input, std::string("manifest.json: ") + e.what()).with_path(p.string());
+  } catch (Error& e) {  // nested too deep
+    throw e.with_path(p.string());
   }
 }
 

@@ -67,6 +67,7 @@ FieldIndex build_field_index(const Cache& cache, std::string_view field) {
     return i;
   }();
   const CacheField& f = cache.fields()[fi];
+  cache.check_checksums(fi);  // an index derived from corrupt values would be checksummed as good
   FieldIndex idx;
   idx.field = f.name;
   const uint64_t n = cache.size();
@@ -407,7 +408,7 @@ std::optional<FieldIndex> read_field_index(const Cache& cache, std::string_view 
   std::vector<detail::MappedFile> files;
   std::vector<NpyHeader> headers;
   for (const auto& n : names) {
-    files.emplace_back(cache.path() / n);
+    files.emplace_back(cache.path() / n, detail::Open::cache_file);
     headers.push_back(parse_npy_header(files.back().bytes(), files.back().path()));
     if (headers.back().shape.size() != 1) throw Error(Errc::bad_input, "index array is not 1-D").with_path(files.back().path());
   }

@@ -13,9 +13,15 @@
 
 namespace slip::detail {
 
-MappedFile::MappedFile(const std::filesystem::path& path) : path_(path.string()) {
-  const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw_errno("cannot open", path_, errno);
+MappedFile::MappedFile(const std::filesystem::path& path, Open mode) : path_(path.string()) {
+  // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below anyway).
+  const bool strict = mode == Open::cache_file;
+  const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | (strict ? O_NOFOLLOW : 0));
+  if (fd < 0) {
+    const int err = errno;
+    if (strict && err == ELOOP) throw Error(Errc::bad_input, "is a symbolic link (refused inside a cache)").with_path(path_);
+    throw_errno("cannot open", path_, err);
+  }
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     const int err = errno;
@@ -24,7 +30,7 @@ MappedFile::MappedFile(const std::filesystem::path& path) : path_(path.string())
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    throw Error(Errc::io, "not a regular file").with_path(path_);
+    throw Error(strict ? Errc::bad_input : Errc::io, "is not a regular file").with_path(path_);
   }
   size_ = static_cast<uint64_t>(st.st_size);
   if (size_ > 0) {
@@ -68,7 +74,7 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
 }
 
 void MappedFile::drop_page_cache() const noexcept {
-  const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
   if (fd < 0) return;
   if (data_) ::madvise(const_cast<std::byte*>(data_), size_, MADV_DONTNEED);
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
@@ -127,8 +133,18 @@ void FileWriter::close() {
   if (::close(fd) != 0) throw_errno("cannot close", path_, errno);
 }
 
-std::string read_text_file(const std::filesystem::path& path) {
-  MappedFile f(path);
+void require_regular_file(const std::filesystem::path& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) throw Error(Errc::bad_input, "is missing").with_path(path.string());
+    throw_errno("cannot stat", path.string(), errno);
+  }
+  if (S_ISLNK(st.st_mode)) throw Error(Errc::bad_input, "is a symbolic link (refused inside a cache)").with_path(path.string());
+  if (!S_ISREG(st.st_mode)) throw Error(Errc::bad_input, "is not a regular file").with_path(path.string());
+}
+
+std::string read_text_file(const std::filesystem::path& path, Open mode) {
+  MappedFile f(path, mode);
   auto b = f.bytes();
   return std::string(reinterpret_cast<const char*>(b.data()), b.size());
 }

@@ -19,6 +19,7 @@
 #include "slip/runtime.hpp"
 #include "slip/yuv420.hpp"
 #include "util/file_io.hpp"
+#include "util/untrusted.hpp"
 
 namespace slip {
 
@@ -267,7 +268,7 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
 
   // Manifest content beyond what opening needs.
   try {
-    const auto manifest = nlohmann::json::parse(cache->manifest_text());
+    const auto manifest = detail::parse_json_bounded(cache->manifest_text());
     if (!manifest.contains("version"))
       report.notes.push_back("manifest has no \"version\" (the Python loader does not need it)");
     else if (manifest["version"] != 1)
@@ -323,7 +324,7 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
 
   // Field indexes recorded by slip: well-formed, every id carries its key's value, every sample once.
   try {
-    const auto manifest = nlohmann::json::parse(cache->manifest_text());
+    const auto manifest = detail::parse_json_bounded(cache->manifest_text());
     if (manifest.contains("slip") && manifest["slip"].contains("indexes")) {
       for (auto& [field, spec] : manifest["slip"]["indexes"].items()) {
         const std::string keys_file = spec.value("keys", field + ".index.keys.npy");
@@ -362,7 +363,7 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
 
   // Whole-file checksums recorded by slip.
   try {
-    const auto manifest = nlohmann::json::parse(cache->manifest_text());
+    const auto manifest = detail::parse_json_bounded(cache->manifest_text());
     // Untrusted JSON: walk with find(), never const operator[] on a key that may be absent.
     const nlohmann::json* files = &manifest;
     for (const char* key : {"slip", "checksums", "files"}) {
