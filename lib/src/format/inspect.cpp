@@ -137,8 +137,7 @@ std::vector<CacheListing> list_caches(const fs::path& dir) {
         // Untrusted JSON: find(), never const operator[] on a key that may be absent.
         const auto& slip = m.at("slip");
         const auto src = slip.is_object() ? slip.find("source") : slip.end();
-        if (src != slip.end() && src->is_object())
-          l.source = src->value("kind", std::string()) + ":" + src->value("uri", std::string());
+        if (src != slip.end() && src->is_object()) l.source = src->value("kind", std::string()) + ":" + src->value("uri", std::string());
       } else {
         l.source = "(python slipstream)";
       }

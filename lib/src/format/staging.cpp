@@ -83,7 +83,8 @@ TempLock::TempLock(const fs::path& dir, const std::string& final_name) {
     }
     // A cleaner may have taken (and unlinked) the fresh file in between: keep it only when we
     // hold the lock of the file that is still at that name.
-    struct stat held {}, named {};
+    struct stat held {
+    }, named{};
     if (::flock(fd, LOCK_EX | LOCK_NB) != 0 || ::fstat(fd, &held) != 0 || ::stat(lock.c_str(), &named) != 0 ||
         held.st_ino != named.st_ino || held.st_dev != named.st_dev) {
       ::close(fd);
@@ -163,8 +164,10 @@ std::vector<TempEntry> remove_stale_temporaries(const fs::path& dir, std::string
     std::error_code ec;
     if (!is_lock) fs::remove_all(t.path, ec);
     if (!ec) {
-      if (is_lock) ::unlink(t.path.c_str());
-      else ::unlink((t.path.string() + std::string(kLockSuffix)).c_str());
+      if (is_lock)
+        ::unlink(t.path.c_str());
+      else
+        ::unlink((t.path.string() + std::string(kLockSuffix)).c_str());
       removed.push_back(std::move(t));
     }
     if (fd >= 0) ::close(fd);
@@ -211,7 +214,8 @@ void StagingDir::publish() {
 
 bool manifest_sum_matches(const fs::path& dir, std::string_view text) {
   try {
-    return read_text_file(dir / kManifestSumName, Open::cache_file) == hex64(xxh3_64(std::as_bytes(std::span(text.data(), text.size())))) + "\n";
+    return read_text_file(dir / kManifestSumName, Open::cache_file) ==
+           hex64(xxh3_64(std::as_bytes(std::span(text.data(), text.size())))) + "\n";
   } catch (const Error&) {
     return false;
   }
