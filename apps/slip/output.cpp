@@ -51,7 +51,8 @@ std::string strict_integer(std::string& text, bool is_signed) {
 
 void strict_integer_options(CLI::App& app) {
   for (CLI::Option* opt : app.get_options()) {
-    const std::string type = opt->get_type_name();
+    std::string type = opt->get_type_name();  // "UINT", or with validators "UINT:POSITIVE"
+    type = type.substr(0, type.find_first_of(": "));
     if (type != "UINT" && type != "INT") continue;
     const bool is_signed = type == "INT";
     opt->transform(CLI::Validator([is_signed](std::string& text) { return strict_integer(text, is_signed); }, ""));

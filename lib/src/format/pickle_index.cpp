@@ -18,7 +18,9 @@ namespace {
 // Objects live in one arena and refer to each other by position: no ownership cycles, no
 // recursive destruction, whatever the memo opcodes build.
 enum class Kind : uint8_t { none, boolean, integer, real, str, bytes, tuple, list, dict, global, dtype, array };
-enum class Callable : uint8_t { reconstruct, ndarray, dtype };
+// Protocol 2 has no bytes opcode: bytes are pickled as _codecs.encode(text, 'latin1'), and
+// b'' as bytes(); both only ever make a bytes object.
+enum class Callable : uint8_t { reconstruct, ndarray, dtype, codecs_encode, bytes };
 
 struct Node {
   Kind kind = Kind::none;
@@ -156,6 +158,10 @@ class Reader {
       n.callable = Callable::ndarray;
     else if (module == "numpy" && name == "dtype")
       n.callable = Callable::dtype;
+    else if (module == "_codecs" && name == "encode")
+      n.callable = Callable::codecs_encode;
+    else if ((module == "__builtin__" || module == "builtins") && name == "bytes")
+      n.callable = Callable::bytes;
     else
       refuse("calls " + escape_for_terminal(module) + "." + escape_for_terminal(name));
     push(std::move(n));
@@ -184,6 +190,26 @@ class Reader {
           refuse("builds a dtype other than object or int64");
         n.kind = Kind::dtype;
         n.text = at(a[0]).text;
+        break;
+      case Callable::codecs_encode: {  // encode(text, 'latin1'): code points < 256 to bytes
+        if (a.size() != 2 || !is(a[0], Kind::str) || !is_str(a[1], "latin1")) refuse("calls _codecs.encode other than for bytes");
+        n.kind = Kind::bytes;
+        const std::string& t = at(a[0]).text;  // valid UTF-8 (checked when read)
+        for (size_t i = 0; i < t.size(); ++i) {
+          const auto c = static_cast<unsigned char>(t[i]);
+          if (c < 0x80) {
+            n.text += static_cast<char>(c);
+          } else if ((c == 0xc2 || c == 0xc3) && i + 1 < t.size()) {
+            n.text += static_cast<char>(((c & 0x03) << 6) | (static_cast<unsigned char>(t[++i]) & 0x3f));
+          } else {
+            refuse("encodes a character beyond latin-1 as bytes");
+          }
+        }
+        break;
+      }
+      case Callable::bytes:
+        if (!a.empty()) refuse("calls bytes() with arguments");
+        n.kind = Kind::bytes;
         break;
       default:
         refuse("calls numpy.ndarray directly");
