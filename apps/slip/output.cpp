@@ -13,6 +13,8 @@ namespace slip::cli {
 uint64_t parse_count(const std::string& text) {
   size_t used = 0;
   unsigned long long v = 0;
+  // stoull would take " 5", "+5" and "-1" (as 18446744073709551615).
+  if (text.empty() || text[0] < '0' || text[0] > '9') throw Error(Errc::usage, "not a number: \"" + text + "\"");
   try {
     v = std::stoull(text, &used);
   } catch (const std::exception&) {

@@ -225,6 +225,8 @@ expect_status 2 "$SLIP" subset "$base" --values 0 --per-class -1 --mode ids -o "
 expect_status 2 "$SLIP" order "$base" --rank -1
 expect_status 2 "$SLIP" order "$base" --world-size 0x2
 expect_status 2 "$SLIP" verify "$base" --max-issues -5
+expect_status 2 "$SLIP" convert "$root" -o "$WORK/x" --shard 1/-2
+expect_status 2 "$SLIP" convert "$root" -o "$WORK/x" --max-image-pixels -1
 pass "no fields / num_samples 10^18 refused; negative, non-numeric and out-of-range ids are usage errors"
 
 # ---- 5. temporaries: a lock held by a live process protects, a free one marks abandoned -----
