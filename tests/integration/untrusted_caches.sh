@@ -281,7 +281,14 @@ expect_status 0 "$SLIP" convert "$root" -o "$WORK/caches" --force -q
 [ -d "$held" ] || fail "convert removed a staging directory whose lock is held"
 [ ! -e "$stale" ] && [ ! -e "$stale.lock" ] || fail "convert left an abandoned staging directory"
 kill "${holders[@]}" 2>/dev/null || true
-pass "temporaries: abandoned ones (lock free) removed and reported, held ones kept"
+# Fixed temporary names planted as links to files elsewhere are never written through.
+c=$(fresh planted)
+echo keep >"$WORK/victim"
+for f in label_index.npy.tmp manifest.json.tmp manifest.json.xxh3.tmp label.index.ids.npy.tmp; do ln -s "$WORK/victim" "$c/$f"; done
+expect_status 0 "$SLIP" index "$c" -F label
+[ "$(cat "$WORK/victim")" = keep ] || fail "slip index wrote through a planted link"
+expect_status 0 "$SLIP" verify "$c"
+pass "temporaries: abandoned ones (lock free) removed and reported, held ones kept, planted links not followed"
 
 # ---- 6. the stdin spool never outlives the run ---------------------------------------------
 spool=$WORK/tmpdir

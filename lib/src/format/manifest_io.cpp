@@ -1,6 +1,7 @@
 #include "format/manifest_io.hpp"
 
 #include "format/layout.hpp"
+#include "format/staging.hpp"
 #include "slip/error.hpp"
 #include "slip/hash.hpp"
 #include "util/file_io.hpp"
@@ -14,15 +15,17 @@ std::string manifest_text(const nlohmann::ordered_json& manifest) {
   return manifest.dump(2, ' ', true, nlohmann::json::error_handler_t::replace);
 }
 
-namespace {
 void replace_file(const fs::path& path, std::string_view text) {
-  const fs::path tmp = path.string() + ".tmp";
-  write_text_file(tmp, text);
+  // A locked, unpredictable temporary name (staging.hpp): a fixed "<file>.tmp" could be a link
+  // planted in the cache, and a killed run's leftover is recognised as abandoned.
+  remove_stale_temporaries(path.parent_path(), path.filename().string());
+  TempLock tmp(path.parent_path(), path.filename().string());
+  write_text_file(tmp.path(), text);
   std::error_code ec;
-  fs::rename(tmp, path, ec);
+  fs::rename(tmp.path(), path, ec);
   if (ec) throw Error(Errc::io, "cannot rename into place: " + ec.message()).with_path(path.string());
+  tmp.release();
 }
-}  // namespace
 
 void write_manifest(const fs::path& dir, const nlohmann::ordered_json& manifest) {
   const std::string text = manifest_text(manifest);

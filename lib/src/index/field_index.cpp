@@ -384,11 +384,7 @@ void write_field_index(const Cache& cache, const FieldIndex& idx) {
   auto& sums = slip["checksums"];
   if (!sums.is_object()) sums = {{"algorithm", "xxh3-64"}, {"files", nlohmann::ordered_json::object()}};
   for (const auto& [name, bytes] : files) {
-    const fs::path tmp = dir / (name + ".tmp");
-    detail::write_text_file(tmp, bytes);
-    std::error_code ec;
-    fs::rename(tmp, dir / name, ec);
-    if (ec) throw Error(Errc::io, "cannot rename into place: " + ec.message()).with_path((dir / name).string());
+    detail::replace_file(dir / name, bytes);
     sums["files"][name] = hex64(xxh3_64(std::as_bytes(std::span(bytes.data(), bytes.size()))));
   }
   slip["indexes"][idx.field] = {
