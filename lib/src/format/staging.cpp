@@ -228,7 +228,9 @@ bool is_complete_cache(const fs::path& dir, const std::string& id) {
     const auto manifest = detail::parse_json_bounded(text);
     if (manifest.at("slip").at("content_id").get<std::string>() != id) return false;
     for (auto& [name, size] : manifest.at("file_sizes").items())
-      if (fs::file_size(dir / name) != size.get<uint64_t>()) return false;
+      if (!file_stem_problem(name).empty() || !fs::is_regular_file(fs::symlink_status(dir / name)) ||
+          fs::file_size(dir / name) != size.get<uint64_t>())
+        return false;
     return true;
   } catch (...) {
     return false;

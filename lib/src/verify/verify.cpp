@@ -18,6 +18,7 @@
 #include "slip/hash.hpp"
 #include "slip/image.hpp"
 #include "slip/index.hpp"
+#include "slip/npy.hpp"
 #include "slip/runtime.hpp"
 #include "slip/yuv420.hpp"
 #include "util/file_io.hpp"
@@ -320,10 +321,10 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
 
   // The manifest's own checksum (slip-written caches).
   const fs::path sum_path = dir / detail::kManifestSumName;
-  const bool have_sum = fs::exists(sum_path, ec);
+  const bool have_sum = fs::symlink_status(sum_path, ec).type() != fs::file_type::not_found;
   if (have_sum && fs::exists(dir / detail::kManifestName, ec)) {
     try {
-      const std::string text = detail::read_text_file(dir / detail::kManifestName);
+      const std::string text = detail::read_text_file(dir / detail::kManifestName, detail::Open::cache_file);
       if (!detail::manifest_sum_matches(dir, text))
         sink.add(std::string(detail::kManifestSumName), std::nullopt, "",
                  "manifest.json checksum mismatch (manifest or its checksum file was modified)");
@@ -384,7 +385,12 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
           per = 24;
         else if (f.type == FieldType::str)
           per = 16;
-        if (per && cache->npy_data_offset(name) + per * cache->size() != actual)
+        else if (name == f.files[0]) {  // numeric: rows of dtype x the trailing dimensions
+          per = npy_dtype_size(f.dtype);
+          for (size_t d = 1; d < f.shape.size() && per; ++d) per = f.shape[d] > UINT64_MAX / per ? 0 : per * f.shape[d];
+        }
+        if (per && (per > UINT64_MAX / std::max<uint64_t>(1, cache->size()) ||
+                    cache->npy_data_offset(name) + per * cache->size() != actual))
           sink.add(
               name, std::nullopt, f.name,
               "has " + std::to_string(actual) + " bytes, expected " + std::to_string(cache->npy_data_offset(name) + per * cache->size()));
