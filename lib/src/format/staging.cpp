@@ -57,7 +57,7 @@ uint64_t entry_bytes(const fs::path& p) {
 // one whose process died before locking: abandoned either way).
 int try_take_lock(const fs::path& tmp) {
   const fs::path lock = tmp.string() + std::string(kLockSuffix);
-  const int fd = ::open(lock.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  const int fd = ::open(lock.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) return errno == ENOENT ? -2 : -1;
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     ::close(fd);
@@ -135,7 +135,7 @@ std::vector<TempEntry> find_temporaries(const fs::path& dir, std::string_view fi
     t.is_directory = fs::is_directory(fs::symlink_status(e.path(), sec));
     t.bytes = entry_bytes(e.path());
     if (is_lock) {
-      const int fd = ::open(e.path().c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+      const int fd = ::open(e.path().c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
       t.in_progress = fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) != 0;
       if (fd >= 0) ::close(fd);
     } else {
@@ -155,7 +155,7 @@ std::vector<TempEntry> remove_stale_temporaries(const fs::path& dir, std::string
     if (t.in_progress) continue;
     const bool is_lock = ends_with(t.path.filename().string(), kLockSuffix);
     // Take the lock again for the removal itself: the listing above is a snapshot.
-    const int fd = is_lock ? ::open(t.path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) : try_take_lock(t.path);
+    const int fd = is_lock ? ::open(t.path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK) : try_take_lock(t.path);
     if (fd == -1) continue;
     if (is_lock && fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) != 0) {
       ::close(fd);
