@@ -35,7 +35,7 @@ uint64_t directory_bytes(const fs::path& dir) {
   uint64_t total = 0;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec))
-    if (e.is_regular_file(ec)) total += e.file_size(ec);
+    if (e.is_regular_file(ec) && !e.is_symlink(ec)) total += e.file_size(ec);  // never what a link points at
   return total;
 }
 
