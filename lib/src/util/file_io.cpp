@@ -133,16 +133,6 @@ void FileWriter::close() {
   if (::close(fd) != 0) throw_errno("cannot close", path_, errno);
 }
 
-void require_regular_file(const std::filesystem::path& path) {
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT) throw Error(Errc::bad_input, "is missing").with_path(path.string());
-    throw_errno("cannot stat", path.string(), errno);
-  }
-  if (S_ISLNK(st.st_mode)) throw Error(Errc::bad_input, "is a symbolic link (refused inside a cache)").with_path(path.string());
-  if (!S_ISREG(st.st_mode)) throw Error(Errc::bad_input, "is not a regular file").with_path(path.string());
-}
-
 std::string read_text_file(const std::filesystem::path& path, Open mode) {
   MappedFile f(path, mode);
   auto b = f.bytes();

@@ -74,9 +74,6 @@ class FileWriter {
 // Reads a whole (small) file; throws Error(io) naming it (Error(bad_input) for what
 // Open::cache_file refuses).
 std::string read_text_file(const std::filesystem::path& path, Open mode = Open::follow_links);
-// Throws Error(bad_input) unless `path` is a regular file and not a symbolic link (lstat); a
-// missing file throws Error(bad_input) "is missing". For checks before opening.
-void require_regular_file(const std::filesystem::path& path);
 // Writes a whole file, fsynced; throws Error(io).
 void write_text_file(const std::filesystem::path& path, std::string_view text);
 // fsync a directory (after creating/renaming entries in it).
