@@ -125,7 +125,7 @@ std::string describe_parse_error(CLI::App& root, const CLI::ParseError& e) {
     return out;
   }
   // CLI11 says "--block-size: must be >= 1"; the flag and the rule read as one sentence.
-  for (const char* rule : {": must be ", ": is out of range "}) {
+  for (const char* rule : {": must be ", ": is out of range ", ": wants "}) {
     const auto colon = msg.find(rule);
     if (colon != std::string::npos) msg.erase(colon, 1);
   }

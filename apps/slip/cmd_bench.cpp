@@ -110,6 +110,7 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
                                                         : ResampleMode::automatic;
     options.measure_limit = !a->no_limit;
     const Cache cache = Cache::open(a->cache);
+    cache.check_checksums();  // the tables (payload sums would skew the timing)
     const bool text = !a->json && !global.quiet;
     // With --compare the second run is the other storage: its lines name it, not this cache.
     int run = 0;

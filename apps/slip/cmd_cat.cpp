@@ -38,6 +38,10 @@ Action setup_cat(CLI::App& sub, const GlobalOptions&) {
         }
     }
     const CacheField& f = cache.fields().at(fi);
+    // What is printed must be what was written: the field's files and this payload against the
+    // checksums slip recorded (a corrupt byte is an error, not silently different output).
+    cache.check_checksums(fi);
+    if (is_payload_type(f.type)) cache.check_payload(fi, a->index);
     std::string text;  // values print as text + newline; payloads as raw bytes
     std::span<const std::byte> raw;
     bool binary = false;

@@ -26,6 +26,9 @@ Action setup_info(CLI::App& sub, const GlobalOptions&) {
   auto reports = std::make_shared<size_t>(0);  // text reports printed so far (blank line between)
   const auto one = [a, reports](const std::string& path) -> int {
     const Cache cache = Cache::open(path);
+    // The summary is derived from the tables: refuse ones that do not match their checksums
+    // (`slip verify` reports what is damaged).
+    cache.check_checksums();
     const CacheSummary s = summarize(cache);
     const CacheProvenance& p = s.provenance;
     if (a->json) {

@@ -125,7 +125,9 @@ Action setup_ls(CLI::App& sub, const GlobalOptions&) {
                         {"state", r.kind == "parts" ? r.detail : c.state},
                         {"samples", c.samples},
                         {"bytes", c.bytes},
-                        {"source", c.source}});
+                        {"source", c.source},
+                        {"temporaries", c.temporaries},
+                        {"temporary_bytes", c.temporary_bytes}});
       }
       print_json({{"command", "ls"}, {"dir", dir.string()}, {"caches", list}});
       return 0;
@@ -141,6 +143,9 @@ Action setup_ls(CLI::App& sub, const GlobalOptions&) {
       const std::string samples = r.kind == "cache" ? std::to_string(r.listing.samples) : "-";
       std::printf("%-*s %10s %10s  %-10s %s\n", static_cast<int>(width), printable(r.listing.name).c_str(), samples.c_str(),
                   human_bytes(r.listing.bytes).c_str(), r.status.c_str(), printable(r.detail).c_str());
+      // Left inside a cache by an interrupted run; the next run of the same command removes them.
+      for (const auto& t : r.listing.temporaries) std::printf("  temporary file %s\n", printable(t).c_str());
+      if (!r.listing.temporaries.empty()) std::printf("  (%s in temporary files)\n", human_bytes(r.listing.temporary_bytes).c_str());
     }
     return 0;
   };

@@ -60,6 +60,8 @@ Action setup_verify(CLI::App& sub, const GlobalOptions& global) {
                           {"message", i.message}});
       j["issues"] = std::move(issues);
       j["notes"] = r.notes;
+      j["unknown_files"] = r.unknown_files;
+      j["temporaries"] = r.temporaries;
       if (r.decode_checked)
         j["decode"] = {{"images", r.images_decoded}, {"max_diff", r.decode_max_diff}, {"mean_diff", r.decode_mean_diff}};
       j["seconds"] = r.seconds;

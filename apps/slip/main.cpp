@@ -70,10 +70,9 @@ int main(int argc, char** argv) {
   for (const Command& cmd : kCommands) {
     CLI::App* sub = app.add_subcommand(cmd.name, cmd.summary);
     actions[sub] = cmd.setup(*sub, global);
-    // CLI11 reads "-1" into an unsigned option as 2^64-1; every unsigned option refuses it.
-    for (CLI::Option* opt : sub->get_options())
-      if (opt->get_type_name().rfind("UINT", 0) == 0) opt->check(at_least(0));
   }
+  // Integer options: decimal digits within the type's range ("-1" is not 2^64-1, "010" not 8).
+  strict_integer_options(app);
 
   try {
     app.parse(argc, argv);

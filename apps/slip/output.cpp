@@ -2,8 +2,9 @@
 
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <iostream>
 
@@ -16,6 +17,8 @@ namespace slip::cli {
 uint64_t parse_count(const std::string& text) {
   size_t used = 0;
   unsigned long long v = 0;
+  // stoull would take " 5", "+5" and "-1" (as 18446744073709551615).
+  if (text.empty() || text[0] < '0' || text[0] > '9') throw Error(Errc::usage, "not a number: \"" + text + "\"");
   try {
     v = std::stoull(text, &used);
   } catch (const std::exception&) {
@@ -30,6 +33,46 @@ uint64_t parse_count(const std::string& text) {
       return v * mult;
     }
   throw Error(Errc::usage, "unknown unit in \"" + text + "\" (use K, M, G, KiB, MiB or GiB)");
+}
+
+namespace {
+
+// Why `text` is not a decimal integer of the option's kind, or "" when it is; leading zeros
+// are dropped so that CLI11's base-0 conversion cannot read the digits as octal.
+std::string strict_integer(std::string& text, bool is_signed) {
+  if (!is_signed && text.size() > 1 && text[0] == '-' && text.find_first_not_of("0123456789", 1) == std::string::npos)
+    return "must be >= 0 (got '" + text + "')";  // CLI11 would wrap "-1" to 2^64-1
+  const bool negative = is_signed && !text.empty() && text[0] == '-';
+  const std::string_view digits = std::string_view(text).substr(negative ? 1 : 0);
+  if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos)
+    return std::string("wants ") + (is_signed ? "an integer" : "a non-negative integer") + ", got '" + text + "'";
+  uint64_t magnitude = 0;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), magnitude);
+  const uint64_t limit = !is_signed ? UINT64_MAX : negative ? uint64_t{1} << 63 : uint64_t{INT64_MAX};
+  if (ec != std::errc() || end != digits.data() + digits.size() || magnitude > limit) return "is out of range (got '" + text + "')";
+  const size_t first = digits.find_first_not_of('0');
+  text = (negative && magnitude ? "-" : "") + std::string(first == std::string_view::npos ? "0" : digits.substr(first));
+  return {};
+}
+
+}  // namespace
+
+void strict_integer_options(CLI::App& app) {
+  for (CLI::Option* opt : app.get_options()) {
+    std::string type = opt->get_type_name();  // "UINT", or with validators "UINT:POSITIVE"
+    type = type.substr(0, type.find_first_of(": "));
+    if (type != "UINT" && type != "INT") continue;
+    const bool is_signed = type == "INT";
+    opt->transform(CLI::Validator([is_signed](std::string& text) { return strict_integer(text, is_signed); }, ""));
+  }
+  for (CLI::App* sub : app.get_subcommands({})) strict_integer_options(*sub);
+}
+
+uint64_t parse_unsigned(std::string_view text, std::string_view what) {
+  std::string copy(text);
+  if (const std::string problem = strict_integer(copy, false); !problem.empty())
+    throw Error(Errc::usage, std::string(what) + ": " + problem);
+  return std::stoull(copy);
 }
 
 bool stdout_is_terminal() { return ::isatty(STDOUT_FILENO) == 1; }

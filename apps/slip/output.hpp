@@ -6,8 +6,10 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "slip/error.hpp"
@@ -18,6 +20,13 @@ inline constexpr int kJsonSchemaVersion = 1;
 
 // "89478485", "12M" (x1000^2), "4K", "2G", "64KiB"/"64MiB"/"1GiB" (x1024^n). Throws Error(usage).
 uint64_t parse_count(const std::string& text);
+
+// Makes every integer option and argument of `app` and its subcommands strict: decimal digits
+// only ("-" first for signed ones), within the type's range. CLI11 alone goes through strtoull
+// with base 0, so "-1" became 18446744073709551615, "0x10" 16 and "010" 8. Call after setup.
+void strict_integer_options(CLI::App& app);
+// The same rule for text parsed later (values files): throws Error(usage) naming `what`.
+uint64_t parse_unsigned(std::string_view text, std::string_view what);
 
 bool stdout_is_terminal();
 

@@ -57,7 +57,7 @@ pass "SIGINT: exit 130, temporary directory removed"
 pid=$!
 sleep "$(awk -v ms="$full_ms" 'BEGIN{printf "%.3f", ms*0.3/1000}')"
 kill -9 "$pid"; wait "$pid" 2>/dev/null || true
-ls -A "$out" | grep -q "^\.big-.*\.tmp-$pid\$" || fail "the SIGKILLed convert left no temporary directory"
+ls -A "$out" | grep -q "^\.big-.*\.tmp-$pid-[0-9a-f]*\$" || fail "the SIGKILLed convert left no temporary directory"
 expect_status 0 "$SLIP" ls "$out"
 grep -qE " abandoned +interrupted conversion" "$WORK/out" || fail "ls does not show the abandoned directory"
 expect_status 0 "$SLIP" convert "$BIG" -o "$out"

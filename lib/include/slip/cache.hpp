@@ -84,6 +84,18 @@ class Cache {
   // slip's stored XXH3-64 of a payload (image/bytes with checksums only)
   std::optional<uint64_t> payload_checksum(size_t field, uint64_t sample) const;
 
+  // Integrity checks for commands that copy or derive data, against the XXH3-64 sums slip
+  // records (what a cache records no sum for, e.g. a Python-written one, passes). Each throws
+  // Error(bad_input) "checksum mismatch" naming the file.
+  // check_checksums(): manifest.json against manifest.json.xxh3, then every storage file of
+  // `field` (default: of every field) except payload .bin files whose payloads carry their own
+  // sums (check_payload covers those, one payload at a time).
+  void check_checksums(std::optional<size_t> field = std::nullopt) const;
+  // Other files of the cache (e.g. index files) that the manifest lists a sum for.
+  void check_file_checksums(const std::vector<std::string>& names) const;
+  // The payload against its stored sum (image/bytes fields with per-payload sums).
+  void check_payload(size_t field, uint64_t sample) const;
+
   // The mapped bytes of a storage file of this cache (for verify and raw I/O).
   std::span<const std::byte> file_bytes(const std::string& name) const;
   // Byte offset of the array data inside a mapped .npy file.

@@ -69,6 +69,10 @@ struct CacheListing {
   uint64_t samples = 0;
   uint64_t bytes = 0;
   std::string source;  // kind + uri
+  // slip temporaries inside the cache ("<name> (abandoned)" / "<name> (in progress)"), e.g. of
+  // a killed `slip yuv420`; the next run of that command removes abandoned ones.
+  std::vector<std::string> temporaries;
+  uint64_t temporary_bytes = 0;
 };
 
 // Caches (directories with a manifest.json) and slip's temporary directories under `dir`.

@@ -31,6 +31,13 @@ struct VerifyReport {
   uint64_t issue_count = 0;  // all issues found (issues holds the first max_issues)
   std::vector<VerifyIssue> issues;
   std::vector<std::string> notes;  // informational ("checksums absent", ...)
+  // Files in the cache directory that are no part of it (each also has a note): not written by
+  // slip nor the Python slipstream. *_index.npy files are never here: they are checked (the
+  // Python loader unpickles them) and an unreadable or unsafe one is an issue.
+  std::vector<std::string> unknown_files;
+  // Temporaries of interrupted runs (e.g. a killed `slip yuv420`): "<name> (abandoned)" or
+  // "<name> (in progress)". Not an issue; the next run of that command removes abandoned ones.
+  std::vector<std::string> temporaries;
   // --decode: every JPEG image decoded by the engine and by an accurate full TurboJPEG decode.
   bool decode_checked = false;
   uint64_t images_decoded = 0;

@@ -29,7 +29,9 @@ ShardSpec parse_shard(const std::string& text) {
   }
   unsigned long long i = 0, n = 0;
   char extra = 0;
-  if (std::sscanf(text.c_str(), "%llu/%llu%c", &i, &n, &extra) != 2 || n == 0 || i >= n)
+  // Digits only: %llu alone would read "1/-2" as 1 of 18446744073709551614.
+  if (text.find_first_not_of("0123456789/") != std::string::npos ||
+      std::sscanf(text.c_str(), "%llu/%llu%c", &i, &n, &extra) != 2 || n == 0 || i >= n)
     throw Error(Errc::usage, "--shard wants I/N with 0 <= I < N (or auto), got \"" + text + "\"");
   s.index = i;
   s.count = n;

@@ -315,8 +315,12 @@ std::vector<PartState> part_status(const fs::path& workdir) {
     PartState s{index, "", e.path()};
     if (temp) {
       const auto pos = name.find(".tmp-");
-      const long pid = pos == std::string::npos ? 0 : std::atol(name.c_str() + pos + 5);
-      s.state = detail::process_alive(pid) ? "incomplete (in progress, pid " + std::to_string(pid) + ")" : "incomplete (abandoned)";
+      if (pos == std::string::npos || name.ends_with(".lock")) continue;
+      const long pid = std::atol(name.c_str() + pos + 5);
+      bool live = false;  // its lock is held (a PID says nothing across PID namespaces)
+      for (const auto& t : detail::find_temporaries(workdir))
+        if (t.path == e.path()) live = t.in_progress;
+      s.state = live ? "incomplete (in progress, pid " + std::to_string(pid) + ")" : "incomplete (abandoned)";
       if (states.count(index)) continue;  // a finished part wins over a stale temporary
     } else {
       try {

@@ -4,10 +4,14 @@
 #include <unordered_map>
 
 #include "format/layout.hpp"
+#include "format/staging.hpp"
 #include "slip/cache.hpp"
 #include "slip/error.hpp"
+#include "slip/hash.hpp"
 #include "slip/npy.hpp"
+#include "slip/runtime.hpp"
 #include "util/file_io.hpp"
+#include "util/untrusted.hpp"
 
 namespace slip {
 
@@ -23,6 +27,7 @@ struct Cache::Impl {
   std::map<std::string, uint64_t> file_sizes;
   std::unordered_map<std::string, detail::MappedFile> files;
   std::unordered_map<std::string, uint64_t> data_offsets;  // .npy data start
+  std::map<std::string, std::string> file_sums;            // slip.checksums.files: name -> hex XXH3-64
 
   const detail::MappedFile& file(const std::string& name) const {
     auto it = files.find(name);
@@ -42,6 +47,13 @@ uint64_t get_u64(const json& j, const char* key, const std::string& where) {
   return it->get<uint64_t>();
 }
 
+// A directory entry exists, whatever its type (a dangling symbolic link too: opening it
+// then says what it is instead of "missing").
+bool present(const fs::path& p) {
+  std::error_code ec;
+  return fs::symlink_status(p, ec).type() != fs::file_type::not_found && !ec;
+}
+
 }  // namespace
 
 Cache::Cache() : impl_(std::make_unique<Impl>()) {}
@@ -56,17 +68,19 @@ Cache Cache::open(const fs::path& dir) {
   const fs::path manifest_path = dir / detail::kManifestName;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw Error(Errc::io, "not a directory").with_path(dir.string());
-  if (!fs::exists(manifest_path, ec)) throw Error(Errc::bad_input, "not a slipstream cache (no manifest.json)").with_path(dir.string());
-  m.manifest_text = detail::read_text_file(manifest_path);
+  if (!present(manifest_path)) throw Error(Errc::bad_input, "not a slipstream cache (no manifest.json)").with_path(dir.string());
+  m.manifest_text = detail::read_text_file(manifest_path, detail::Open::cache_file);
   json manifest;
   try {
-    manifest = json::parse(m.manifest_text);
+    manifest = detail::parse_json_bounded(m.manifest_text);
   } catch (const json::parse_error& e) {
     throw Error(Errc::bad_input, std::string("manifest.json is not valid JSON: ") + e.what())
         .with_path(manifest_path.string())
         .with_offset(e.byte);
   } catch (const json::exception& e) {  // e.g. a number too large for 64 bits
     throw Error(Errc::bad_input, std::string("manifest.json: ") + e.what()).with_path(manifest_path.string());
+  } catch (Error& e) {  // nested too deep
+    throw e.with_path(manifest_path.string());
   }
   try {
     if (!manifest.is_object()) throw Error(Errc::bad_input, "manifest is not a JSON object");
@@ -81,26 +95,31 @@ Cache Cache::open(const fs::path& dir) {
       }
     }
     // nlohmann::json sorts keys; field order comes from the text, so parse it ordered.
-    const auto ordered = nlohmann::ordered_json::parse(m.manifest_text);
+    const auto ordered = detail::parse_ordered_json_bounded(m.manifest_text);
     for (auto& [name, spec] : ordered.at("fields").items()) {
       if (!spec.is_object() || !spec.contains("type") || !spec["type"].is_string())
         throw Error(Errc::bad_input, "field \"" + name + "\" has no \"type\" string");
-      if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
-        throw Error(Errc::bad_input, "field name \"" + name + "\" is not a valid file stem");
+      detail::check_field_name(name, "manifest field name");
       CacheField f;
       f.name = name;
       f.type_name = spec["type"].get<std::string>();
       f.type = field_type_from_name(f.type_name);
       if (is_payload_type(f.type)) {
-        const json plain = json::parse(spec.dump());
+        const json plain = detail::parse_json_bounded(spec.dump());
         f.max_size = get_u64(plain, "max_size", "for field \"" + name + "\"");
         f.image_format = spec.value("image_format", std::string("jpeg"));
       }
       f.files = detail::storage_files(name, f.type);
       m.fields.push_back(std::move(f));
     }
+    // Without a field nothing ties num_samples to a file (10^18 would be accepted).
+    if (m.fields.empty()) throw Error(Errc::bad_input, "manifest has no fields (a cache holds at least one)");
     if (auto slip_it = ordered.find("slip"); slip_it != ordered.end() && slip_it->is_object()) {
       const auto& s = *slip_it;
+      if (auto c = s.find("checksums"); c != s.end() && c->is_object())
+        if (auto files = c->find("files"); files != c->end() && files->is_object())
+          for (auto& [name, sum] : files->items())
+            if (sum.is_string()) m.file_sums[name] = sum.get<std::string>();
       CacheProvenance& p = m.provenance;
       p.present = true;
       p.format_version = s.value("format_version", 0);
@@ -129,8 +148,8 @@ Cache Cache::open(const fs::path& dir) {
   for (CacheField& f : m.fields) {
     for (const std::string& name : f.files) {
       const fs::path p = dir / name;
-      if (!fs::exists(p, ec)) throw Error(Errc::bad_input, "storage file of field \"" + f.name + "\" is missing").with_path(p.string());
-      m.files.emplace(name, detail::MappedFile(p));
+      if (!present(p)) throw Error(Errc::bad_input, "storage file of field \"" + f.name + "\" is missing").with_path(p.string());
+      m.files.emplace(name, detail::MappedFile(p, detail::Open::cache_file));
     }
     auto check_npy = [&](const std::string& name, std::string_view want_descr, std::vector<uint64_t> want_shape) {
       const auto& file = m.file(name);
@@ -164,9 +183,9 @@ Cache Cache::open(const fs::path& dir) {
       case FieldType::bytes:
         check_npy(f.files[1], kMetaRecordDescr, {n});
         need_bytes(f.files[1], n, sizeof(MetaRecord));
-        if (fs::exists(dir / detail::checksum_file(f.name), ec)) {
+        if (present(dir / detail::checksum_file(f.name))) {
           const std::string cs = detail::checksum_file(f.name);
-          m.files.emplace(cs, detail::MappedFile(dir / cs));
+          m.files.emplace(cs, detail::MappedFile(dir / cs, detail::Open::cache_file));
           check_npy(cs, "'<u8'", {n});
           need_bytes(cs, n, 8);
           f.has_checksums = true;
@@ -325,6 +344,52 @@ std::optional<uint64_t> Cache::payload_checksum(size_t field, uint64_t sample) c
   uint64_t v;
   std::memcpy(&v, impl_->file(cs).bytes().data() + impl_->data_offsets.at(cs) + sample * 8, 8);
   return v;
+}
+
+void Cache::check_checksums(std::optional<size_t> field) const {
+  const Impl& m = *impl_;
+  if (present(m.dir / detail::kManifestSumName) && !detail::manifest_sum_matches(m.dir, m.manifest_text))
+    throw Error(Errc::bad_input, "checksum mismatch: manifest.json does not match manifest.json.xxh3 (modified or corrupt)")
+        .with_path((m.dir / detail::kManifestName).string());
+  std::vector<std::string> names;
+  for (size_t fi = 0; fi < m.fields.size(); ++fi) {
+    if (field && *field != fi) continue;
+    const CacheField& f = m.fields[fi];
+    for (size_t k = 0; k < f.files.size(); ++k)
+      if (!(k == 0 && is_payload_type(f.type) && f.has_checksums)) names.push_back(f.files[k]);
+    if (f.has_checksums) names.push_back(detail::checksum_file(f.name));
+  }
+  check_file_checksums(names);
+}
+
+void Cache::check_file_checksums(const std::vector<std::string>& names) const {
+  const Impl& m = *impl_;
+  for (const std::string& name : names) {
+    auto want = m.file_sums.find(name);
+    if (want == m.file_sums.end()) continue;
+    throw_if_interrupted();
+    uint64_t sum;
+    if (auto it = m.files.find(name); it != m.files.end()) {
+      sum = xxh3_64(it->second.bytes());
+    } else {
+      if (!detail::file_stem_problem(name).empty())
+        throw Error(Errc::bad_input, "checksums list \"" + detail::escape_for_terminal(name) + "\", which is not a file name")
+            .with_path((m.dir / detail::kManifestName).string());
+      sum = xxh3_64(detail::MappedFile(m.dir / name, detail::Open::cache_file).bytes());
+    }
+    if (hex64(sum) != want->second)
+      throw Error(Errc::bad_input, "checksum mismatch: the file does not match the XXH3-64 its manifest records (modified or corrupt)")
+          .with_path(m.file_path(name));
+  }
+}
+
+void Cache::check_payload(size_t field, uint64_t sample) const {
+  const auto want = payload_checksum(field, sample);
+  if (want && xxh3_64(payload(field, sample)) != *want)
+    throw Error(Errc::bad_input, "checksum mismatch: payload of field \"" + impl_->fields.at(field).name +
+                                     "\" does not match its recorded XXH3-64 (modified or corrupt)")
+        .with_path(impl_->file_path(impl_->fields.at(field).files[0]))
+        .with_sample(sample);
 }
 
 std::span<const std::byte> Cache::file_bytes(const std::string& name) const { return impl_->file(name).bytes(); }

@@ -1,7 +1,5 @@
 #include "slip/inspect.hpp"
 
-#include <signal.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <nlohmann/json.hpp>
@@ -12,6 +10,7 @@
 #include "slip/error.hpp"
 #include "slip/hash.hpp"
 #include "util/file_io.hpp"
+#include "util/untrusted.hpp"
 
 namespace slip {
 
@@ -36,7 +35,7 @@ uint64_t directory_bytes(const fs::path& dir) {
   uint64_t total = 0;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec))
-    if (e.is_regular_file(ec)) total += e.file_size(ec);
+    if (e.is_regular_file(ec) && !e.is_symlink(ec)) total += e.file_size(ec);  // never what a link points at
   return total;
 }
 
@@ -104,7 +103,7 @@ CacheSummary summarize(const Cache& cache, size_t histogram_limit) {
     s.fields.push_back(std::move(fs_));
   }
   try {
-    const auto manifest = nlohmann::json::parse(cache.manifest_text());
+    const auto manifest = detail::parse_json_bounded(cache.manifest_text());
     if (manifest.contains("slip") && manifest["slip"].contains("ledger"))
       for (const auto& e : manifest["slip"]["ledger"]) {
         ++s.ledger.actions[e.value("action", std::string("?"))];
@@ -136,31 +135,36 @@ std::vector<CacheListing> list_caches(const fs::path& dir) {
   if (!fs::is_directory(dir, ec)) throw Error(Errc::io, "not a directory").with_path(dir.string());
   fs::directory_iterator it(dir, ec);
   if (ec) throw Error(Errc::io, "cannot list directory: " + ec.message()).with_path(dir.string());
+  // slip's temporary directories beside the caches: a run in progress or an abandoned one.
+  for (const detail::TempEntry& t : detail::find_temporaries(dir)) {
+    if (!t.is_directory) continue;
+    CacheListing l;
+    l.path = t.path;
+    l.name = t.final_name;
+    const std::string name = t.path.filename().string();
+    l.state = t.in_progress ? "incomplete (in progress, pid " + std::to_string(std::atol(name.c_str() + name.find(".tmp-") + 5)) + ")"
+                            : "incomplete (abandoned)";
+    l.bytes = t.bytes;
+    out.push_back(std::move(l));
+  }
   for (const auto& e : it) {
-    if (!e.is_directory(ec)) continue;
+    if (!e.is_directory(ec) || e.is_symlink(ec)) continue;
     const std::string name = e.path().filename().string();
+    if (name.size() > 1 && name[0] == '.' && name.find(".tmp-") != std::string::npos) continue;  // listed above
     CacheListing l;
     l.path = e.path();
     l.name = name;
-    const auto tmp_pos = name.find(".tmp-");
-    if (name.size() > 1 && name[0] == '.' && tmp_pos != std::string::npos) {
-      const long pid = std::atol(name.c_str() + tmp_pos + 5);
-      const bool alive = detail::process_alive(pid);
-      l.state = alive ? "incomplete (in progress, pid " + std::to_string(pid) + ")" : "incomplete (abandoned)";
-      l.name = name.substr(1, tmp_pos - 1);
-      l.bytes = directory_bytes(e.path());
-      out.push_back(std::move(l));
-      continue;
-    }
     if (!fs::exists(e.path() / detail::kManifestName, ec)) continue;
     l.bytes = directory_bytes(e.path());
     try {
-      const std::string text = detail::read_text_file(e.path() / detail::kManifestName);
-      const auto m = nlohmann::json::parse(text);
+      const std::string text = detail::read_text_file(e.path() / detail::kManifestName, detail::Open::cache_file);
+      const auto m = detail::parse_json_bounded(text);
       l.samples = m.at("num_samples").get<uint64_t>();
       if (m.contains("slip")) {
-        const auto& src = m["slip"]["source"];
-        l.source = src.value("kind", std::string()) + ":" + src.value("uri", std::string());
+        // Untrusted JSON: find(), never const operator[] on a key that may be absent.
+        const auto& slip = m.at("slip");
+        const auto src = slip.is_object() ? slip.find("source") : slip.end();
+        if (src != slip.end() && src->is_object()) l.source = src->value("kind", std::string()) + ":" + src->value("uri", std::string());
       } else {
         l.source = "(python slipstream)";
       }
@@ -173,18 +177,26 @@ std::vector<CacheListing> list_caches(const fs::path& dir) {
         }
       }
       if (l.complete && m.contains("file_sizes")) {
-        for (auto& [file, size] : m["file_sizes"].items()) {
+        for (auto& [file, size] : m.at("file_sizes").items()) {
           std::error_code fec;
-          const auto actual = fs::file_size(e.path() / file, fec);
-          if (fec || actual != size.get<uint64_t>()) {
+          // Only names inside the cache, never followed through a link (".." or "/etc/x" would
+          // probe files elsewhere).
+          const bool plain = detail::file_stem_problem(file).empty() && fs::is_regular_file(fs::symlink_status(e.path() / file, fec));
+          const auto actual = plain ? fs::file_size(e.path() / file, fec) : 0;
+          if (!plain || fec || !size.is_number_unsigned() || actual != size.get<uint64_t>()) {
             l.complete = false;
-            l.state = "damaged: " + file + (fec ? " missing" : " has the wrong size");
+            l.state = "damaged: " + detail::escape_for_terminal(file) + (!plain || fec ? " missing" : " has the wrong size");
             break;
           }
         }
       }
     } catch (const std::exception& ex) {
       l.state = std::string("damaged: unreadable manifest");
+    }
+    // Files an interrupted run left inside the cache (e.g. a killed `slip yuv420`).
+    for (const detail::TempEntry& t : detail::find_temporaries(e.path())) {
+      l.temporaries.push_back(t.path.filename().string() + (t.in_progress ? " (in progress)" : " (abandoned)"));
+      l.temporary_bytes += t.bytes;
     }
     out.push_back(std::move(l));
   }

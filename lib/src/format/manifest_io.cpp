@@ -1,9 +1,11 @@
 #include "format/manifest_io.hpp"
 
 #include "format/layout.hpp"
+#include "format/staging.hpp"
 #include "slip/error.hpp"
 #include "slip/hash.hpp"
 #include "util/file_io.hpp"
+#include "util/untrusted.hpp"
 
 namespace slip::detail {
 
@@ -13,15 +15,17 @@ std::string manifest_text(const nlohmann::ordered_json& manifest) {
   return manifest.dump(2, ' ', true, nlohmann::json::error_handler_t::replace);
 }
 
-namespace {
 void replace_file(const fs::path& path, std::string_view text) {
-  const fs::path tmp = path.string() + ".tmp";
-  write_text_file(tmp, text);
+  // A locked, unpredictable temporary name (staging.hpp): a fixed "<file>.tmp" could be a link
+  // planted in the cache, and a killed run's leftover is recognised as abandoned.
+  remove_stale_temporaries(path.parent_path(), path.filename().string());
+  TempLock tmp(path.parent_path(), path.filename().string());
+  write_text_file(tmp.path(), text);
   std::error_code ec;
-  fs::rename(tmp, path, ec);
+  fs::rename(tmp.path(), path, ec);
   if (ec) throw Error(Errc::io, "cannot rename into place: " + ec.message()).with_path(path.string());
+  tmp.release();
 }
-}  // namespace
 
 void write_manifest(const fs::path& dir, const nlohmann::ordered_json& manifest) {
   const std::string text = manifest_text(manifest);
@@ -34,11 +38,13 @@ nlohmann::ordered_json read_manifest(const fs::path& dir) {
   const fs::path p = dir / kManifestName;
   const std::string text = read_text_file(p);
   try {
-    return nlohmann::ordered_json::parse(text);
+    return parse_ordered_json_bounded(text);
   } catch (const nlohmann::json::parse_error& e) {
     throw Error(Errc::bad_input, std::string("manifest.json is not valid JSON: ") + e.what()).with_path(p.string()).with_offset(e.byte);
   } catch (const nlohmann::json::exception& e) {
     throw Error(Errc::bad_input, std::string("manifest.json: ") + e.what()).with_path(p.string());
+  } catch (Error& e) {  // nested too deep
+    throw e.with_path(p.string());
   }
 }
 

@@ -6,13 +6,17 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include <spdlog/spdlog.h>
+
 #include "format/manifest_io.hpp"
+#include "format/staging.hpp"
 #include "slip/error.hpp"
 #include "slip/hash.hpp"
 #include "slip/npy.hpp"
 #include "slip/runtime.hpp"
 #include "slip/yuv420.hpp"
 #include "util/file_io.hpp"
+#include "util/untrusted.hpp"
 
 namespace slip {
 
@@ -40,8 +44,8 @@ std::optional<Yuv420Siblings> Yuv420Siblings::open(const Cache& cache, std::stri
   Yuv420Siblings s;
   Impl& m = *s.impl_;
   m.bin_path = bin_path;
-  m.bin = detail::MappedFile(bin_path);
-  m.meta = detail::MappedFile(meta_path);
+  m.bin = detail::MappedFile(bin_path, detail::Open::cache_file);
+  m.meta = detail::MappedFile(meta_path, detail::Open::cache_file);
   const NpyHeader header = parse_npy_header(m.meta.bytes(), meta_path.string());
   if (header.descr != kMetaRecordDescr || header.fortran_order || header.shape.size() != 1)
     throw Error(Errc::bad_input, "not a table of (data_ptr, data_size, height, width) records").with_path(meta_path.string());
@@ -93,28 +97,21 @@ std::span<const std::byte> Yuv420Siblings::payload(uint64_t sample) const {
 
 namespace {
 
-// A file being written under a temporary name; removed unless committed.
+// A file being written under a locked temporary name (staging.hpp); removed unless committed.
 class TempFile {
  public:
-  TempFile(const fs::path& dir, const std::string& name)
-      : final_(dir / name), tmp_(dir / ("." + name + ".tmp-" + std::to_string(::getpid()))) {}
-  ~TempFile() {
-    std::error_code ec;
-    if (!committed_) fs::remove(tmp_, ec);
-  }
-  TempFile(const TempFile&) = delete;
-  TempFile& operator=(const TempFile&) = delete;
-  const fs::path& path() const noexcept { return tmp_; }
+  TempFile(const fs::path& dir, const std::string& name) : final_(dir / name), lock_(dir, name) {}
+  const fs::path& path() const noexcept { return lock_.path(); }
   void commit() {
     std::error_code ec;
-    fs::rename(tmp_, final_, ec);
+    fs::rename(lock_.path(), final_, ec);
     if (ec) throw Error(Errc::io, "cannot rename into place: " + ec.message()).with_path(final_.string());
-    committed_ = true;
+    lock_.release();
   }
 
  private:
-  fs::path final_, tmp_;
-  bool committed_ = false;
+  fs::path final_;
+  detail::TempLock lock_;
 };
 
 const nlohmann::ordered_json* find_path(const nlohmann::ordered_json& j, std::initializer_list<const char*> keys) {
@@ -138,7 +135,7 @@ bool siblings_are_current(const Cache& cache, const std::string& field, const nl
     const std::string stem = yuv420_sibling_stem(field);
     for (const std::string& name : {stem + ".bin", stem + ".meta.npy"}) {
       if (!sums || !sums->contains(name)) continue;
-      const detail::MappedFile f(cache.path() / name);
+      const detail::MappedFile f(cache.path() / name, detail::Open::cache_file);
       if (!(*sums)[name].is_string() || (*sums)[name].get<std::string>() != hex64(xxh3_64(f.bytes()))) return false;
     }
     return true;
@@ -168,6 +165,10 @@ std::vector<SiblingResult> add_yuv420_siblings(const fs::path& dir, const Siblin
     throw Error(Errc::usage, options.field.empty() ? "the cache has no JPEG image field" : "no field named '" + options.field + "'")
         .with_path(dir.string());
 
+  // What a killed earlier run left (its lock is free), then what this run derives from.
+  for (const auto& t : detail::remove_stale_temporaries(dir))
+    spdlog::warn("removed {} ({} bytes), left by an interrupted run", detail::escape_for_terminal(t.path.string()), t.bytes);
+  for (size_t fi : fields) cache.check_checksums(fi);
   nlohmann::ordered_json manifest = detail::read_manifest(dir);
   const bool slip_written = manifest.contains("slip") && manifest["slip"].is_object();
   const unsigned threads = options.threads ? options.threads : available_cpus();
@@ -201,6 +202,7 @@ std::vector<SiblingResult> add_yuv420_siblings(const fs::path& dir, const Siblin
       parallel_for(count, threads, [&](size_t k) {
         errors[k].reset();
         try {
+          cache.check_payload(fi, start + k);
           converted[k] = rgb_to_yuv420(decode_to_rgb(cache.payload(fi, start + k)));
         } catch (const Error& e) {
           errors[k] = e;

@@ -90,6 +90,7 @@ FieldIndex build_field_index(const Cache& cache, std::string_view field) {
     return i;
   }();
   const CacheField& f = cache.fields()[fi];
+  cache.check_checksums(fi);  // an index derived from corrupt values would be checksummed as good
   FieldIndex idx;
   idx.field = f.name;
   const uint64_t n = cache.size();
@@ -406,11 +407,7 @@ void write_field_index(const Cache& cache, const FieldIndex& idx) {
   auto& sums = slip["checksums"];
   if (!sums.is_object()) sums = {{"algorithm", "xxh3-64"}, {"files", nlohmann::ordered_json::object()}};
   for (const auto& [name, bytes] : files) {
-    const fs::path tmp = dir / (name + ".tmp");
-    detail::write_text_file(tmp, bytes);
-    std::error_code ec;
-    fs::rename(tmp, dir / name, ec);
-    if (ec) throw Error(Errc::io, "cannot rename into place: " + ec.message()).with_path((dir / name).string());
+    detail::replace_file(dir / name, bytes);
     sums["files"][name] = hex64(xxh3_64(std::as_bytes(std::span(bytes.data(), bytes.size()))));
   }
   slip["indexes"][idx.field] = {
@@ -430,7 +427,7 @@ std::optional<FieldIndex> read_field_index(const Cache& cache, std::string_view 
   std::vector<detail::MappedFile> files;
   std::vector<NpyHeader> headers;
   for (const auto& n : names) {
-    files.emplace_back(cache.path() / n);
+    files.emplace_back(cache.path() / n, detail::Open::cache_file);
     headers.push_back(parse_npy_header(files.back().bytes(), files.back().path()));
     if (headers.back().shape.size() != 1) throw Error(Errc::bad_input, "index array is not 1-D").with_path(files.back().path());
   }

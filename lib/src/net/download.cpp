@@ -13,6 +13,7 @@
 #include "slip/hash.hpp"
 #include "slip/runtime.hpp"
 #include "util/file_io.hpp"
+#include "util/untrusted.hpp"
 
 namespace slip::net {
 
@@ -54,7 +55,7 @@ std::optional<Validators> read_validators(const fs::path& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) return std::nullopt;
   try {
-    const auto j = nlohmann::json::parse(detail::read_text_file(path));
+    const auto j = detail::parse_json_bounded(detail::read_text_file(path));
     Validators v{j.value("etag", ""), j.value("last_modified", ""), std::nullopt};
     if (j.contains("size") && j["size"].is_number_unsigned()) v.size = j["size"].get<uint64_t>();
     return v;

@@ -19,6 +19,7 @@
 #include "sources/litdata_names.hpp"
 #include "sources/shard_list.hpp"
 #include "util/file_io.hpp"
+#include "util/untrusted.hpp"
 
 namespace slip {
 
@@ -70,7 +71,7 @@ HttpUrl parse_http(const std::string& uri) {
 std::vector<std::string> litdata_chunk_names(const fs::path& index_path, const std::string& index_uri) {
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(detail::read_text_file(index_path));
+    j = detail::parse_json_bounded(detail::read_text_file(index_path));
   } catch (const nlohmann::json::exception& e) {
     throw Error(Errc::bad_input, std::string("index.json is not valid JSON: ") + e.what()).with_path(index_uri);
   }

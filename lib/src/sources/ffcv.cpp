@@ -13,6 +13,7 @@
 #include "slip/source.hpp"
 #include "sources/source_registry.hpp"
 #include "util/file_io.hpp"
+#include "util/untrusted.hpp"
 
 namespace slip {
 
@@ -313,7 +314,7 @@ class FfcvSource final : public Source {
       throw fail(std::nullopt, "field \"" + f.name + "\": bad dtype length " + std::to_string(len), at + 256);
     const std::string text(reinterpret_cast<const char*>(a + 264), len);
     try {
-      const auto j = nlohmann::json::parse(text);
+      const auto j = detail::parse_json_bounded(text);
       if (!j.is_array() || j.size() != 1 || !j[0].is_array() || j[0].size() != 2 || !j[0][1].is_string())
         throw fail(std::nullopt, "field \"" + f.name + "\": dtype " + text + " is not a single plain type", at + 264);
       f.dtype = j[0][1].get<std::string>();

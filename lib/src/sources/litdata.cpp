@@ -15,6 +15,7 @@
 #include "slip/hash.hpp"
 #include "slip/source.hpp"
 #include "util/file_io.hpp"
+#include "util/untrusted.hpp"
 
 namespace slip {
 
@@ -78,7 +79,7 @@ class LitDataSource final : public Source {
     index_path_ = index_path.string();
     json index;
     try {
-      index = json::parse(text);
+      index = detail::parse_json_bounded(text);
     } catch (const json::exception& e) {
       throw Error(Errc::bad_input, std::string("index.json is not valid JSON: ") + e.what()).with_path(index_path_);
     }
@@ -160,7 +161,7 @@ class LitDataSource final : public Source {
     if (config.contains("data_spec") && config["data_spec"].is_string()) {
       json spec;
       try {
-        spec = json::parse(config["data_spec"].get<std::string>());
+        spec = detail::parse_json_bounded(config["data_spec"].get<std::string>());
       } catch (const json::exception&) {
         throw bad("config.data_spec is not JSON");
       }
@@ -242,7 +243,7 @@ class LitDataSource final : public Source {
       json ctx = ctx_it != node.end() ? *ctx_it : json();
       if (ctx.is_string()) {
         try {
-          ctx = json::parse(ctx.get<std::string>());
+          ctx = detail::parse_json_bounded(ctx.get<std::string>());
         } catch (const json::exception&) {
           throw bad("dict context is not JSON");
         }

@@ -15,6 +15,7 @@
 
 #include "slip/error.hpp"
 #include "slip/hash.hpp"
+#include "slip/runtime.hpp"
 #include "slip/source.hpp"
 #include "sources/shard_list.hpp"
 #include "util/file_io.hpp"
@@ -72,10 +73,6 @@ class TarSource final : public Source {
     identity_ = {"tar", uri, (content || !spooled_.empty() ? "sha256-shards:" : "stat-shards:") + fp.hex_digest(),
                  shard_name(shards_.front())};
     infer_schema();
-  }
-
-  ~TarSource() override {
-    for (const auto& s : spooled_) ::unlink(s.c_str());
   }
 
   const Schema& schema() const override { return schema_; }
@@ -171,11 +168,13 @@ class TarSource final : public Source {
     const int fd = ::mkstemp(path.data());
     if (fd < 0) throw_errno("cannot create a temporary file for stdin", path, errno);
     ::close(fd);
+    spooled_.insert(path);  // removed on every way out from here on (disk full, signals)
     detail::FileWriter w(path);
     std::vector<std::byte> buf(1 << 20);
     for (size_t n; (n = std::fread(buf.data(), 1, buf.size(), stdin)) > 0;) w.write(std::span(buf.data(), n));
+    throw_if_interrupted();  // a signal ends the blocking read early: not the end of the input
+    if (std::ferror(stdin)) throw_errno("cannot read", "standard input", errno);
     w.close();
-    spooled_.insert(path);
     return path;
   }
 
@@ -341,7 +340,17 @@ class TarSource final : public Source {
   }
 
   std::vector<std::string> shards_;
-  std::set<std::string> spooled_;
+  // stdin spools, unlinked when the source goes away, also when its constructor throws (its
+  // members are destroyed then; a destructor body would not run).
+  struct Spools : std::set<std::string> {
+    Spools() = default;
+    Spools(const Spools&) = delete;
+    Spools& operator=(const Spools&) = delete;
+    ~Spools() {
+      for (const auto& s : *this) ::unlink(s.c_str());
+    }
+  };
+  Spools spooled_;
   std::string missing_, image_field_, label_field_;
   std::map<std::string, std::string> overrides_;
   Schema schema_;

@@ -44,6 +44,7 @@ std::vector<int64_t> names_to_values(const Cache& cache, const SubsetSelection& 
     const auto li = cache.field_index(sel.field);
     if (!pi || !li)
       throw Error(Errc::usage, "--names needs a `path` field (ImageFolder sources) or --classes-file").with_path(cache.path().string());
+    cache.check_checksums(*pi);
     for (uint64_t i = 0; i < cache.size(); ++i) {
       const std::string name = class_of_path(cache.string(*pi, i));
       const int64_t value = cache.int_value(*li, i);
@@ -67,6 +68,9 @@ std::vector<int64_t> names_to_values(const Cache& cache, const SubsetSelection& 
 }  // namespace
 
 std::vector<uint64_t> select_samples(const Cache& cache, const SubsetSelection& sel) {
+  // The selection is derived from the field's values (or its stored index): check them first.
+  if (const auto fi = cache.field_index(sel.field)) cache.check_checksums(*fi);
+  cache.check_file_checksums(csr_index_names(sel.field));
   std::optional<FieldIndex> idx = read_field_index(cache, sel.field);
   if (!idx) idx = build_field_index(cache, sel.field);
   std::vector<int64_t> values = sel.values;
@@ -115,6 +119,9 @@ class CacheSubsetSource final : public Source {
   CacheSubsetSource(const fs::path& parent, std::vector<uint64_t> ids) : cache_(Cache::open(parent)), ids_(std::move(ids)) {
     for (uint64_t id : ids_)
       if (id >= cache_.size()) throw Error(Errc::usage, "sample id " + std::to_string(id) + " out of range").with_path(parent.string());
+    // Never copy corruption under fresh checksums: every file read is checked against the
+    // parent's recorded sums first, and each payload as it is copied (next()).
+    cache_.check_checksums();
     for (const CacheField& f : cache_.fields()) {
       FieldSpec spec{f.name, f.type, f.dtype, {}};
       if (f.type == FieldType::ndarray) spec.shape.assign(f.shape.begin() + 1, f.shape.end());
@@ -152,6 +159,7 @@ class CacheSubsetSource final : public Source {
       switch (schema_.fields[f].type) {
         case FieldType::image:
         case FieldType::bytes: {
+          cache_.check_payload(f, id);
           const auto p = cache_.payload(f, id);
           v.bytes.assign(p.begin(), p.end());
           if (schema_.fields[f].type == FieldType::image) {

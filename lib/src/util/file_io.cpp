@@ -13,19 +13,36 @@
 
 namespace slip::detail {
 
-MappedFile::MappedFile(const std::filesystem::path& path) : path_(path.string()) {
-  const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw_errno("cannot open", path_, errno);
-  struct stat st {};
+namespace {
+
+// Opens `path` for reading: never blocks on a FIFO (O_NONBLOCK), refuses anything but a
+// regular file and, for Open::cache_file, symbolic links (O_NOFOLLOW). Returns the fd and
+// fills `st`; throws Error naming the path.
+int open_regular_file(const std::string& path, Open mode, struct stat& st) {
+  const bool strict = mode == Open::cache_file;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | (strict ? O_NOFOLLOW : 0));
+  if (fd < 0) {
+    const int err = errno;
+    if (strict && err == ELOOP) throw Error(Errc::bad_input, "is a symbolic link (refused inside a cache)").with_path(path);
+    throw_errno("cannot open", path, err);
+  }
   if (::fstat(fd, &st) != 0) {
     const int err = errno;
     ::close(fd);
-    throw_errno("cannot stat", path_, err);
+    throw_errno("cannot stat", path, err);
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    throw Error(Errc::io, "not a regular file").with_path(path_);
+    throw Error(strict ? Errc::bad_input : Errc::io, "is not a regular file").with_path(path);
   }
+  return fd;
+}
+
+}  // namespace
+
+MappedFile::MappedFile(const std::filesystem::path& path, Open mode) : path_(path.string()) {
+  struct stat st {};
+  const int fd = open_regular_file(path_, mode, st);
   size_ = static_cast<uint64_t>(st.st_size);
   if (size_ > 0) {
     void* p = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd, 0);
@@ -72,7 +89,7 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
 }
 
 void MappedFile::drop_page_cache() const noexcept {
-  const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
   if (fd < 0) return;
   if (data_) ::madvise(const_cast<std::byte*>(data_), size_, MADV_DONTNEED);
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
@@ -131,8 +148,8 @@ void FileWriter::close() {
   if (::close(fd) != 0) throw_errno("cannot close", path_, errno);
 }
 
-std::string read_text_file(const std::filesystem::path& path) {
-  MappedFile f(path);
+std::string read_text_file(const std::filesystem::path& path, Open mode) {
+  MappedFile f(path, mode);
   auto b = f.bytes();
   return std::string(reinterpret_cast<const char*>(b.data()), b.size());
 }
@@ -152,9 +169,9 @@ void fsync_directory(const std::filesystem::path& dir) {
   if (rc != 0 && err != EINVAL) throw_errno("cannot fsync directory", dir.string(), err);
 }
 
-std::pair<uint64_t, uint64_t> xxh3_64_of_file(const std::filesystem::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw_errno("cannot open", path.string(), errno);
+std::pair<uint64_t, uint64_t> xxh3_64_of_file(const std::filesystem::path& path, Open mode) {
+  struct stat st {};
+  const int fd = open_regular_file(path.string(), mode, st);
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   Xxh3 hash;
   std::vector<std::byte> buffer(4u << 20);

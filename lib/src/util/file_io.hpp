@@ -13,11 +13,18 @@
 
 namespace slip::detail {
 
-// A read-only mapping of a whole file (empty files map to an empty span).
+// How strictly to open a file. A cache's own files are untrusted input inside a directory
+// someone else may have written: a symbolic link there could point anywhere (/etc/shadow) and
+// a FIFO or device would block or never end, so they are refused with Error(bad_input)
+// ("is a symbolic link", "is not a regular file"). Files the user names (sources) may be links.
+enum class Open { follow_links, cache_file };
+
+// A read-only mapping of a whole file (empty files map to an empty span). Never blocks on a
+// FIFO (opened non-blocking, then refused as not a regular file).
 class MappedFile {
  public:
   MappedFile() = default;
-  explicit MappedFile(const std::filesystem::path& path);
+  explicit MappedFile(const std::filesystem::path& path, Open mode = Open::follow_links);
   ~MappedFile();
   MappedFile(MappedFile&& other) noexcept;
   MappedFile& operator=(MappedFile&& other) noexcept;
@@ -70,11 +77,12 @@ class FileWriter {
 };
 
 // Size and XXH3-64 of a whole file, read in 4 MiB pieces (memory bounded for any size);
-// throws Error(io) naming it.
-std::pair<uint64_t, uint64_t> xxh3_64_of_file(const std::filesystem::path& path);
+// throws Error(io) naming it (Error(bad_input) for what Open::cache_file refuses).
+std::pair<uint64_t, uint64_t> xxh3_64_of_file(const std::filesystem::path& path, Open mode = Open::follow_links);
 
-// Reads a whole (small) file; throws Error(io) naming it.
-std::string read_text_file(const std::filesystem::path& path);
+// Reads a whole (small) file; throws Error(io) naming it (Error(bad_input) for what
+// Open::cache_file refuses).
+std::string read_text_file(const std::filesystem::path& path, Open mode = Open::follow_links);
 // Writes a whole file, fsynced; throws Error(io).
 void write_text_file(const std::filesystem::path& path, std::string_view text);
 // fsync a directory (after creating/renaming entries in it).

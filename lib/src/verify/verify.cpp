@@ -6,9 +6,11 @@
 #include <chrono>
 #include <cstring>
 #include <mutex>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "format/layout.hpp"
+#include "format/pickle_index.hpp"
 #include "format/staging.hpp"
 #include "slip/cache.hpp"
 #include "slip/decode.hpp"
@@ -16,9 +18,11 @@
 #include "slip/hash.hpp"
 #include "slip/image.hpp"
 #include "slip/index.hpp"
+#include "slip/npy.hpp"
 #include "slip/runtime.hpp"
 #include "slip/yuv420.hpp"
 #include "util/file_io.hpp"
+#include "util/untrusted.hpp"
 
 namespace slip {
 
@@ -235,6 +239,84 @@ void check_string_field(const Cache& cache, size_t fi, IssueSink& sink) {
              "file has " + std::to_string(bin_size) + " bytes but the strings cover " + std::to_string(expect));
 }
 
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Every entry of the cache directory: *_index.npy files read as pickles without running them
+// (the Python loader unpickles every one it globs, so one that is not exactly the dict of
+// int64 arrays numpy and slip write could run code there), slip's temporaries, unknown files.
+void check_directory_entries(const Cache& cache, IssueSink& sink, VerifyReport& report) {
+  const fs::path& dir = cache.path();
+  std::set<std::string> known{std::string(detail::kManifestName), std::string(detail::kManifestSumName)};
+  for (const CacheField& f : cache.fields()) {
+    known.insert(f.files.begin(), f.files.end());
+    known.insert(detail::checksum_file(f.name));
+    for (const std::string& name : csr_index_names(f.name)) known.insert(name);
+    if (f.type == FieldType::image) {
+      known.insert(yuv420_sibling_stem(f.name) + ".bin");
+      known.insert(yuv420_sibling_stem(f.name) + ".meta.npy");
+    }
+  }
+  try {  // what the manifest lists (e.g. checksummed files of a newer slip)
+    const auto manifest = detail::parse_json_bounded(cache.manifest_text());
+    for (const char* key : {"file_sizes"})
+      if (auto it = manifest.find(key); it != manifest.end() && it->is_object())
+        for (auto& [name, v] : it->items()) known.insert(name);
+    if (auto s = manifest.find("slip"); s != manifest.end() && s->is_object())
+      if (auto c = s->find("checksums"); c != s->end() && c->is_object())
+        if (auto files = c->find("files"); files != c->end() && files->is_object())
+          for (auto& [name, v] : files->items()) known.insert(name);
+  } catch (const std::exception&) {
+  }
+  std::set<std::string> temporaries;
+  for (const detail::TempEntry& t : detail::find_temporaries(dir)) {
+    const std::string name = t.path.filename().string();
+    temporaries.insert(name);
+    temporaries.insert(name + ".lock");
+    report.temporaries.push_back(name + (t.in_progress ? " (in progress)" : " (abandoned)"));
+    report.notes.push_back(
+        "temporary " + detail::escape_for_terminal(name) + " (" + std::to_string(t.bytes) + " bytes) " +
+        (t.in_progress ? "of a run in progress" : "left by an interrupted run; the next run of the same command removes it"));
+  }
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  for (const std::string& name : names) {
+    const fs::path p = dir / name;
+    if (ends_with(name, "_index.npy")) {
+      const std::string field = name.substr(0, name.size() - 10);
+      try {
+        const detail::MappedFile file(p, detail::Open::cache_file);
+        const detail::PickledIndex idx = detail::read_pickled_index(file.bytes(), name);
+        const auto fi = cache.field_index(field);
+        if (!fi) report.notes.push_back(detail::escape_for_terminal(name) + " indexes a field the cache does not have");
+        for (size_t k = 0; k < idx.ids.size(); ++k)
+          for (int64_t id : idx.ids[k])
+            if (id < 0 || static_cast<uint64_t>(id) >= cache.size()) {
+              sink.add(name, std::nullopt, fi ? field : "",
+                       "index lists sample id " + std::to_string(id) + ", beyond the cache's " + std::to_string(cache.size()) + " samples");
+              k = idx.ids.size() - 1;
+              break;
+            }
+      } catch (const Error& e) {
+        sink.add(name, std::nullopt, "", e.message() + (e.offset() ? " (byte " + std::to_string(*e.offset()) + ")" : ""));
+      }
+      continue;
+    }
+    if (known.count(name) || temporaries.count(name)) continue;
+    const auto type = fs::symlink_status(p, ec).type();
+    const std::string what = type == fs::file_type::symlink     ? " (a symbolic link)"
+                             : type == fs::file_type::directory ? " (a directory)"
+                             : type != fs::file_type::regular   ? " (not a regular file)"
+                                                                : "";
+    report.unknown_files.push_back(name);
+    report.notes.push_back("unknown file " + detail::escape_for_terminal(name) + what +
+                           ": no part of the cache format (ignored by the loaders)");
+  }
+}
+
 }  // namespace
 
 VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
@@ -253,10 +335,10 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
 
   // The manifest's own checksum (slip-written caches).
   const fs::path sum_path = dir / detail::kManifestSumName;
-  const bool have_sum = fs::exists(sum_path, ec);
+  const bool have_sum = fs::symlink_status(sum_path, ec).type() != fs::file_type::not_found;
   if (have_sum && fs::exists(dir / detail::kManifestName, ec)) {
     try {
-      const std::string text = detail::read_text_file(dir / detail::kManifestName);
+      const std::string text = detail::read_text_file(dir / detail::kManifestName, detail::Open::cache_file);
       if (!detail::manifest_sum_matches(dir, text))
         sink.add(std::string(detail::kManifestSumName), std::nullopt, "",
                  "manifest.json checksum mismatch (manifest or its checksum file was modified)");
@@ -281,7 +363,7 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
 
   // Manifest content beyond what opening needs.
   try {
-    const auto manifest = nlohmann::json::parse(cache->manifest_text());
+    const auto manifest = detail::parse_json_bounded(cache->manifest_text());
     if (!manifest.contains("version"))
       report.notes.push_back("manifest has no \"version\" (the Python loader does not need it)");
     else if (manifest["version"] != 1)
@@ -317,7 +399,12 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
           per = 24;
         else if (f.type == FieldType::str)
           per = 16;
-        if (per && cache->npy_data_offset(name) + per * cache->size() != actual)
+        else if (name == f.files[0]) {  // numeric: rows of dtype x the trailing dimensions
+          per = npy_dtype_size(f.dtype);
+          for (size_t d = 1; d < f.shape.size() && per; ++d) per = f.shape[d] > UINT64_MAX / per ? 0 : per * f.shape[d];
+        }
+        if (per && (per > UINT64_MAX / std::max<uint64_t>(1, cache->size()) ||
+                    cache->npy_data_offset(name) + per * cache->size() != actual))
           sink.add(
               name, std::nullopt, f.name,
               "has " + std::to_string(actual) + " bytes, expected " + std::to_string(cache->npy_data_offset(name) + per * cache->size()));
@@ -337,7 +424,7 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
 
   // Field indexes recorded by slip: well-formed, every id carries its key's value, every sample once.
   try {
-    const auto manifest = nlohmann::json::parse(cache->manifest_text());
+    const auto manifest = detail::parse_json_bounded(cache->manifest_text());
     if (manifest.contains("slip") && manifest["slip"].contains("indexes")) {
       for (auto& [field, spec] : manifest["slip"]["indexes"].items()) {
         const std::string keys_file = spec.value("keys", field + ".index.keys.npy");
@@ -374,9 +461,11 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
     sink.add("manifest.json", std::nullopt, "", std::string("slip indexes: ") + e.what());
   }
 
+  check_directory_entries(*cache, sink, report);
+
   // Whole-file checksums recorded by slip.
   try {
-    const auto manifest = nlohmann::json::parse(cache->manifest_text());
+    const auto manifest = detail::parse_json_bounded(cache->manifest_text());
     // Untrusted JSON: walk with find(), never const operator[] on a key that may be absent.
     const nlohmann::json* files = &manifest;
     for (const char* key : {"slip", "checksums", "files"}) {
@@ -394,12 +483,23 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
         throw_if_interrupted();
         if (options.progress && hashed_files) options.progress("checksums", hashed_files, files->size());
         ++hashed_files;
+        if (!detail::file_stem_problem(name).empty()) {
+          sink.add("manifest.json", std::nullopt, "",
+                   "checksums list \"" + detail::escape_for_terminal(name) + "\", which is not a file name");
+          continue;
+        }
         const fs::path p = dir / name;
-        if (!fs::exists(p, ec)) {
+        if (fs::symlink_status(p, ec).type() == fs::file_type::not_found) {
           sink.add(name, std::nullopt, "", "file listed in the checksums is missing");
           continue;
         }
-        const auto [size, sum] = detail::xxh3_64_of_file(p);  // streamed: RSS bounded for any file size
+        uint64_t size = 0, sum = 0;
+        try {
+          std::tie(size, sum) = detail::xxh3_64_of_file(p, detail::Open::cache_file);  // streamed: RSS bounded
+        } catch (const Error& e) {
+          sink.add(name, std::nullopt, "", e.message());
+          continue;
+        }
         ++report.checksums_checked;
         report.bytes_hashed += size;
         if (!want.is_string() || hex64(sum) != want.get<std::string>()) sink.add(name, std::nullopt, "", "file checksum mismatch");
