@@ -12,6 +12,7 @@
 #include "log_sink.hpp"
 #include "output.hpp"
 #include "slip/error.hpp"
+#include "slip/log.hpp"
 #include "slip/runtime.hpp"
 
 namespace slip::cli {
@@ -50,6 +51,13 @@ int main(int argc, char** argv) {
   const bool color = stderr_is_terminal() && std::getenv("NO_COLOR") == nullptr;
   auto logger = std::make_shared<spdlog::logger>("slip", std::make_shared<PrintableStderrSink>(color));
   spdlog::set_default_logger(logger);
+  // The library prints nothing itself: its warnings and notes come here.
+  slip::set_log_handler([](slip::LogLevel level, std::string_view message) {
+    const auto spd = level == slip::LogLevel::warning ? spdlog::level::warn
+                     : level == slip::LogLevel::info  ? spdlog::level::info
+                                                      : spdlog::level::debug;
+    spdlog::log(spd, "{}", message);
+  });
 
   GlobalOptions global;
   CLI::App app{"slip — prepare vision datasets as slipstream caches for fast training"};

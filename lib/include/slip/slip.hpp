@@ -13,6 +13,7 @@
 //   benchmarks .......... slip/bench.hpp   (run_bench, run_bench_comparison)
 //   remote sources ...... slip/remote.hpp, slip/sigv4.hpp (fetch_remote, S3 request signing)
 //   building blocks ..... slip/npy.hpp, slip/hash.hpp, slip/runtime.hpp, slip/error.hpp, slip/schema.hpp
+//   logging ........... slip/log.hpp    (set_log_handler: the library itself prints nothing)
 //   versions, exports ... slip/version.hpp (SLIP_VERSION_*), slip/export.hpp (SLIP_API)
 #pragma once
 
@@ -26,6 +27,7 @@
 #include "slip/image.hpp"
 #include "slip/index.hpp"
 #include "slip/inspect.hpp"
+#include "slip/log.hpp"
 #include "slip/merge.hpp"
 #include "slip/npy.hpp"
 #include "slip/remote.hpp"

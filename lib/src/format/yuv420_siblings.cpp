@@ -6,7 +6,6 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include <spdlog/spdlog.h>
 
 #include "format/manifest_io.hpp"
 #include "format/staging.hpp"
@@ -17,6 +16,7 @@
 #include "slip/yuv420.hpp"
 #include "util/file_io.hpp"
 #include "util/untrusted.hpp"
+#include "util/log.hpp"
 
 namespace slip {
 
@@ -167,7 +167,7 @@ std::vector<SiblingResult> add_yuv420_siblings(const fs::path& dir, const Siblin
 
   // What a killed earlier run left (its lock is free), then what this run derives from.
   for (const auto& t : detail::remove_stale_temporaries(dir))
-    spdlog::warn("removed {} ({} bytes), left by an interrupted run", detail::escape_for_terminal(t.path.string()), t.bytes);
+    detail::warn("removed {} ({} bytes), left by an interrupted run", detail::escape_for_terminal(t.path.string()), t.bytes);
   for (size_t fi : fields) cache.check_checksums(fi);
   nlohmann::ordered_json manifest = detail::read_manifest(dir);
   const bool slip_written = manifest.contains("slip") && manifest["slip"].is_object();

@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 #include "net/retry.hpp"
 #include "slip/error.hpp"
@@ -14,6 +13,7 @@
 #include "slip/runtime.hpp"
 #include "util/file_io.hpp"
 #include "util/untrusted.hpp"
+#include "util/log.hpp"
 
 namespace slip::net {
 
@@ -310,7 +310,7 @@ DownloadOutcome download(const DownloadItem& item, const RemoteOptions& options,
                                        (kept > 0 ? " (" + std::to_string(kept) + " bytes kept; the next run resumes)" : ""))
           .with_path(item.uri);
     }
-    spdlog::warn("{}: {}; retrying", item.uri, failure.reason);
+    slip::detail::warn("{}: {}; retrying", item.uri, failure.reason);
     wait_before_retry(options.retry, failures_without_progress, failure.headers);
   }
 }

@@ -9,7 +9,6 @@
 #include <mutex>
 
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 #include "net/download.hpp"
 #include "net/s3.hpp"
@@ -20,6 +19,7 @@
 #include "sources/shard_list.hpp"
 #include "util/file_io.hpp"
 #include "util/untrusted.hpp"
+#include "util/log.hpp"
 
 namespace slip {
 
@@ -302,7 +302,7 @@ FetchedDataset fetch_remote(const std::vector<std::string>& uris, const RemoteOp
   if (uris.empty()) throw Error(Errc::usage, "no source given");
   Fetcher fetcher(options);
   FetchedDataset out = fetcher.run(uris);
-  spdlog::info("fetched {} file(s) in {:.1f} s: {} downloaded, {} resumed, {} reused ({:.1f} MB transferred)", out.stats.files,
+  slip::detail::info("fetched {} file(s) in {:.1f} s: {} downloaded, {} resumed, {} reused ({:.1f} MB transferred)", out.stats.files,
                out.stats.seconds, out.stats.downloaded, out.stats.resumed, out.stats.reused, static_cast<double>(out.stats.bytes) / 1e6);
   return out;
 }

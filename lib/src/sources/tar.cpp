@@ -3,7 +3,6 @@
 // lowercased. Nothing is ever extracted: member names are only names.
 #include <archive.h>
 #include <archive_entry.h>
-#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +18,7 @@
 #include "slip/source.hpp"
 #include "sources/shard_list.hpp"
 #include "util/file_io.hpp"
+#include "util/log.hpp"
 
 namespace slip {
 
@@ -105,7 +105,7 @@ class TarSource final : public Source {
       auto it = field_of_ext_.find(m.field);
       if (it == field_of_ext_.end()) {
         if (warned_.insert(m.field).second)
-          spdlog::warn("{}: member {}: field \"{}\" is not in the schema of the first sample; ignored", shards_[shard_], m.name, m.field);
+          detail::warn("{}: member {}: field \"{}\" is not in the schema of the first sample; ignored", shards_[shard_], m.name, m.field);
         continue;
       }
       const size_t fi = it->second;
@@ -210,14 +210,14 @@ class TarSource final : public Source {
         throw fail(m.name, offset, "unsafe member name (absolute or with '..'); refusing the shard");
       if (type != AE_IFREG || archive_entry_hardlink(e)) {
         const char* kind = archive_entry_symlink(e) ? "symlink" : archive_entry_hardlink(e) ? "hard link" : "special file";
-        spdlog::warn("{}: member {} (byte {}): {} skipped, never followed", shards_[shard_], m.name, offset, kind);
+        detail::warn("{}: member {} (byte {}): {} skipped, never followed", shards_[shard_], m.name, offset, kind);
         continue;
       }
       m.offset = offset;
       const std::string base = fs::path(m.name).filename().string();
       const auto dot = base.find('.');
       if (dot == std::string::npos || dot == 0) {
-        spdlog::warn("{}: member {} (byte {}): no extension, not part of any sample; skipped", shards_[shard_], m.name, offset);
+        detail::warn("{}: member {} (byte {}): no extension, not part of any sample; skipped", shards_[shard_], m.name, offset);
         continue;
       }
       const std::string dir = m.name.substr(0, m.name.size() - base.size());
