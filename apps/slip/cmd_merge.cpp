@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "command.hpp"
+#include "exit_codes.hpp"
 #include "output.hpp"
 #include "slip/error.hpp"
 #include "slip/merge.hpp"
@@ -35,7 +36,7 @@ Action setup_merge(CLI::App& sub, const GlobalOptions& global) {
         if (!a->json) std::cout << s.index << "\t" << printable(s.state) << "\n";
       }
       if (a->json) print_json({{"command", "merge"}, {"workdir", a->status}, {"all_done", all}, {"parts", list}});
-      return all ? 0 : exit_code(Errc::verify_failed);
+      return all ? 0 : kExitVerifyFailed;
     }
     std::vector<std::filesystem::path> inputs;
     if (!a->from.empty()) inputs.emplace_back(a->from);

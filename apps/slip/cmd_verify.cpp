@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "command.hpp"
+#include "exit_codes.hpp"
 #include "output.hpp"
 #include "slip/error.hpp"
 #include "slip/verify.hpp"
@@ -85,7 +86,7 @@ Action setup_verify(CLI::App& sub, const GlobalOptions& global) {
       if (!r.ok()) std::cout << ", " << r.issue_count << " issues";
       std::cout << "\n";
     }
-    return r.ok() ? 0 : exit_code(Errc::verify_failed);
+    return r.ok() ? 0 : kExitVerifyFailed;
   };
   return [a, one]() -> int { return for_each_cache(a->caches, a->json, "verify", one); };
 }

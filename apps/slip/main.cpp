@@ -9,6 +9,7 @@
 
 #include "cli_errors.hpp"
 #include "command.hpp"
+#include "exit_codes.hpp"
 #include "log_sink.hpp"
 #include "output.hpp"
 #include "slip/error.hpp"
@@ -93,7 +94,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     // One line, naming the bad word (README: every usage error is `slip: error: ...`, exit 2).
     spdlog::error("{}", describe_parse_error(app, e));
-    return slip::exit_code(slip::Errc::usage);
+    return kExitUsage;
   }
   if (global.quiet)
     spdlog::set_level(spdlog::level::err);
@@ -106,18 +107,14 @@ int main(int argc, char** argv) {
     try {
       return actions.at(sub)();
     } catch (const slip::Error& e) {
-      if (e.code() == slip::Errc::interrupted) {
-        spdlog::error("{}", e.describe());
-        return 128 + (slip::interrupted() ? slip::interrupted() : SIGINT);
-      }
       spdlog::error("{}", e.describe());
-      return slip::exit_code(e.code());
+      return exit_code(e.code());
     } catch (const std::bad_alloc&) {
       spdlog::error("out of memory");
-      return slip::exit_code(slip::Errc::io);
+      return kExitIo;
     } catch (const std::exception& e) {
       spdlog::error("internal error: {}", e.what());
-      return slip::exit_code(slip::Errc::io);
+      return kExitIo;
     }
   }
   return 0;

@@ -1,5 +1,7 @@
 #include "output.hpp"
 
+#include "exit_codes.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>

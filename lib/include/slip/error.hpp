@@ -1,6 +1,6 @@
 // slip/error.hpp — the one error type of libslipstream.
 //
-// Every failure the library reports is a slip::Error: a category (which maps to the CLI's
+// Every failure the library reports is a slip::Error: a category (which the CLI maps to its
 // exit code), a one-line message and, where known, the file, the sample and the byte offset
 // it concerns. Code deep inside the library throws it with as much context as it has; callers
 // add context on the way out (with_path / with_sample) instead of wrapping it in new text.
@@ -16,17 +16,17 @@
 
 namespace SLIP_API slip {
 
-// The category decides the CLI exit code (docs: README "Exit codes").
+// What kind of failure it is. The library only categorises; each program maps categories to
+// its own outcomes (the `slip` command to exit codes: README "Exit codes"). The values are not
+// exit codes and carry no meaning beyond the name.
 enum class Errc : int {
-  verify_failed = 1,  // a cache failed verification
-  usage = 2,          // bad command line or option value
-  bad_input = 3,      // the source or cache bytes are malformed
-  io = 4,             // an operating-system error: open/read/write/rename/disk full/permission
-  retryable = 5,      // a remote failure that persisted after retries (SLURM may requeue)
-  interrupted = 130,  // SIGINT/SIGTERM
+  usage = 1,        // a caller error: bad option value, unknown field, impossible request
+  bad_input = 2,    // the source or cache bytes are malformed or hostile
+  io = 3,           // an operating-system error: open/read/write/rename/disk full/permission
+  retryable = 4,    // a remote failure that persisted after retries (trying later may work)
+  interrupted = 5,  // cancelled: SIGINT/SIGTERM recorded by install_interrupt_handlers()
 };
 
-int exit_code(Errc code) noexcept;
 const char* errc_name(Errc code) noexcept;
 
 class Error : public std::exception {

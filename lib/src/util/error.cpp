@@ -6,12 +6,8 @@
 
 namespace slip {
 
-int exit_code(Errc code) noexcept { return static_cast<int>(code); }
-
 const char* errc_name(Errc code) noexcept {
   switch (code) {
-    case Errc::verify_failed:
-      return "verify_failed";
     case Errc::usage:
       return "usage";
     case Errc::bad_input:
