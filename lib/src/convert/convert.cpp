@@ -225,6 +225,7 @@ std::string default_cache_name(const SourceIdentity& identity, const ConvertOpti
 
 fs::path planned_cache_path(const Source& source, const ConvertOptions& options) {
   const SourceIdentity identity = source.identity();
+  detail::check_schema_names(source.schema(), identity.kind);  // the same refusal as convert()
   const std::string id = content_id(identity, options.image_format);
   const std::string name = options.name.empty() ? default_cache_name(identity, options) : options.name;
   const fs::path root = options.output_dir.empty() ? default_cache_root() : options.output_dir;
@@ -241,6 +242,8 @@ ConvertResult convert(Source& source, const ConvertOptions& options) {
   if (options.image_format == StoredFormat::yuv420)
     for (FieldSpec& spec : schema.fields)
       if (spec.type == FieldType::image) spec.image_format = "yuv420";
+  // Names from the source become file names: one rule, before anything is written.
+  detail::check_schema_names(schema, identity.kind);
   ConvertResult result;
   result.content_id = content_id(identity, options.image_format);
   const std::string name = options.name.empty() ? default_cache_name(identity, options) : options.name;

@@ -5,6 +5,7 @@
 #include "format/layout.hpp"
 #include "slip/cache.hpp"
 #include "slip/error.hpp"
+#include "util/untrusted.hpp"
 #include "slip/npy.hpp"
 #include "util/file_io.hpp"
 
@@ -44,6 +45,7 @@ std::pair<uint64_t, uint64_t> write_npy(const fs::path& path, std::string_view d
 }  // namespace
 
 CacheWriter::CacheWriter(fs::path dir, Schema schema) : dir_(std::move(dir)), schema_(std::move(schema)) {
+  detail::check_schema_names(schema_, "cache");  // every writer, whoever built the schema
   for (const FieldSpec& spec : schema_.fields) {
     auto col = std::make_unique<Column>();
     col->spec = spec;

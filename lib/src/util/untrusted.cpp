@@ -2,6 +2,9 @@
 
 #include <cstdio>
 
+#include <map>
+
+#include "format/layout.hpp"
 #include "slip/error.hpp"
 
 namespace slip::detail {
@@ -120,6 +123,29 @@ void check_field_name(std::string_view name, std::string_view what) {
   if (!problem.empty())
     throw Error(Errc::bad_input, std::string(what) + " \"" + escape_for_terminal(name) + "\" " + problem +
                                      " (field names become file names; --rename OLD=NEW maps it)");
+}
+
+void check_schema_names(const Schema& schema, std::string_view origin) {
+  std::map<std::string, std::string> owner;  // storage file -> field that writes it
+  std::map<std::string, size_t> position;    // name -> field position
+  for (size_t i = 0; i < schema.fields.size(); ++i) {
+    const FieldSpec& f = schema.fields[i];
+    check_field_name(f.name, std::string(origin) + " field name");
+    if (auto [it, inserted] = position.emplace(f.name, i); !inserted)
+      throw Error(Errc::bad_input, std::string(origin) + ": fields " + std::to_string(it->second) + " and " + std::to_string(i) +
+                                       " have the same name \"" + escape_for_terminal(f.name) +
+                                       "\" (one would replace the other; --rename OLD=NEW renames one)");
+    std::vector<std::string> files = storage_files(f.name, f.type);
+    if (is_payload_type(f.type)) files.push_back(checksum_file(f.name));
+    for (const std::string& file : files) {
+      auto [it, inserted] = owner.emplace(file, f.name);
+      if (!inserted)
+        throw Error(Errc::bad_input, std::string(origin) + ": fields \"" + escape_for_terminal(it->second) + "\" and \"" +
+                                         escape_for_terminal(f.name) + "\" " +
+                                         (it->second == f.name ? "have the same name" : "would both write " + escape_for_terminal(file)) +
+                                         " (--rename OLD=NEW renames one)");
+    }
+  }
 }
 
 namespace {

@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "slip/schema.hpp"
+
 namespace slip::detail {
 
 // The longest field name accepted: the stem plus slip's longest suffix
@@ -42,6 +44,11 @@ std::string reserved_name_problem(std::string_view name);
 // Throws Error(bad_input) "<what> \"<escaped name>\" <problem>" unless both checks pass.
 // `what` names the origin, e.g. "FFCV field name" or "LitData data_spec key".
 void check_field_name(std::string_view name, std::string_view what);
+
+// Checks every field name of a schema about to be written (check_field_name), and that no two
+// fields share a name or a storage file ("a.offsets" as an int field would write the string
+// field "a"'s offsets file). `origin` names the source in the message. Throws Error(bad_input).
+void check_schema_names(const Schema& schema, std::string_view origin);
 
 // nlohmann::json::parse with nesting bounded by kMaxJsonDepth: deeper input throws
 // Error(bad_input) "JSON nested deeper than 64 levels" instead of exhausting the stack.
