@@ -94,3 +94,34 @@ for ext in "b'label_index'" "b'manifest'" "b'\\xff'" "b'x\\x1b[2J'" "b'jpg_yuv42
   (cd "$canary_dir" && refused "tar extension $ext" "$SLIP" convert "$WORK/t$i.tar")
 done
 pass "tar: $i hostile member extensions refused, nothing written"
+
+# str values that are not UTF-8 (a tar .txt member, a tar key from a non-UTF-8 member name) are
+# a per-sample problem: never a str field numpy or slip index cannot read back.
+$PY - "$WORK/text.tar" "$img" <<'PY'
+import sys, tarfile, io
+out, img = sys.argv[1], sys.argv[2]
+data = open(img, "rb").read()
+with tarfile.open(out, "w", format=tarfile.PAX_FORMAT, encoding="utf-8", errors="surrogateescape") as t:
+    for key, text in ((b"a", b"fine"), (b"b", b"caf\xe9"), (b"\xffc", b"ok")):
+        for ext, payload in ((b".jpg", data), (b".cls", b"1"), (b".txt", text)):
+            ti = tarfile.TarInfo((key + ext).decode("utf-8", "surrogateescape")); ti.size = len(payload)
+            t.addfile(ti, io.BytesIO(payload))
+PY
+(cd "$canary_dir" && refused "non-UTF-8 text" "$SLIP" convert "$WORK/text.tar")
+grep -q 'field "txt" is not valid UTF-8' "$WORK/err" || { cat "$WORK/err"; fail "non-UTF-8 .txt not named"; }
+expect_status 0 "$SLIP" convert "$WORK/text.tar" -o "$WORK/text-skip" --on-error skip --json
+$PY - "$WORK/out" <<'PY' || fail "non-UTF-8 samples not skipped into the ledger"
+import json, sys, numpy as np
+d = json.load(open(sys.argv[1]))
+assert d["written"] == 1 and d["skipped"] == 2, d
+assert sorted(e["field"] for e in d["ledger"]) == ["key", "txt"], d["ledger"]
+c = d["path"]
+off = np.load(f"{c}/txt.offsets.npy"); b = open(f"{c}/txt.bin", "rb").read()
+assert [b[s:s + n].decode("utf-8") for s, n in off] == ["fine"]
+PY
+cache=$(tail -1 "$WORK/out" | $PY -c "import json,sys; print(json.load(sys.stdin)['path'])")
+expect_status 0 "$SLIP" index "$cache" --field txt --field key
+expect_status 0 "$SLIP" convert "$WORK/text.tar" -o "$WORK/text-bytes" --field txt=bytes --on-error skip --json
+$PY -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['written'] == 2 and d['skipped'] == 1, d" "$WORK/out" \
+  || fail "--field txt=bytes does not keep non-UTF-8 text"
+pass "non-UTF-8 str values: per-sample problem (--on-error skip keeps the rest), --field EXT=bytes keeps them"

@@ -190,6 +190,13 @@ void prepare(Sample& s, const Schema& schema, NonJpegPolicy policy, uint64_t max
       prepare_image(v, policy, spec.image_format == "yuv420", max_pixels, out, spec.name);
       if (out.problem) return;
     }
+    // A str field must read back as text in numpy and the Python loader (UTF-8 decode).
+    if (spec.type == FieldType::str &&
+        !detail::is_valid_utf8(std::string_view(reinterpret_cast<const char*>(v.bytes.data()), v.bytes.size()))) {
+      out.problem = "field \"" + spec.name + "\" is not valid UTF-8 text (keep such values as bytes: --field EXT=bytes)";
+      out.problem_field = spec.name;
+      return;
+    }
     if (is_payload_type(spec.type)) out.sums[f] = xxh3_64(v.bytes);
   }
 }
