@@ -25,6 +25,7 @@ struct ConvertArgs {
   std::string non_jpeg = "transcode";
   std::string image_format = "jpeg";
   std::string on_error = "fail";
+  bool allow_empty = false;
   bool dry_run = false;
   std::string shard;
   std::string max_image_pixels = "89478485";
@@ -59,6 +60,8 @@ Action setup_convert(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("--on-error", a->on_error, "A bad sample: fail the conversion, or skip it (recorded in the ledger)")
       ->check(CLI::IsMember({"fail", "skip"}))
       ->capture_default_str();
+  sub.add_flag("--allow-empty", a->allow_empty,
+               "Write a cache even when no sample is left (an empty source, or every sample skipped); otherwise exit 3");
   sub.add_flag("-n,--dry-run", a->dry_run, "Say what would be written and where; write nothing");
   sub.add_flag("--json", a->json, "Print one JSON summary object instead of the path");
   sub.add_option("--max-image-pixels", a->max_image_pixels,
@@ -99,6 +102,7 @@ Action setup_convert(CLI::App& sub, const GlobalOptions& global) {
     options.force = a->force;
     options.non_jpeg = a->non_jpeg == "keep" ? NonJpegPolicy::keep : a->non_jpeg == "fail" ? NonJpegPolicy::fail : NonJpegPolicy::transcode;
     options.on_error = a->on_error == "skip" ? OnError::skip : OnError::fail;
+    options.allow_empty = a->allow_empty;
     options.image_format = a->image_format == "yuv420" ? StoredFormat::yuv420 : StoredFormat::jpeg;
     if (!a->shard.empty()) options.shard = parse_shard(a->shard);
     options.max_image_pixels = parse_count(a->max_image_pixels);

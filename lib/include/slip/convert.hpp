@@ -47,6 +47,9 @@ struct ConvertOptions {
   // differs from the JPEG cache's of the same source.
   StoredFormat image_format = StoredFormat::jpeg;
   OnError on_error = OnError::fail;
+  // A conversion that leaves no sample (an empty source, or every sample skipped) is an error
+  // (Error(bad_input)) unless this is set. Part caches of a job array may always be empty.
+  bool allow_empty = false;
   // Images whose header claims more pixels are refused (decompression bombs); Pillow's
   // default MAX_IMAGE_PIXELS warning threshold.
   uint64_t max_image_pixels = 89478485;

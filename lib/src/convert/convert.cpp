@@ -335,6 +335,11 @@ ConvertResult convert(Source& source, const ConvertOptions& options) {
   }
   throw_if_interrupted();
   result.written = writer.count();
+  if (result.written == 0 && !options.allow_empty && !part)
+    throw Error(Errc::bad_input, result.source_samples == 0 ? "the source has no samples (--allow-empty writes an empty cache)"
+                                                            : "no sample left: all " + std::to_string(result.source_samples) +
+                                                                  " were skipped (see --on-error; --allow-empty writes an empty cache)")
+        .with_path(identity.uri);
   const detail::WrittenFiles files = writer.finish();
 
   const ojson manifest = detail::build_manifest(schema, identity, result, files, part);

@@ -3,13 +3,36 @@
 #include <glob.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "slip/error.hpp"
+#include "slip/runtime.hpp"
+#include "util/untrusted.hpp"
 
 namespace slip::detail {
 
-std::vector<std::string> expand_braces(const std::string& s) {
+namespace {
+
+// A shard argument expands to at most this many shards (brace ranges multiply: {0..9999}{0..9999}
+// would be 10^8 strings), and @lists nest at most this deep.
+constexpr size_t kMaxShards = 10'000'000;
+constexpr size_t kMaxListDepth = 16;
+
+void check_count(size_t n, const std::string& what) {
+  if (n > kMaxShards)
+    throw Error(Errc::usage, "\"" + escape_for_terminal(what) + "\" expands to more than " + std::to_string(kMaxShards) + " shards");
+}
+
+std::vector<std::string> expand_braces_bounded(const std::string& s, const std::string& whole);
+
+}  // namespace
+
+std::vector<std::string> expand_braces(const std::string& s) { return expand_braces_bounded(s, s); }
+
+namespace {
+
+std::vector<std::string> expand_braces_bounded(const std::string& s, const std::string& whole) {
   const auto open = s.find('{');
   if (open == std::string::npos) return {s};
   const auto close = s.find('}', open);
@@ -38,35 +61,56 @@ std::vector<std::string> expand_braces(const std::string& s) {
       start = comma + 1;
     }
   }
+  const std::vector<std::string> rests = expand_braces_bounded(tail, whole);
+  check_count(items.size() * rests.size(), whole);
   std::vector<std::string> out;
+  out.reserve(items.size() * rests.size());
   for (const auto& item : items)
-    for (auto& rest : expand_braces(tail)) out.push_back(head + item + rest);
+    for (const auto& rest : rests) out.push_back(head + item + rest);
   return out;
 }
+
+}  // namespace
 
 bool looks_like_shard_pattern(const std::string& arg) {
   return arg == "-" || (!arg.empty() && arg[0] == '@') || arg.find('{') != std::string::npos ||
          arg.find_first_of("*?[") != std::string::npos;
 }
 
-std::vector<std::string> expand_shards(const std::vector<std::string>& args) {
-  std::vector<std::string> out;
+namespace {
+
+// `lists`: the @list files being expanded, outermost first (a list naming one of them is a cycle).
+void expand_into(const std::vector<std::string>& args, std::vector<std::filesystem::path>& lists, std::vector<std::string>& out) {
   for (const std::string& arg : args) {
+    throw_if_interrupted();
     if (arg == "-") {
       out.push_back(arg);
     } else if (!arg.empty() && arg[0] == '@') {
-      std::ifstream in(arg.substr(1));
-      if (!in) throw Error(Errc::io, "cannot read the shard list").with_path(arg.substr(1));
+      const std::string file = arg.substr(1);
+      std::error_code ec;
+      const std::filesystem::path canonical = std::filesystem::weakly_canonical(file, ec);
+      for (const auto& open : lists)
+        if (!ec && open == canonical)
+          throw Error(Errc::bad_input, "the shard list includes itself (through @" + escape_for_terminal(file) + ")")
+              .with_path(lists.back());
+      if (lists.size() >= kMaxListDepth)
+        throw Error(Errc::bad_input, "@lists nested deeper than " + std::to_string(kMaxListDepth) + " levels").with_path(file);
+      std::ifstream in(file);
+      if (!in) throw Error(Errc::io, "cannot read the shard list").with_path(file);
       std::vector<std::string> lines;
       for (std::string line; std::getline(in, line);) {
         while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
         if (!line.empty() && line[0] != '#') lines.push_back(line);
+        check_count(lines.size(), file);
       }
-      for (auto& s : expand_shards(lines)) out.push_back(s);
+      lists.push_back(ec ? std::filesystem::path(file) : canonical);
+      expand_into(lines, lists, out);
+      lists.pop_back();
     } else {
       for (const std::string& b : expand_braces(arg)) {
         if (b.find_first_of("*?[") == std::string::npos) {
           out.push_back(b);
+          check_count(out.size(), arg);
           continue;
         }
         glob_t g{};
@@ -77,9 +121,18 @@ std::vector<std::string> expand_shards(const std::vector<std::string>& args) {
         }
         for (size_t i = 0; i < g.gl_pathc; ++i) out.emplace_back(g.gl_pathv[i]);  // glob sorts
         globfree(&g);
+        check_count(out.size(), arg);
       }
     }
   }
+}
+
+}  // namespace
+
+std::vector<std::string> expand_shards(const std::vector<std::string>& args) {
+  std::vector<std::filesystem::path> lists;
+  std::vector<std::string> out;
+  expand_into(args, lists, out);
   return out;
 }
 

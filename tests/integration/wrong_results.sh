@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# No silent wrong result with exit 0, no crash or hang on self-referencing input:
+#  - an empty source or a conversion where every sample was skipped is bad input (exit 3)
+#    unless --allow-empty; an empty tar and a 0-sample FFCV file agree;
+#  - shard lists that include themselves (directly or through another list), nest too deep,
+#    or brace patterns that expand to billions of names: one clear error, no crash.
+source "$(dirname "$0")/common.bash"
+img=$(find "$CORPUS/n01440764" -type f | LC_ALL=C sort | head -1)
+
+# Every sample bad + --on-error skip: exit 3, nothing written; --allow-empty writes it.
+mkdir -p "$WORK/bad/a" && head -c 100 /dev/urandom > "$WORK/bad/a/1.jpg" && printf 'nope' > "$WORK/bad/a/2.jpg"
+expect_status 3 "$SLIP" convert "$WORK/bad" -o "$WORK/o1" --on-error skip
+grep -q "no sample left: all 2 were skipped" "$WORK/err" || { cat "$WORK/err"; fail "all-skipped not reported"; }
+[ -z "$(ls -A "$WORK/o1" 2>/dev/null)" ] || fail "all-skipped conversion left files"
+expect_status 0 "$SLIP" convert "$WORK/bad" -o "$WORK/o1" --on-error skip --allow-empty --json
+$PY -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['written'] == 0 and d['skipped'] == 2, d" "$WORK/out" || fail "--allow-empty"
+pass "every sample skipped: exit 3 unless --allow-empty"
+
+# An empty tar and a 0-sample FFCV file (the fixture with its sample count and table cut) agree.
+tar cf "$WORK/empty.tar" --files-from /dev/null
+$PY - "$SLIP_SHARED_DIR/fixtures/ffcv/one_sample.beton" "$WORK/zero.beton" <<'PY'
+import struct, sys
+d = bytearray(open(sys.argv[1], "rb").read())
+table = struct.unpack_from("<Q", d, 16)[0]
+struct.pack_into("<Q", d, 8, 0)
+open(sys.argv[2], "wb").write(d[:table])
+PY
+for src in "$WORK/empty.tar" "$WORK/zero.beton"; do
+  expect_status 3 "$SLIP" convert "$src" -o "$WORK/o2"
+  grep -qE "no samples" "$WORK/err" || { cat "$WORK/err"; fail "$src: empty source not reported"; }
+done
+expect_status 0 "$SLIP" convert "$WORK/zero.beton" -o "$WORK/o2" --allow-empty
+expect_status 0 "$SLIP" verify "$(tail -1 "$WORK/out")"
+pass "empty tar and 0-sample FFCV: both exit 3; --allow-empty writes the FFCV's empty cache"
+
+# Shard lists: self-inclusion, a cycle through two lists, deep nesting, explosive braces.
+cd "$WORK"
+echo "@self.txt" > self.txt
+echo "@b.txt" > a.txt && echo "@a.txt" > b.txt
+for i in $(seq 0 20); do echo "@deep$((i + 1)).txt" > "deep$i.txt"; done
+for args in "@self.txt" "@a.txt" "@deep0.txt"; do
+  expect_status 3 timeout 20 "$SLIP" convert "$args" -o "$WORK/o3"
+  [ "$(wc -l < "$WORK/err")" -eq 1 ] || { cat "$WORK/err"; fail "$args: not one error line"; }
+  grep -qE "includes itself|nested deeper" "$WORK/err" || { cat "$WORK/err"; fail "$args: cause not named"; }
+done
+expect_status 2 timeout 20 "$SLIP" convert 'x-{0..99999}{0..99999}.tar' -o "$WORK/o3"
+grep -q "expands to more than" "$WORK/err" || { cat "$WORK/err"; fail "explosive brace pattern"; }
+pass "shard lists: cycles, deep nesting and explosive patterns refused without crashing"
