@@ -24,6 +24,7 @@ _slip() {
       --shard) return ;;
       --fingerprint) COMPREPLY=($(compgen -W "stat content" -- "$cur")); return ;;
       --io-depth) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+      --max-sample-bytes) return ;;
       --field) return ;;
       --image-field) return ;;
       --label-field) return ;;
@@ -40,7 +41,7 @@ _slip() {
       --connect-timeout) return ;;
       --stall-timeout) return ;;
     esac
-    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version -V --verbose -v --quiet -q --progress --no-progress --output -o --name --threads -j --force -f --non-jpeg --image-format --on-error --allow-empty --dry-run -n --json --max-image-pixels --shard --fingerprint --io-depth --field --image-field --label-field --missing --fields --layout --rename --raw-field --download-dir --jobs --endpoint-url --no-sign-request --retries --retry-delay --connect-timeout --stall-timeout" -- "$cur")); return; fi
+    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version -V --verbose -v --quiet -q --progress --no-progress --output -o --name --threads -j --force -f --non-jpeg --image-format --on-error --allow-empty --dry-run -n --json --max-image-pixels --shard --fingerprint --io-depth --max-sample-bytes --allow-truncated --field --image-field --label-field --missing --fields --layout --rename --raw-field --download-dir --jobs --endpoint-url --no-sign-request --retries --retry-delay --connect-timeout --stall-timeout" -- "$cur")); return; fi
     COMPREPLY=($(compgen -f -- "$cur")) ;;
   info)
     case $prev in

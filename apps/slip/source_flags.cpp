@@ -1,5 +1,7 @@
 #include "source_flags.hpp"
 
+#include "output.hpp"
+
 namespace slip::cli {
 
 namespace {
@@ -27,6 +29,15 @@ void add_source_flags(CLI::App& sub, SourceOptions& options) {
   add_setting(sub, options, "--io-depth", "io-depth",
               "ImageFolder: files read at once, 1-1024 (default 32): hides the latency of network file systems");
   // WebDataset tar shards.
+  sub.add_option_function<std::string>(
+         "--max-sample-bytes", [&options](const std::string& text) { options.set("max-sample-bytes", std::to_string(parse_count(text))); },
+         "Tar: largest member read into memory (default 256MiB; K/M/G/KiB/MiB/GiB); a larger or sparse member makes its "
+         "sample bad (--on-error)")
+      ->group("Source options");
+  sub.add_flag_callback(
+         "--allow-truncated", [&options] { options.set("allow-truncated", "1"); },
+         "Tar: convert a shard that ends without tar's end-of-archive blocks (cut short) instead of failing (exit 3)")
+      ->group("Source options");
   add_setting(sub, options, "--field", "field", "Tar: type of a member extension, EXT=image|int|float|str|bytes (repeatable)");
   add_setting(sub, options, "--image-field", "image-field",
               "Tar: member extension that feeds the image field (default: the first image member)");

@@ -36,7 +36,7 @@ expect_status 0 "$SLIP" verify "$cache" --decode
 grep -q "$n images decoded (max diff 0, mean 0)" "$WORK/out" || { cat "$WORK/out"; fail "verify --decode summary"; }
 
 mkdir -p "$WORK/bad/c"
-cp "$(find "$SRC/examples/sample" -type f | LC_ALL=C sort | head -1)" "$WORK/bad/c/a.jpg"
+cp "$(find "$SRC/examples/sample" -type f | LC_ALL=C sort | sed -n 1p)" "$WORK/bad/c/a.jpg"
 cp "$SLIP_SHARED_DIR/corpus/bad/garbage_in_entropy.JPEG" "$WORK/bad/c/b.jpg"
 bad=$("$SLIP" convert "$WORK/bad" -o "$WORK/bc" -q)
 expect_status 1 "$SLIP" verify "$bad" --decode

@@ -74,7 +74,7 @@ grep -q "fields 1 and 2 have the same name \"path\"" "$WORK/err" || { cat "$WORK
 pass "LitData: $i hostile or duplicate data_spec keys refused, nothing written"
 
 # Tar: member extensions are field names too.
-img=$(find "$CORPUS/n01440764" -type f | LC_ALL=C sort | head -1)
+img=$(find "$CORPUS/n01440764" -type f | LC_ALL=C sort | sed -n 1p)
 mk_tar() {  # mk_tar OUT EXT(python bytes literal)
   $PY - "$1" "$img" "$2" <<'PY'
 import sys, tarfile, io, ast

@@ -5,7 +5,7 @@
 # human-readable output; --json stays exact JSON; each warning is printed once; the cache path
 # printed last on stdout is one line even when the source's name holds a newline.
 source "$(dirname "$0")/common.bash"
-img=$(find "$CORPUS/n01440764" -type f | LC_ALL=C sort | head -1)
+img=$(find "$CORPUS/n01440764" -type f | LC_ALL=C sort | sed -n 1p)
 ESC=$'\e'
 no_raw_controls() {  # no_raw_controls FILE WHAT: no ESC, BEL, CR or C1 CSI byte in FILE
   if LC_ALL=C grep -qP '[\x07\x0d\x1b\x9b]' "$1"; then od -c "$1" | head; fail "$2: raw control characters in output"; fi

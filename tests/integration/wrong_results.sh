@@ -5,7 +5,7 @@
 #  - shard lists that include themselves (directly or through another list), nest too deep,
 #    or brace patterns that expand to billions of names: one clear error, no crash.
 source "$(dirname "$0")/common.bash"
-img=$(find "$CORPUS/n01440764" -type f | LC_ALL=C sort | head -1)
+img=$(find "$CORPUS/n01440764" -type f | LC_ALL=C sort | sed -n 1p)
 
 # Every sample bad + --on-error skip: exit 3, nothing written; --allow-empty writes it.
 mkdir -p "$WORK/bad/a" && head -c 100 /dev/urandom > "$WORK/bad/a/1.jpg" && printf 'nope' > "$WORK/bad/a/2.jpg"

@@ -36,9 +36,70 @@ struct Member {
   std::string name, key, field;
   uint64_t offset = 0;
   std::vector<std::byte> data;
+  std::string problem;  // not read (too large, sparse): the sample is bad (--on-error)
 };
 
 using ArchivePtr = std::unique_ptr<archive, decltype(&archive_read_free)>;
+
+// What a shard may hold, from the source options: a member is never read past
+// --max-sample-bytes (the size in its header is checked before reading, the bytes while
+// reading), and a shard must end with tar's end-of-archive blocks unless --allow-truncated.
+struct TarLimits {
+  uint64_t max_member_bytes = uint64_t{256} << 20;
+  bool allow_truncated = false;
+};
+
+TarLimits tar_limits(const SourceOptions& options) {
+  TarLimits l;
+  if (auto v = options.get("max-sample-bytes")) {
+    const bool digits = !v->empty() && v->size() <= 19 && v->find_first_not_of("0123456789") == std::string::npos;
+    if (!digits || std::stoull(*v) == 0) throw Error(Errc::usage, "--max-sample-bytes wants a positive byte count, got \"" + *v + "\"");
+    l.max_member_bytes = std::stoull(*v);
+  }
+  l.allow_truncated = options.get("allow-truncated").has_value();
+  return l;
+}
+
+// Why the member whose header was just read must not be read, or "" when it may.
+std::string member_header_problem(archive_entry* e, uint64_t max_bytes) {
+  if (archive_entry_sparse_count(e) > 0)
+    return "sparse member (its header claims " + std::to_string(archive_entry_size(e)) + " bytes): refused";
+  if (archive_entry_size_is_set(e) && archive_entry_size(e) >= 0 && static_cast<uint64_t>(archive_entry_size(e)) > max_bytes)
+    return "member of " + std::to_string(archive_entry_size(e)) + " bytes exceeds --max-sample-bytes " + std::to_string(max_bytes);
+  return {};
+}
+
+// Reads the current member's data (in blocks: the header's size is not trusted for the
+// allocation) up to `max_bytes`; returns a problem ("" when read whole). On a problem the rest
+// of the member is skipped and `out` is empty. Throws on a read error.
+std::string read_member_data(archive* a, uint64_t max_bytes, std::vector<std::byte>& out) {
+  out.clear();
+  std::byte block[1 << 16];
+  while (true) {
+    const la_ssize_t n = archive_read_data(a, block, sizeof block);
+    if (n < 0) throw Error(Errc::bad_input, std::string("cannot read member data: ") + archive_error_string(a));
+    if (n == 0) return {};
+    if (out.size() + static_cast<uint64_t>(n) > max_bytes) {
+      out.clear();
+      out.shrink_to_fit();
+      archive_read_data_skip(a);
+      return "member exceeds --max-sample-bytes " + std::to_string(max_bytes);
+    }
+    out.insert(out.end(), block, block + n);
+  }
+}
+
+// Reads the next header like archive_read_next_header, and on ARCHIVE_EOF tells whether the
+// archive really ended with end-of-archive blocks: when the reader consumed no byte past the
+// last member, the shard was cut at a member boundary (a partial download or copy) and samples
+// are missing. `headers` counts the headers read so far.
+int next_header_checked(archive* a, archive_entry** e, uint64_t headers, bool& missing_end_marker) {
+  if (headers > 0) archive_read_data_skip(a);  // the previous member's data counts as consumed
+  const la_int64_t before = archive_filter_bytes(a, 0);
+  const int rc = archive_read_next_header(a, e);
+  missing_end_marker = rc == ARCHIVE_EOF && headers > 0 && archive_filter_bytes(a, 0) == before;
+  return rc;
+}
 
 class TarSource final : public Source {
  public:
@@ -46,6 +107,7 @@ class TarSource final : public Source {
     if (shards_.empty()) throw Error(Errc::usage, "no tar shards given");
     missing_ = options.get("missing").value_or("error");
     if (missing_ != "error" && missing_ != "skip" && missing_ != "empty") throw Error(Errc::usage, "--missing wants error, skip or empty");
+    limits_ = tar_limits(options);
     for (const auto& f : options.get_all("field")) {
       const auto eq = f.find('=');
       if (eq == std::string::npos) throw Error(Errc::usage, "--field wants NAME=TYPE, got \"" + f + "\"");
@@ -102,6 +164,7 @@ class TarSource final : public Source {
     out.values.assign(schema_.fields.size(), Value{});
     std::vector<bool> have(schema_.fields.size(), false);
     for (Member& m : group) {
+      if (!m.problem.empty() && !out.problem) out.problem = "member " + m.name + " (byte " + std::to_string(m.offset) + "): " + m.problem;
       auto it = field_of_ext_.find(m.field);
       if (it == field_of_ext_.end()) {
         if (warned_.insert(m.field).second)
@@ -183,6 +246,7 @@ class TarSource final : public Source {
     if (i >= shards_.size()) return false;
     shard_ = i;
     seen_keys_.clear();
+    headers_read_ = 0;
     ArchivePtr a(archive_read_new(), &archive_read_free);
     archive_read_support_filter_all(a.get());  // gzip, zstd, xz, bzip2... detected by content
     archive_read_support_format_tar(a.get());
@@ -197,8 +261,20 @@ class TarSource final : public Source {
   bool read_member(Member& m) {
     while (true) {
       archive_entry* e = nullptr;
-      const int rc = archive_read_next_header(archive_.get(), &e);
-      if (rc == ARCHIVE_EOF) return false;
+      bool missing_end_marker = false;
+      const int rc = next_header_checked(archive_.get(), &e, headers_read_, missing_end_marker);
+      if (rc == ARCHIVE_EOF) {
+        if (missing_end_marker) {
+          const auto at = static_cast<uint64_t>(archive_filter_bytes(archive_.get(), 0));
+          if (!limits_.allow_truncated)
+            throw fail("", at,
+                       "the shard ends without tar's end-of-archive blocks: it was cut short (--allow-truncated converts what is there)");
+          detail::warn("{}: byte {}: the shard ends without tar's end-of-archive blocks (cut short?); converted what is there",
+                       shards_[shard_], at);
+        }
+        return false;
+      }
+      ++headers_read_;
       const uint64_t offset = static_cast<uint64_t>(std::max<la_int64_t>(0, archive_read_header_position(archive_.get())));
       if (rc < ARCHIVE_WARN) throw fail("", offset, std::string("corrupt tar: ") + archive_error_string(archive_.get()));
       const char* p = archive_entry_pathname(e);
@@ -223,15 +299,17 @@ class TarSource final : public Source {
       const std::string dir = m.name.substr(0, m.name.size() - base.size());
       m.key = dir + base.substr(0, dot);
       m.field = lower(base.substr(dot + 1));
-      // Read in blocks: the size in the header is not trusted for the allocation.
-      m.data.clear();
-      std::byte block[1 << 16];
-      while (true) {
-        const la_ssize_t n = archive_read_data(archive_.get(), block, sizeof block);
-        if (n < 0) throw fail(m.name, offset, std::string("cannot read member data: ") + archive_error_string(archive_.get()));
-        if (n == 0) break;
-        m.data.insert(m.data.end(), block, block + n);
+      m.problem = member_header_problem(e, limits_.max_member_bytes);
+      if (!m.problem.empty()) {
+        m.data.clear();
+        return true;  // the sample is bad; the data is skipped with the next header
       }
+      try {
+        m.problem = read_member_data(archive_.get(), limits_.max_member_bytes, m.data);
+      } catch (const Error& err) {
+        throw fail(m.name, offset, err.message());
+      }
+      if (!m.problem.empty()) return true;
       if (archive_entry_size_is_set(e) && static_cast<uint64_t>(archive_entry_size(e)) != m.data.size())
         throw fail(m.name, offset,
                    "member holds " + std::to_string(m.data.size()) + " bytes, its header says " + std::to_string(archive_entry_size(e)) +
@@ -352,6 +430,8 @@ class TarSource final : public Source {
   };
   Spools spooled_;
   std::string missing_, image_field_, label_field_;
+  TarLimits limits_;
+  uint64_t headers_read_ = 0;  // in the current shard
   std::map<std::string, std::string> overrides_;
   Schema schema_;
   SourceIdentity identity_;
@@ -373,7 +453,8 @@ class TarSource final : public Source {
 // sorted order is refused with a hint to repack it.
 class TarImageFolderSource final : public Source {
  public:
-  TarImageFolderSource(std::vector<std::string> shards, const SourceOptions& options) : shards_(std::move(shards)) {
+  TarImageFolderSource(std::vector<std::string> shards, const SourceOptions& options)
+      : shards_(std::move(shards)), limits_(tar_limits(options)) {
     const bool content = options.get("fingerprint") == std::optional<std::string>("content");
     Sha256 fp;
     std::string uri;
@@ -393,9 +474,17 @@ class TarImageFolderSource final : public Source {
       ArchivePtr a = open_archive(shard);
       archive_entry* e = nullptr;
       int rc;
-      while ((rc = archive_read_next_header(a.get(), &e)) == ARCHIVE_OK || rc == ARCHIVE_WARN) {
+      uint64_t headers = 0;
+      bool missing_end_marker = false;
+      while ((rc = next_header_checked(a.get(), &e, headers, missing_end_marker)) == ARCHIVE_OK || rc == ARCHIVE_WARN) {
+        ++headers;
+        throw_if_interrupted();
         if (archive_entry_filetype(e) != AE_IFREG || archive_entry_hardlink(e)) continue;
         const std::string name = archive_entry_pathname(e) ? archive_entry_pathname(e) : "";
+        if (const std::string problem = member_header_problem(e, limits_.max_member_bytes); !problem.empty())
+          throw Error(Errc::bad_input, "member " + name + ": " + problem)
+              .with_path(shard)
+              .with_offset(static_cast<uint64_t>(std::max<la_int64_t>(0, archive_read_header_position(a.get()))));
         std::string clean = name.rfind("./", 0) == 0 ? name.substr(2) : name;
         if (!is_image_name(clean)) continue;
         const auto slash = clean.rfind('/');
@@ -405,6 +494,13 @@ class TarImageFolderSource final : public Source {
         entries.push_back({{clean.substr(0, slash), clean.substr(slash + 1)}, clean});
       }
       if (rc != ARCHIVE_EOF) throw Error(Errc::bad_input, std::string("corrupt tar: ") + archive_error_string(a.get())).with_path(shard);
+      if (missing_end_marker && !limits_.allow_truncated)
+        throw Error(Errc::bad_input,
+                    "the shard ends without tar's end-of-archive blocks: it was cut short (--allow-truncated converts what is there)")
+            .with_path(shard)
+            .with_offset(static_cast<uint64_t>(archive_filter_bytes(a.get(), 0)));
+      if (missing_end_marker)
+        detail::warn("{}: the shard ends without tar's end-of-archive blocks (cut short?); converted what is there", shard);
     }
     // torchvision: sorted class names; inside a class, sorted(os.walk): directories in path
     // order, file names sorted.
@@ -501,10 +597,13 @@ class TarImageFolderSource final : public Source {
       auto it = order_.find(name);
       if (it == order_.end()) continue;
       std::vector<std::byte> data;
-      std::byte block[1 << 16];
-      la_ssize_t n;
-      while ((n = archive_read_data(archive_.get(), block, sizeof block)) > 0) data.insert(data.end(), block, block + n);
-      if (n < 0) throw Error(Errc::bad_input, "member " + name + ": " + archive_error_string(archive_.get())).with_path(shards_[shard_]);
+      std::string problem;
+      try {
+        problem = read_member_data(archive_.get(), limits_.max_member_bytes, data);
+      } catch (const Error& err) {
+        throw Error(Errc::bad_input, "member " + name + ": " + err.message()).with_path(shards_[shard_]);
+      }
+      if (!problem.empty()) throw Error(Errc::bad_input, "member " + name + ": " + problem).with_path(shards_[shard_]);
       held_ += data.size();
       if (held_ > (uint64_t{1} << 30))
         throw Error(Errc::bad_input, "members are far from ImageFolder order (over 1 GiB held); repack with `tar --sort=name`")
@@ -515,6 +614,7 @@ class TarImageFolderSource final : public Source {
   }
 
   std::vector<std::string> shards_;
+  TarLimits limits_;
   std::vector<std::string> names_;
   std::vector<uint32_t> labels_;
   std::map<std::string, uint64_t> order_;

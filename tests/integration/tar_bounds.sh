@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Tar shards are bounded before they are read: a member larger than --max-sample-bytes (its
+# header says so, or its bytes do) and a GNU sparse member are a bad sample (exit 3, or skipped
+# with --on-error skip), never read into memory; memory stays flat whatever the members claim.
+# A shard cut exactly at a member boundary (no end-of-archive blocks) is bad input unless
+# --allow-truncated, for WebDataset and ImageFolder layouts, plain and compressed.
+source "$(dirname "$0")/common.bash"
+img=$(find "$CORPUS/n01440764" -type f | LC_ALL=C sort | sed -n 1p)
+s=$WORK/s && mkdir -p "$s"
+for k in a b c; do cp "$img" "$s/$k.jpg"; echo 1 > "$s/$k.cls"; done
+truncate -s 600M "$s/b.bin"   # zeros: 600 MiB claimed, a few KB compressed
+(cd "$s" && tar cf - a.jpg a.cls b.jpg b.cls b.bin c.jpg c.cls) | zstd -q -o "$WORK/big.tar.zst"
+peak() { /usr/bin/time -f %M -o "$WORK/rss" "$@" >"$WORK/out" 2>"$WORK/err" || true; tail -1 "$WORK/rss"; }
+rss=$(peak "$SLIP" convert "$WORK/big.tar.zst" -o "$WORK/o1" --max-sample-bytes 1MiB)
+grep -q "member b.bin (byte [0-9]*): member of 629145600 bytes exceeds --max-sample-bytes 1048576" "$WORK/err" || { cat "$WORK/err"; fail "oversized member not named"; }
+[ "$rss" -lt 150000 ] || fail "peak RSS ${rss} KiB while refusing a 600 MiB member"
+expect_status 3 "$SLIP" convert "$WORK/big.tar.zst" -o "$WORK/o1" --max-sample-bytes 1MiB
+expect_status 0 "$SLIP" convert "$WORK/big.tar.zst" -o "$WORK/o1" --max-sample-bytes 1MiB --on-error skip --json
+$PY -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['written'] == 2 and d['skipped'] == 1, d" "$WORK/out" || fail "skip accounting"
+pass "a 600 MiB member over --max-sample-bytes: bad sample, peak RSS ${rss} KiB"
+
+# GNU sparse member: refused, never expanded.
+mkdir -p "$WORK/sp" && cp "$img" "$WORK/sp/a.jpg" && echo 1 > "$WORK/sp/a.cls" && truncate -s 2G "$WORK/sp/a.bin"
+(cd "$WORK/sp" && tar --sparse -cf "$WORK/sparse.tar" a.jpg a.cls a.bin)
+rss=$(peak "$SLIP" convert "$WORK/sparse.tar" -o "$WORK/o2" --max-sample-bytes 4GiB)
+grep -q "sparse member" "$WORK/err" || { cat "$WORK/err"; fail "sparse member not refused"; }
+[ "$rss" -lt 150000 ] || fail "peak RSS ${rss} KiB on a sparse member"
+pass "GNU sparse member refused (peak RSS ${rss} KiB)"
+
+# Cut at a member boundary: the first sample's three members, no end-of-archive blocks.
+(cd "$s" && tar cf "$WORK/whole.tar" a.jpg a.cls c.jpg c.cls)
+jpg_blocks=$(( ($(stat -c %s "$img") + 511) / 512 ))
+cut_at=$(( (1 + jpg_blocks + 1 + 1) * 512 ))   # a.jpg + a.cls headers and data
+head -c "$cut_at" "$WORK/whole.tar" > "$WORK/cut.tar"
+gzip -c "$WORK/cut.tar" > "$WORK/cut.tar.gz"
+for t in cut.tar cut.tar.gz; do
+  expect_status 3 "$SLIP" convert "$WORK/$t" -o "$WORK/o3"
+  grep -q "without tar's end-of-archive blocks" "$WORK/err" || { cat "$WORK/err"; fail "$t: truncation not reported"; }
+  expect_status 0 "$SLIP" convert "$WORK/$t" -o "$WORK/o3" --allow-truncated --json
+  grep -q "end-of-archive" "$WORK/err" || fail "$t: --allow-truncated does not warn"
+  $PY -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['written'] == 1, d" "$WORK/out" || fail "$t: --allow-truncated"
+done
+expect_status 0 "$SLIP" convert "$WORK/whole.tar" -o "$WORK/o3"
+# ImageFolder layout too.
+mkdir -p "$WORK/if/cls" && cp "$img" "$WORK/if/cls/x.jpg" && cp "$img" "$WORK/if/cls/y.jpg"
+(cd "$WORK/if" && tar cf "$WORK/if.tar" cls/x.jpg cls/y.jpg)
+head -c $(( (1 + jpg_blocks) * 2 * 512 )) "$WORK/if.tar" > "$WORK/if-cut.tar"
+expect_status 3 "$SLIP" convert "$WORK/if-cut.tar" --layout imagefolder -o "$WORK/o4"
+expect_status 0 "$SLIP" convert "$WORK/if-cut.tar" --layout imagefolder -o "$WORK/o4" --allow-truncated
+expect_status 0 "$SLIP" convert "$WORK/if.tar" --layout imagefolder -o "$WORK/o5"
+pass "shards cut at a member boundary: exit 3 unless --allow-truncated (plain, gzip, ImageFolder layout)"
