@@ -12,11 +12,14 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include "slip/error.hpp"
 #include "slip/hash.hpp"
+#include "slip/runtime.hpp"
 #include "slip/source.hpp"
 #include "sources/source_registry.hpp"
+#include "util/log.hpp"
 #include "util/read_ahead.hpp"
 
 namespace slip {
@@ -92,6 +95,50 @@ class ImageFolderSource final : public Source {
   }
 
  private:
+  // One class directory walked as sorted(os.walk(class_dir, followlinks=True)) does, except
+  // that each directory (device, inode) is entered once: a symbolic link back to an ancestor
+  // or to a directory already walked is reported and skipped, never followed again (os.walk
+  // would recurse until the path is too long, duplicating every image on the way).
+  struct ClassWalk {
+    std::map<std::string, std::vector<std::string>> files_by_dir;  // directory -> image names
+    std::vector<std::string> warnings;
+  };
+
+  static ClassWalk walk_class(const fs::path& class_dir) {
+    ClassWalk out;
+    std::set<std::pair<dev_t, ino_t>> entered;
+    auto enter = [&](const fs::path& dir) {
+      struct stat st {};
+      if (::stat(dir.c_str(), &st) != 0) return false;  // unreadable: os.walk skips it too
+      return entered.emplace(st.st_dev, st.st_ino).second;
+    };
+    enter(class_dir);
+    out.files_by_dir[class_dir.string()];
+    std::vector<fs::path> pending{class_dir};
+    while (!pending.empty()) {
+      throw_if_interrupted();
+      const fs::path dir = std::move(pending.back());
+      pending.pop_back();
+      std::error_code ec;
+      fs::directory_iterator it(dir, ec);
+      if (ec) throw Error(Errc::io, "cannot list directory: " + ec.message()).with_path(dir.string());
+      for (const fs::directory_entry& e : it) {
+        std::error_code sec;
+        if (e.is_directory(sec)) {  // follows links, like os.walk(followlinks=True)
+          if (enter(e.path()))
+            pending.push_back(e.path());
+          else
+            out.warnings.push_back(e.path().string() + ": a directory already walked (a symbolic link loop?); skipped");
+          continue;
+        }
+        const std::string name = e.path().filename().string();
+        if (has_image_extension(name)) out.files_by_dir[dir.string()].push_back(name);
+      }
+    }
+    std::sort(out.warnings.begin(), out.warnings.end());
+    return out;
+  }
+
   void scan() {
     std::vector<std::string> classes;
     std::error_code ec;
@@ -103,43 +150,39 @@ class ImageFolderSource final : public Source {
     std::sort(classes.begin(), classes.end());
     if (classes.empty())
       throw Error(Errc::bad_input, "no class folders: an ImageFolder root holds one sub-directory per class").with_path(root_.string());
-    Sha256 fingerprint;
+    // Class directories are listed in parallel (a network file system answers each listing in
+    // milliseconds), then every image is stat'ed in parallel for the fingerprint.
+    const unsigned threads = std::max(1u, read_options_.depth);
+    std::vector<ClassWalk> walks(classes.size());
+    parallel_for(classes.size(), threads, [&](size_t c) { walks[c] = walk_class(root_ / classes[c]); });
     for (uint32_t label = 0; label < classes.size(); ++label) {
-      // sorted(os.walk(class_dir, followlinks=True)): directories in sorted path order.
-      std::map<std::string, std::vector<std::string>> files_by_dir;
-      const fs::path class_dir = root_ / classes[label];
-      files_by_dir[class_dir.string()];
-      fs::recursive_directory_iterator walk(class_dir, fs::directory_options::follow_directory_symlink, ec);
-      if (ec) throw Error(Errc::io, "cannot list directory: " + ec.message()).with_path(class_dir.string());
-      for (auto e = fs::begin(walk); e != fs::end(walk); e.increment(ec)) {
-        if (ec) throw Error(Errc::io, "cannot list directory: " + ec.message()).with_path(class_dir.string());
-        if (e->is_directory(ec)) continue;
-        const std::string name = e->path().filename().string();
-        if (has_image_extension(name)) files_by_dir[e->path().parent_path().string()].push_back(name);
-      }
-      if (ec) throw Error(Errc::io, "cannot list directory: " + ec.message()).with_path(class_dir.string());
+      for (const std::string& w : walks[label].warnings) detail::warn("{}", w);
       size_t found = 0;
-      for (auto& [dir, names] : files_by_dir) {
+      for (auto& [dir, names] : walks[label].files_by_dir) {
         std::sort(names.begin(), names.end());
         const std::string rel_dir = fs::path(dir).lexically_relative(root_).string();
         for (const auto& name : names) {
-          Entry entry{rel_dir + "/" + name, label};
-          struct stat st {};
-          const fs::path full = root_ / entry.relative;
-          if (::stat(full.c_str(), &st) == 0) {
-            fingerprint.update(entry.relative + "\t" + std::to_string(st.st_size) + "\t" +
-                               std::to_string(static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec) + "\n");
-          } else {
-            fingerprint.update(entry.relative + "\tunreadable\n");
-          }
-          entries_.push_back(std::move(entry));
+          entries_.push_back(Entry{rel_dir + "/" + name, label});
           ++found;
         }
       }
       if (found == 0)
         throw Error(Errc::bad_input, "class folder holds no image files (extensions: .jpg .jpeg .png .ppm .bmp .pgm .tif .tiff .webp)")
-            .with_path(class_dir.string());
+            .with_path((root_ / classes[label]).string());
+      walks[label] = ClassWalk{};
     }
+    std::vector<std::string> lines(entries_.size());
+    parallel_for(entries_.size(), threads, [&](size_t i) {
+      if (i % 256 == 0) throw_if_interrupted();
+      struct stat st {};
+      const fs::path full = root_ / entries_[i].relative;
+      lines[i] = ::stat(full.c_str(), &st) == 0
+                     ? entries_[i].relative + "\t" + std::to_string(st.st_size) + "\t" +
+                           std::to_string(static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec) + "\n"
+                     : entries_[i].relative + "\tunreadable\n";
+    });
+    Sha256 fingerprint;
+    for (const std::string& line : lines) fingerprint.update(line);
     fingerprint_ = "sha256:" + fingerprint.hex_digest();
   }
 
