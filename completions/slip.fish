@@ -52,6 +52,10 @@ complete -c slip -n "__fish_seen_subcommand_from convert" -l retries -x -d 'Remo
 complete -c slip -n "__fish_seen_subcommand_from convert" -l retry-delay -x -d 'Remote: seconds before the first retry (default 0.5)'
 complete -c slip -n "__fish_seen_subcommand_from convert" -l connect-timeout -x -d 'Remote: seconds to wait for a connection (default 20)'
 complete -c slip -n "__fish_seen_subcommand_from convert" -l stall-timeout -x -d 'Remote: seconds without progress before a transfer is retried (default 60)'
+complete -c slip -n "__fish_seen_subcommand_from convert" -l min-speed -x -d 'Remote: a transfer averaging fewer bytes/s than this over --min-speed-time is retried (default 1024; 0: off)'
+complete -c slip -n "__fish_seen_subcommand_from convert" -l min-speed-time -x -d 'Remote: seconds of the --min-speed window (default 30)'
+complete -c slip -n "__fish_seen_subcommand_from convert" -l timeout -x -d 'Remote: seconds a single transfer may take in all (default: no limit)'
+complete -c slip -n "__fish_seen_subcommand_from convert" -l max-list-keys -x -d 'S3: refuse a listing of more keys than this (default 10000000); a listing whose tokens repeat is refused'
 complete -c slip -n "__fish_seen_subcommand_from convert" -F
 complete -c slip -n "__fish_seen_subcommand_from info" -l help -s h -d 'Print this help message and exit'
 complete -c slip -n "__fish_seen_subcommand_from info" -l json -d 'Print one JSON object per cache (one per line)'

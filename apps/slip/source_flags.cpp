@@ -74,6 +74,16 @@ void add_source_flags(CLI::App& sub, SourceOptions& options) {
   add_setting(sub, options, "--stall-timeout", "stall-timeout",
               "Remote: seconds without progress before a transfer is retried (default 60)")
       ->group("Remote sources");
+  add_setting(sub, options, "--min-speed", "min-speed",
+              "Remote: a transfer averaging fewer bytes/s than this over --min-speed-time is retried (default 1024; 0: off)")
+      ->group("Remote sources");
+  add_setting(sub, options, "--min-speed-time", "min-speed-time", "Remote: seconds of the --min-speed window (default 30)")
+      ->group("Remote sources");
+  add_setting(sub, options, "--timeout", "timeout", "Remote: seconds a single transfer may take in all (default: no limit)")
+      ->group("Remote sources");
+  add_setting(sub, options, "--max-list-keys", "max-list-keys",
+              "S3: refuse a listing of more keys than this (default 10000000); a listing whose tokens repeat is refused")
+      ->group("Remote sources");
 }
 
 }  // namespace slip::cli

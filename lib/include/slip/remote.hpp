@@ -37,9 +37,19 @@ struct RemoteOptions {
   RetryPolicy retry;
   long connect_timeout_s = 20;
   long stall_timeout_s = 60;  // a transfer with no progress for this long is retried
+  // A transfer slower than min_speed bytes/s on average over min_speed_time_s seconds (a
+  // sliding window) is aborted and retried, as curl's --speed-limit/--speed-time; a server
+  // trickling one byte a second never trips the stall timeout alone. 0 disables.
+  uint64_t min_speed = 1024;
+  long min_speed_time_s = 30;
+  long total_timeout_s = 0;  // a whole transfer may take at most this long; 0: no limit
+  // An S3 listing is refused beyond this many keys (pages of up to 1,000 keys are bounded too):
+  // a server whose listing never ends cannot exhaust memory.
+  uint64_t max_list_keys = 10'000'000;
 
   // From --download-dir, --jobs, --endpoint-url, --no-sign-request, --retries, --retry-delay,
-  // --connect-timeout (SourceOptions keys of the same names). Throws Error(usage) on bad values.
+  // --connect-timeout, --stall-timeout, --min-speed, --min-speed-time, --timeout,
+  // --max-list-keys (SourceOptions keys of the same names). Throws Error(usage) on bad values.
   static RemoteOptions from_settings(const SourceOptions& options);
   std::filesystem::path resolved_download_dir() const;
 };

@@ -241,8 +241,11 @@ DownloadOutcome download(const DownloadItem& item, const RemoteOptions& options,
       writer = std::make_unique<PartWriter>(part, status == 206);
     };
     t.on_body = [&](std::span<const char> data) {
-      if (total && start_offset + received + data.size() > *total)
-        throw Error(Errc::retryable, "the server sent more bytes than it announced");
+      // Bounded by what was announced: Content-Length, else the listing's size (an endless
+      // chunked body is cut off, not written until the disk is full).
+      const std::optional<uint64_t> bound = total ? total : item.expected_size;
+      if (bound && start_offset + received + data.size() > *bound)
+        throw Error(Errc::retryable, "the server sent more bytes than it announced (" + std::to_string(*bound) + ")");
       writer->write(data);
       received += data.size();
     };

@@ -55,16 +55,12 @@ struct HttpUrl {
 };
 
 HttpUrl parse_http(const std::string& uri) {
-  const auto sep = uri.find("://");
-  HttpUrl u{uri.substr(0, sep), "", "/"};
-  std::string rest = uri.substr(sep + 3);
-  if (const auto q = rest.find_first_of("?#"); q != std::string::npos) rest.resize(q);
-  const auto slash = rest.find('/');
-  u.authority = rest.substr(0, slash);
-  if (const auto at = u.authority.rfind('@'); at != std::string::npos) u.authority = u.authority.substr(at + 1);
-  if (slash != std::string::npos) u.path = rest.substr(slash);
-  if (u.authority.empty()) throw Error(Errc::usage, "URL without a host: " + redact_uri(uri));
-  return u;
+  // libcurl's parser, as the transfer will read the URL: user-info never reaches a path or a
+  // message ("http://alice:pa?ss@host/x" does not parse: the '?' must be percent-encoded).
+  const auto parts = net::parse_url(uri);
+  if (!parts)
+    throw Error(Errc::usage, "malformed URL (percent-encode '?', '#', '@' and '/' in a user name or password): " + redact_uri(uri));
+  return HttpUrl{parts->scheme, parts->authority(), parts->path};
 }
 
 // The chunk files a LitData index names, each a plain file name (the index is untrusted).
@@ -208,7 +204,8 @@ class Fetcher {
         net::Transfer t;
         t.url = url;
         t.request_headers = std::move(extra);
-        t.limits = {options_.connect_timeout_s, options_.stall_timeout_s};
+        t.limits = {options_.connect_timeout_s, options_.stall_timeout_s, options_.min_speed, options_.min_speed_time_s,
+                    options_.total_timeout_s};
         return t;
       };
       return item;
@@ -295,6 +292,10 @@ RemoteOptions RemoteOptions::from_settings(const SourceOptions& options) {
   if (auto v = options.get("retry-delay")) r.retry.initial_delay_s = parse_double("--retry-delay", *v, 0, 3600);
   if (auto v = options.get("connect-timeout")) r.connect_timeout_s = static_cast<long>(parse_double("--connect-timeout", *v, 1, 3600));
   if (auto v = options.get("stall-timeout")) r.stall_timeout_s = static_cast<long>(parse_double("--stall-timeout", *v, 1, 3600));
+  if (auto v = options.get("min-speed")) r.min_speed = static_cast<uint64_t>(parse_double("--min-speed", *v, 0, 1e12));
+  if (auto v = options.get("min-speed-time")) r.min_speed_time_s = static_cast<long>(parse_double("--min-speed-time", *v, 1, 3600));
+  if (auto v = options.get("timeout")) r.total_timeout_s = static_cast<long>(parse_double("--timeout", *v, 1, 864000));
+  if (auto v = options.get("max-list-keys")) r.max_list_keys = static_cast<uint64_t>(parse_double("--max-list-keys", *v, 1, 1e12));
   return r;
 }
 
@@ -303,7 +304,8 @@ FetchedDataset fetch_remote(const std::vector<std::string>& uris, const RemoteOp
   Fetcher fetcher(options);
   FetchedDataset out = fetcher.run(uris);
   slip::detail::info("fetched {} file(s) in {:.1f} s: {} downloaded, {} resumed, {} reused ({:.1f} MB transferred)", out.stats.files,
-               out.stats.seconds, out.stats.downloaded, out.stats.resumed, out.stats.reused, static_cast<double>(out.stats.bytes) / 1e6);
+                     out.stats.seconds, out.stats.downloaded, out.stats.resumed, out.stats.reused,
+                     static_cast<double>(out.stats.bytes) / 1e6);
   return out;
 }
 

@@ -1,6 +1,8 @@
 #include "net/http.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <deque>
 #include <cstdlib>
 #include <exception>
 #include <memory>
@@ -32,6 +34,10 @@ struct Context {
   curl_off_t last_bytes = -1;
   std::chrono::steady_clock::time_point last_progress = std::chrono::steady_clock::now();
   bool stalled = false;
+  // Minimum average speed over a sliding window: (time, bytes) samples, oldest first.
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  std::deque<std::pair<std::chrono::steady_clock::time_point, curl_off_t>> window;
+  bool too_slow = false;
 };
 
 std::string to_lower(std::string s) {
@@ -86,6 +92,21 @@ int on_progress(void* user, curl_off_t, curl_off_t downloaded, curl_off_t, curl_
     ctx->stalled = true;
     return 1;
   }
+  const TransferLimits& l = ctx->transfer->limits;
+  if (l.min_speed > 0) {
+    const auto span = std::chrono::seconds(l.min_speed_time_s);
+    ctx->window.emplace_back(now, downloaded + uploaded);
+    while (ctx->window.size() > 1 && now - ctx->window[1].first >= span) ctx->window.pop_front();
+    // Judged once a whole window has passed since the start, on the bytes of the last window.
+    if (now - ctx->started >= span && now - ctx->window.front().first >= span) {
+      const double seconds = std::chrono::duration<double>(now - ctx->window.front().first).count();
+      const double rate = static_cast<double>(downloaded + uploaded - ctx->window.front().second) / seconds;
+      if (rate < static_cast<double>(l.min_speed)) {
+        ctx->too_slow = true;
+        return 1;
+      }
+    }
+  }
   return 0;
 }
 
@@ -99,7 +120,49 @@ std::string xml_tag(const std::string& xml, const std::string& tag) {
 
 }  // namespace
 
+namespace {
+
+// Headers that carry credentials or are derived from them (SigV4's x-amz-*).
+bool is_credential_header(std::string_view header) {
+  std::string name(header.substr(0, header.find(':')));
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name == "authorization" || name == "proxy-authorization" || name == "cookie" || name.starts_with("x-amz-");
+}
+
+TransferResult perform_once(const Transfer& transfer, const std::string& url, bool follow_redirects);
+
+}  // namespace
+
 TransferResult perform(const Transfer& transfer) {
+  const bool has_credentials = std::any_of(transfer.request_headers.begin(), transfer.request_headers.end(),
+                                           [](const std::string& h) { return is_credential_header(h); }) ||
+                               (parse_url(transfer.url) && parse_url(transfer.url)->has_credentials);
+  if (!has_credentials) return perform_once(transfer, transfer.url, true);
+  // With credentials, redirects are followed here, and only within the origin they belong to.
+  std::string url = transfer.url;
+  for (int hop = 0;; ++hop) {
+    TransferResult r = perform_once(transfer, url, false);
+    if (r.curl != CURLE_OK || r.status < 300 || r.status >= 400 || r.redirect_url.empty()) return r;
+    const auto from = parse_url(url), to = parse_url(r.redirect_url);
+    if (!from || !to || from->origin() != to->origin()) {
+      r.curl = CURLE_TOO_MANY_REDIRECTS;  // not transient: never retried
+      r.curl_error = "HTTP " + std::to_string(r.status) + " redirects to another origin (" + redact(r.redirect_url) +
+                     "); credentials are only sent to " + (from ? from->origin() : redact(url)) +
+                     ": address that endpoint directly (--endpoint-url)";
+      return r;
+    }
+    if (hop == 5) {
+      r.curl = CURLE_TOO_MANY_REDIRECTS;
+      r.curl_error = "more than 5 redirects";
+      return r;
+    }
+    url = r.redirect_url;
+  }
+}
+
+namespace {
+
+TransferResult perform_once(const Transfer& transfer, const std::string& url, bool follow_redirects) {
   init_curl_once();
   TransferResult result;
   std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(curl_easy_init(), &curl_easy_cleanup);
@@ -117,12 +180,13 @@ TransferResult perform(const Transfer& transfer) {
   ctx.result = &result;
   char error_text[CURL_ERROR_SIZE] = {0};
   CURL* h = curl.get();
-  curl_easy_setopt(h, CURLOPT_URL, transfer.url.c_str());
+  curl_easy_setopt(h, CURLOPT_URL, url.c_str());
   curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers.get());
-  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
+  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, follow_redirects ? 1L : 0L);
   curl_easy_setopt(h, CURLOPT_MAXREDIRS, 5L);
   curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, transfer.limits.connect_timeout_s);
+  if (transfer.limits.total_timeout_s > 0) curl_easy_setopt(h, CURLOPT_TIMEOUT, transfer.limits.total_timeout_s);
   curl_easy_setopt(h, CURLOPT_FILETIME, 1L);
   curl_easy_setopt(h, CURLOPT_USERAGENT, ("slip/" + version()).c_str());
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error_text);
@@ -143,9 +207,17 @@ TransferResult perform(const Transfer& transfer) {
   curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &result.status);
   curl_off_t filetime = -1;
   if (curl_easy_getinfo(h, CURLINFO_FILETIME_T, &filetime) == CURLE_OK) result.filetime = filetime;
+  if (!follow_redirects) {
+    char* location = nullptr;
+    if (curl_easy_getinfo(h, CURLINFO_REDIRECT_URL, &location) == CURLE_OK && location) result.redirect_url = location;
+  }
   if (ctx.stalled) {
     result.curl = CURLE_OPERATION_TIMEDOUT;
     result.curl_error = "no data for " + std::to_string(transfer.limits.stall_timeout_s) + " s (stalled transfer)";
+  } else if (ctx.too_slow) {
+    result.curl = CURLE_OPERATION_TIMEDOUT;
+    result.curl_error = "slower than " + std::to_string(transfer.limits.min_speed) + " bytes/s over " +
+                        std::to_string(transfer.limits.min_speed_time_s) + " s (--min-speed, --min-speed-time)";
   } else if (result.curl != CURLE_OK) {
     result.curl_error = error_text[0] ? error_text : curl_easy_strerror(result.curl);
   }
@@ -154,6 +226,8 @@ TransferResult perform(const Transfer& transfer) {
     transfer.on_headers(result.status, result.headers);
   return result;
 }
+
+}  // namespace
 
 bool is_transient(const TransferResult& r) {
   switch (r.curl) {
@@ -183,16 +257,66 @@ std::string describe_failure(const TransferResult& r) {
   return text;
 }
 
-std::string redact(std::string_view uri) {
-  std::string out(uri);
-  if (const auto q = out.find('?'); q != std::string::npos) out.resize(q);
-  if (const auto scheme = out.find("://"); scheme != std::string::npos) {
-    const auto host_start = scheme + 3;
-    const auto slash = out.find('/', host_start);
-    const auto at = out.rfind('@', slash == std::string::npos ? out.size() : slash);
-    if (at != std::string::npos && at >= host_start) out.erase(host_start, at + 1 - host_start);
+namespace {
+
+struct CurlUrl {
+  CURLU* h = curl_url();
+  ~CurlUrl() { curl_url_cleanup(h); }
+  CurlUrl() = default;
+  CurlUrl(const CurlUrl&) = delete;
+  CurlUrl& operator=(const CurlUrl&) = delete;
+  std::optional<std::string> get(CURLUPart part, unsigned flags = 0) const {
+    char* text = nullptr;
+    if (curl_url_get(h, part, &text, flags) != CURLUE_OK || !text) return std::nullopt;
+    std::string out(text);
+    curl_free(text);
+    return out;
   }
-  return out;
+};
+
+bool parse_into(CurlUrl& u, std::string_view url) {
+  if (!u.h) return false;
+  const std::string text(url);
+  return curl_url_set(u.h, CURLUPART_URL, text.c_str(), CURLU_NON_SUPPORT_SCHEME) == CURLUE_OK;
+}
+
+}  // namespace
+
+std::optional<UrlParts> parse_url(std::string_view url) {
+  CurlUrl u;
+  if (!parse_into(u, url)) return std::nullopt;
+  UrlParts p;
+  p.scheme = u.get(CURLUPART_SCHEME).value_or("");
+  p.host = u.get(CURLUPART_HOST).value_or("");
+  p.port = u.get(CURLUPART_PORT, CURLU_DEFAULT_PORT).value_or("");
+  p.path = u.get(CURLUPART_PATH).value_or("/");
+  p.has_credentials = u.get(CURLUPART_USER).has_value() || u.get(CURLUPART_PASSWORD).has_value();
+  if (p.host.empty()) return std::nullopt;
+  return p;
+}
+
+std::string UrlParts::authority() const {
+  const bool default_port = port.empty() || (scheme == "http" && port == "80") || (scheme == "https" && port == "443");
+  return default_port ? host : host + ":" + port;
+}
+
+std::string UrlParts::origin() const { return scheme + "://" + host + ":" + port; }
+
+std::string redact(std::string_view uri) {
+  const auto sep = uri.find("://");
+  if (sep == std::string_view::npos) return std::string(uri);  // a local path
+  CurlUrl u;
+  if (!parse_into(u, uri)) return std::string(uri.substr(0, sep)) + "://(malformed URL)";
+  // Nothing to hide: the URI as given (it names the source in manifests and content ids).
+  if (!u.get(CURLUPART_USER) && !u.get(CURLUPART_PASSWORD) && !u.get(CURLUPART_OPTIONS) && !u.get(CURLUPART_QUERY) &&
+      !u.get(CURLUPART_FRAGMENT))
+    return std::string(uri);
+  curl_url_set(u.h, CURLUPART_USER, nullptr, 0);
+  curl_url_set(u.h, CURLUPART_PASSWORD, nullptr, 0);
+  curl_url_set(u.h, CURLUPART_OPTIONS, nullptr, 0);
+  curl_url_set(u.h, CURLUPART_QUERY, nullptr, 0);
+  curl_url_set(u.h, CURLUPART_FRAGMENT, nullptr, 0);
+  return u.get(CURLUPART_URL).value_or(std::string(uri.substr(0, sep)) + "://(malformed URL)");
 }
 
 }  // namespace slip::net

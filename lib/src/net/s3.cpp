@@ -1,10 +1,13 @@
 #include "net/s3.hpp"
 
+#include <set>
+
 #include <cstdlib>
 #include <ctime>
 
 #include "net/retry.hpp"
 #include "slip/error.hpp"
+#include "slip/runtime.hpp"
 #include "slip/hash.hpp"
 
 namespace slip::net {
@@ -174,7 +177,8 @@ Transfer S3Client::signed_get(const std::string& bucket, const std::string& key,
   const std::string qs = canonical_query_string(query);
   Transfer t;
   t.url = scheme_ + "://" + host + path + (qs.empty() ? "" : "?" + qs);
-  t.limits = {options_.connect_timeout_s, options_.stall_timeout_s};
+  t.limits = {options_.connect_timeout_s, options_.stall_timeout_s, options_.min_speed, options_.min_speed_time_s,
+              options_.total_timeout_s};
   t.request_headers = std::move(extra_headers);
   if (credentials_) {
     SigV4Request r;
@@ -201,8 +205,15 @@ Transfer S3Client::get_object(const std::string& bucket, const std::string& key,
 std::vector<S3Object> S3Client::list(const std::string& bucket, const std::string& prefix) const {
   std::vector<S3Object> all;
   std::optional<std::string> token;
+  std::set<std::string> tokens_seen;  // a server whose tokens cycle (A, B, A, ...) is refused
   const std::string where = uri(bucket, prefix);
-  for (int page = 0;; ++page) {
+  for (uint64_t page = 0;; ++page) {
+    throw_if_interrupted();
+    // Pages hold up to 1,000 keys; a server sending near-empty pages forever is stopped too.
+    const uint64_t max_pages = std::max<uint64_t>(1000, options_.max_list_keys / 100);
+    if (page >= max_pages)
+      throw Error(Errc::bad_input, "S3 listing: more than " + std::to_string(max_pages) + " pages (--max-list-keys bounds a listing)")
+          .with_path(where);
     std::vector<std::pair<std::string, std::string>> query = {{"list-type", "2"}, {"prefix", prefix}};
     if (token) query.emplace_back("continuation-token", *token);
     std::string body;
@@ -231,8 +242,14 @@ std::vector<S3Object> S3Client::list(const std::string& bucket, const std::strin
       }
     }();
     for (auto& o : p.objects) all.push_back(std::move(o));
+    if (all.size() > options_.max_list_keys)
+      throw Error(Errc::bad_input, "S3 listing: more than " + std::to_string(options_.max_list_keys) + " keys (raise --max-list-keys)")
+          .with_path(where);
     if (!p.next_token) break;
-    if (token == p.next_token) throw Error(Errc::bad_input, "S3 listing: the server repeated a continuation token").with_path(where);
+    if (p.next_token->empty() || !tokens_seen.insert(*p.next_token).second)
+      throw Error(Errc::bad_input,
+                  "S3 listing: the server repeated a continuation token (page " + std::to_string(page + 1) + "): it would list forever")
+          .with_path(where);
     token = std::move(p.next_token);
   }
   return all;

@@ -1,0 +1,65 @@
+"""A hostile HTTP/S3 server for tests/integration/remote_hostile.sh (127.0.0.1 only).
+
+  /redir-*/...       307 to the --redirect-to origin, same path (a cross-origin redirect)
+  /cycle-bucket?...  an S3 ListObjectsV2 whose continuation tokens cycle A, B, A, ...
+  /slow.tar          announces 1 MB and trickles one byte every 0.2 s
+  /esc.tar           404 whose S3 error XML holds terminal escape sequences
+Every request's method, path and headers are logged as JSON lines to --log (the victim role).
+Usage: hostile_server.py PORT_FILE --log FILE [--redirect-to http://127.0.0.1:PORT]"""
+import argparse
+import time
+import urllib.parse
+
+import testserver
+
+ap = argparse.ArgumentParser()
+ap.add_argument("port_file")
+ap.add_argument("--log")
+ap.add_argument("--redirect-to", default="")
+args = ap.parse_args()
+log = testserver.RequestLog(args.log)
+
+
+class Handler(testserver.QuietHandler):
+    def do_GET(self):
+        log.next_request()
+        log.write({"method": "GET", "path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}})
+        url = urllib.parse.urlsplit(self.path)
+        query = urllib.parse.parse_qs(url.query)
+        if url.path.startswith("/redir-") and args.redirect_to:
+            self.send_response(307)
+            self.send_header("Location", args.redirect_to + self.path)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        elif url.path.startswith("/cycle-bucket"):
+            token = query.get("continuation-token", [""])[0]
+            nxt = {"": "A", "A": "B", "B": "A"}[token]
+            body = ("<?xml version=\"1.0\" encoding=\"UTF-8\"?><ListBucketResult><Name>cycle-bucket</Name>"
+                    "<IsTruncated>true</IsTruncated><Contents><Key>shards/%s.tar</Key><Size>10240</Size>"
+                    "<ETag>\"0\"</ETag></Contents><NextContinuationToken>%s</NextContinuationToken>"
+                    "</ListBucketResult>" % (nxt, nxt)).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/xml")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        elif url.path == "/slow.tar":
+            self.send_response(200)
+            self.send_header("Content-Length", "1000000")
+            self.end_headers()
+            try:
+                for _ in range(1000000):
+                    self.wfile.write(b"\0")
+                    self.wfile.flush()
+                    time.sleep(0.2)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+        else:
+            body = b"<Error><Code>\x1b[2J\x1b]0;pwned\x07</Code><Message>line1\nslip: info: fake</Message></Error>"
+            self.send_response(404)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+
+testserver.serve(testserver.Server(("127.0.0.1", 0), Handler), args.port_file)
