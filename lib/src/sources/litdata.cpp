@@ -4,6 +4,8 @@
 #include <zstd.h>
 
 #include <algorithm>
+#include <cmath>
+#include <array>
 #include <bit>
 #include <cstring>
 #include <filesystem>
@@ -45,6 +47,62 @@ std::string torch_dtype(uint32_t i) {
                             "|u1", "|i1", "<i2", "<i2", "<i4", "<i4", "<i8",  "<i8",  "|b1", "<u2"};
   return i < std::size(t) ? t[i] : "";
 }
+// One pixel of a Pillow colour mode as RGB, as Image.convert("RGB") computes it: CMYK exactly
+// (each channel (255 - c)(255 - k)/255, rounded), HSV exactly (colorsys, rounded), YCbCr
+// within 1 (JFIF full-range equations), LAB with the CIE L*a*b* (D65) -> sRGB equations (L
+// scaled to 0..100, a and b signed bytes): close to Pillow for colours inside the sRGB gamut.
+std::array<uint8_t, 3> pil_to_rgb(const std::string& mode, const uint8_t* p) {
+  auto to8 = [](double v) { return static_cast<uint8_t>(v <= 0 ? 0 : v >= 255 ? 255 : std::floor(v + 0.5)); };
+  if (mode == "CMYK") {
+    const double nk = 255.0 - p[3];
+    return {to8((255 - p[0]) * nk / 255), to8((255 - p[1]) * nk / 255), to8((255 - p[2]) * nk / 255)};
+  }
+  if (mode == "YCbCr") {
+    const double y = p[0], cb = p[1] - 128.0, cr = p[2] - 128.0;
+    return {to8(y + 1.402 * cr), to8(y - 0.344136 * cb - 0.714136 * cr), to8(y + 1.772 * cb)};
+  }
+  if (mode == "HSV") {
+    const double h = p[0] / 255.0, sat = p[1] / 255.0, v = p[2] / 255.0;
+    double r = v, g = v, b = v;
+    if (sat > 0) {
+      const int i = static_cast<int>(h * 6.0);
+      const double f = h * 6.0 - i, a = v * (1 - sat), bb = v * (1 - sat * f), c = v * (1 - sat * (1 - f));
+      switch (i % 6) {
+        case 0:
+          r = v, g = c, b = a;
+          break;
+        case 1:
+          r = bb, g = v, b = a;
+          break;
+        case 2:
+          r = a, g = v, b = c;
+          break;
+        case 3:
+          r = a, g = bb, b = v;
+          break;
+        case 4:
+          r = c, g = a, b = v;
+          break;
+        default:
+          r = v, g = a, b = bb;
+          break;
+      }
+    }
+    return {to8(r * 255), to8(g * 255), to8(b * 255)};
+  }
+  // LAB
+  const double L = p[0] * 100.0 / 255.0, A = static_cast<int8_t>(p[1]), B = static_cast<int8_t>(p[2]);
+  const double fy = (L + 16) / 116, fx = fy + A / 500, fz = fy - B / 200;
+  auto finv = [](double t) { return t * t * t > 0.008856 ? t * t * t : (t - 16.0 / 116) / 7.787; };
+  const double X = 0.95047 * finv(fx), Y = finv(fy), Z = 1.08883 * finv(fz);
+  auto srgb = [&](double c) {
+    c = c < 0 ? 0 : c > 1 ? 1 : c;
+    return to8(255 * (c > 0.0031308 ? 1.055 * std::pow(c, 1 / 2.4) - 0.055 : 12.92 * c));
+  };
+  return {srgb(3.2406 * X - 1.5372 * Y - 0.4986 * Z), srgb(-0.9689 * X + 1.8758 * Y + 0.0415 * Z),
+          srgb(0.0557 * X - 0.2040 * Y + 1.0570 * Z)};
+}
+
 uint64_t itemsize(const std::string& d) { return d.empty() ? 0 : std::stoull(d.substr(2)); }
 
 struct Leaf {
@@ -127,7 +185,14 @@ class LitDataSource final : public Source {
     out.skip.reset();
     out.values.assign(leaves_.size(), Value{});
     const auto payloads = split_item(item, chunk_, item_);
-    for (size_t j = 0; j < leaves_.size(); ++j) decode(leaves_[j], payloads[j], out.values[j], chunk_, item_);
+    // A payload that does not decode spoils this sample only (--on-error decides); the item
+    // table and chunk structure were checked by split_item, so the next item is still readable.
+    try {
+      for (size_t j = 0; j < leaves_.size(); ++j) decode(leaves_[j], payloads[j], out.values[j], chunk_, item_);
+    } catch (const Error& e) {
+      if (e.code() != Errc::bad_input) throw;
+      out.problem = e.message() + (e.offset() ? " (byte " + std::to_string(*e.offset()) + ")" : std::string());
+    }
     ++item_;
     ++global_;
     return true;
@@ -364,9 +429,12 @@ class LitDataSource final : public Source {
     shape.clear();
     auto bad = [&](const std::string& why) { return fail(c, i, "field \"" + leaf.name + "\": " + why, item_offset_); };
     if (leaf.base == "no_header_numpy" || leaf.base == "no_header_tensor") {
-      dtype = leaf.base == "no_header_numpy" ? numpy_dtype(std::stoul(leaf.suffix.empty() ? "99" : leaf.suffix))
-                                             : torch_dtype(std::stoul(leaf.suffix.empty() ? "99" : leaf.suffix));
-      if (dtype.empty()) throw bad("unknown dtype index " + leaf.suffix);
+      // The suffix is a small dtype index; anything else is an unknown dtype, not a crash.
+      const std::string& sfx = leaf.suffix;
+      const bool numeric = !sfx.empty() && sfx.size() <= 3 && sfx.find_first_not_of("0123456789") == std::string::npos;
+      const unsigned long index = numeric ? std::stoul(sfx) : 99;
+      dtype = leaf.base == "no_header_numpy" ? numpy_dtype(index) : torch_dtype(index);
+      if (dtype.empty()) throw bad("unknown dtype index \"" + detail::escape_for_terminal(leaf.suffix) + "\"");
       if (p.size() % itemsize(dtype)) throw bad("payload is not a whole number of elements");
       shape.push_back(p.size() / itemsize(dtype));
       data = p;
@@ -503,8 +571,28 @@ class LitDataSource final : public Source {
       need(n * 2);
       out.resize(n);
       for (uint64_t k = 0; k < n; ++k) out[k] = clip(le<uint16_t>(px.data() + 2 * k));
+    } else if (mode == "RGBX") {  // the X byte is padding
+      channels = 3;
+      need(n * 4);
+      out.resize(n * 3);
+      for (uint64_t k = 0; k < n; ++k)
+        for (uint64_t ch = 0; ch < 3; ++ch) out[3 * k + ch] = px[4 * k + ch];
+    } else if (mode == "PA") {  // as P: palette indices without the palette are grey levels
+      need(n * 2);
+      out.resize(n);
+      for (uint64_t k = 0; k < n; ++k) out[k] = px[2 * k];
+    } else if (mode == "CMYK" || mode == "YCbCr" || mode == "HSV" || mode == "LAB") {
+      // Colour models Pillow's convert("RGB") turns into RGB; done the same way here.
+      const uint64_t in_channels = mode == "CMYK" ? 4 : 3;
+      need(n * in_channels);
+      channels = 3;
+      out.resize(n * 3);
+      for (uint64_t k = 0; k < n; ++k) {
+        const auto rgb = pil_to_rgb(mode, u + in_channels * k);
+        for (uint64_t ch = 0; ch < 3; ++ch) out[3 * k + ch] = static_cast<std::byte>(rgb[ch]);
+      }
     } else {
-      throw bad("unsupported pil mode \"" + mode + "\"");
+      throw bad("unsupported pil mode \"" + detail::escape_for_terminal(mode) + "\"");
     }
     v.bytes = std::move(out);
     v.width = static_cast<uint32_t>(w);
