@@ -46,3 +46,21 @@ done
 expect_status 2 timeout 20 "$SLIP" convert 'x-{0..99999}{0..99999}.tar' -o "$WORK/o3"
 grep -q "expands to more than" "$WORK/err" || { cat "$WORK/err"; fail "explosive brace pattern"; }
 pass "shard lists: cycles, deep nesting and explosive patterns refused without crashing"
+
+# SLURM variables that are not task numbers are usage errors, never task 0.
+for env in "SLURM_ARRAY_TASK_ID=abc SLURM_ARRAY_TASK_COUNT=3" "SLURM_ARRAY_TASK_ID=1 SLURM_ARRAY_TASK_COUNT=3x" \
+           "SLURM_ARRAY_TASK_ID=-1 SLURM_ARRAY_TASK_COUNT=3" "SLURM_ARRAY_TASK_ID=1 SLURM_ARRAY_TASK_COUNT=3 SLURM_ARRAY_TASK_MIN=z"; do
+  expect_status 2 env $env "$SLIP" convert "$WORK/bad" --shard auto -o "$WORK/o4"
+  grep -q "is not a task number" "$WORK/err" || { cat "$WORK/err"; fail "$env accepted"; }
+done
+pass "SLURM variables that are not numbers: usage errors"
+
+# merge: part metadata is checked against what is on disk before anything is sized by it: a
+# work directory naming part 0 of 10^15 is refused at once, not enumerated.
+cache_parts=$WORK/parts && mkdir -p "$WORK/good/a" && cp "$img" "$WORK/good/a/1.jpg" && cp "$img" "$WORK/good/a/2.jpg"
+"$SLIP" convert "$WORK/good" --shard 0/2 -o "$cache_parts" -q >/dev/null
+workdir=$(ls -d "$cache_parts"/*.parts)
+mkdir "$workdir/part-00000-of-1000000000000000.slipstream"
+expect_status 3 timeout 20 "$SLIP" merge --status "$workdir"
+grep -q "names an impossible part" "$WORK/err" || { cat "$WORK/err"; fail "forged part count not refused"; }
+pass "merge --status: a forged part count is refused at once"

@@ -8,6 +8,7 @@
 #include "slip/error.hpp"
 #include "slip/hash.hpp"
 #include "slip/runtime.hpp"
+#include "util/untrusted.hpp"
 
 namespace slip {
 
@@ -19,7 +20,15 @@ ShardSpec parse_shard(const std::string& text) {
     const char* min = std::getenv("SLURM_ARRAY_TASK_MIN");
     if (!id || !count)
       throw Error(Errc::usage, "--shard auto needs SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT (run inside a job array)");
-    const long long i = std::atoll(id) - (min ? std::atoll(min) : 0), n = std::atoll(count);
+    // Each variable must be a plain decimal number: "abc" must not silently become task 0.
+    auto number = [](const char* name, const char* value) {
+      const std::string v = value;
+      if (v.empty() || v.size() > 9 || v.find_first_not_of("0123456789") != std::string::npos)
+        throw Error(Errc::usage, std::string(name) + "=\"" + detail::escape_for_terminal(v) + "\" is not a task number");
+      return std::atoll(value);
+    };
+    const long long i = number("SLURM_ARRAY_TASK_ID", id) - (min ? number("SLURM_ARRAY_TASK_MIN", min) : 0),
+                    n = number("SLURM_ARRAY_TASK_COUNT", count);
     if (n <= 0 || i < 0 || i >= n)
       throw Error(Errc::usage, "SLURM array task " + std::string(id) + " does not fit an array of " + count + " tasks starting at " +
                                    (min ? min : "0") + " (use --array=0-" + std::to_string(n - 1) + ")");
@@ -30,8 +39,8 @@ ShardSpec parse_shard(const std::string& text) {
   unsigned long long i = 0, n = 0;
   char extra = 0;
   // Digits only: %llu alone would read "1/-2" as 1 of 18446744073709551614.
-  if (text.find_first_not_of("0123456789/") != std::string::npos ||
-      std::sscanf(text.c_str(), "%llu/%llu%c", &i, &n, &extra) != 2 || n == 0 || i >= n)
+  if (text.find_first_not_of("0123456789/") != std::string::npos || std::sscanf(text.c_str(), "%llu/%llu%c", &i, &n, &extra) != 2 ||
+      n == 0 || i >= n)
     throw Error(Errc::usage, "--shard wants I/N with 0 <= I < N (or auto), got \"" + text + "\"");
   s.index = i;
   s.count = n;

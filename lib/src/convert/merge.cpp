@@ -15,6 +15,7 @@
 #include "format/staging.hpp"
 #include "slip/cache.hpp"
 #include "slip/error.hpp"
+#include "util/untrusted.hpp"
 #include "slip/hash.hpp"
 #include "slip/npy.hpp"
 #include "slip/runtime.hpp"
@@ -26,6 +27,9 @@ namespace fs = std::filesystem;
 using ojson = nlohmann::ordered_json;
 
 namespace {
+
+// SLURM's largest job array (MaxArraySize is at most 4,000,001): more parts is a forged number.
+constexpr uint64_t kMaxParts = 4'000'001;
 
 struct Part {
   fs::path dir;
@@ -56,6 +60,13 @@ Part load_part(const fs::path& dir) {
   }
   if (!detail::is_complete_cache(dir, p.info.content_id)) throw bad("part is damaged: manifest checksum or file sizes do not match");
   if (p.info.start > p.info.end || p.info.end > p.info.total || p.info.index >= p.info.count) throw bad("part has an impossible slice");
+  // The part's own metadata against what is on disk, before anything is sized by it.
+  if (p.info.count > kMaxParts)
+    throw bad("part claims " + std::to_string(p.info.count) + " parts; a job array has at most " + std::to_string(kMaxParts));
+  const uint64_t stored = p.manifest.value("num_samples", uint64_t{0});
+  if (p.info.unit != "files" && p.info.end - p.info.start != stored)
+    throw bad("part claims samples " + std::to_string(p.info.start) + ".." + std::to_string(p.info.end) + " but holds " +
+              std::to_string(stored));
   return p;
 }
 
@@ -111,9 +122,15 @@ MergeResult merge_parts(const std::vector<fs::path>& inputs, const MergeOptions&
       throw Error(Errc::bad_input, "part " + std::to_string(parts[i].info.index) + " given twice (overlap)")
           .with_path(parts[i].dir.string());
   }
+  // The first missing indices (bounded work: at most have.size() + 10 steps).
   std::string missing;
-  for (uint64_t i = 0; i < first.info.count; ++i)
-    if (!have.count(i)) missing += (missing.empty() ? "" : ",") + std::to_string(i);
+  size_t listed = 0;
+  for (uint64_t i = 0; i < first.info.count && listed < 10; ++i)
+    if (!have.count(i)) {
+      missing += (missing.empty() ? "" : ",") + std::to_string(i);
+      ++listed;
+    }
+  if (parts.size() != first.info.count && listed == 10) missing += ",...";
   if (!missing.empty())
     throw Error(Errc::bad_input, "missing parts " + missing + " of " + std::to_string(first.info.count))
         .with_path(first.dir.parent_path().string());
@@ -311,6 +328,11 @@ std::vector<PartState> part_status(const fs::path& workdir) {
     if (temp) name = name.substr(1);
     unsigned long long index = 0, n = 0;
     if (std::sscanf(name.c_str(), "part-%llu-of-%llu", &index, &n) != 2) continue;
+    throw_if_interrupted();
+    if (n > kMaxParts || index >= n)
+      throw Error(Errc::bad_input, "\"" + detail::escape_for_terminal(name) + "\" names an impossible part (at most " +
+                                       std::to_string(kMaxParts) + " parts)")
+          .with_path(workdir.string());
     count = std::max<uint64_t>(count, n);
     PartState s{index, "", e.path()};
     if (temp) {
