@@ -64,3 +64,28 @@ mkdir "$workdir/part-00000-of-1000000000000000.slipstream"
 expect_status 3 timeout 20 "$SLIP" merge --status "$workdir"
 grep -q "names an impossible part" "$WORK/err" || { cat "$WORK/err"; fail "forged part count not refused"; }
 pass "merge --status: a forged part count is refused at once"
+
+# FFCV: a sample count the file cannot hold is refused before anything is sized by it, also for
+# --raw-field files, whose row size is deduced from that count (10^12 samples: rows of 0 bytes).
+$PY - "$SLIP_SHARED_DIR/fixtures/ffcv/custom_type.beton" "$WORK/huge-count.beton" <<'PY'
+import struct, sys
+d = bytearray(open(sys.argv[1], "rb").read())
+struct.pack_into("<Q", d, 8, 10**12)
+open(sys.argv[2], "wb").write(d)
+PY
+/usr/bin/time -f %M -o "$WORK/rss" timeout 20 "$SLIP" convert "$WORK/huge-count.beton" --raw-field custom -o "$WORK/o5" >"$WORK/out" 2>"$WORK/err" && fail "10^12 samples accepted"
+grep -qE "cannot be checked|does not fit|cannot deduce|do not add up|works only for files without payloads" "$WORK/err" || { cat "$WORK/err"; fail "forged FFCV count: $(cat "$WORK/err")"; }
+[ "$(tail -1 "$WORK/rss")" -lt 200000 ] || fail "forged FFCV count: peak RSS $(tail -1 "$WORK/rss") KiB"
+# The same with rows of 0 bytes: the allocation table moved to where the metadata starts.
+$PY - "$SLIP_SHARED_DIR/fixtures/ffcv/custom_type.beton" "$WORK/zero-rows.beton" <<'PY'
+import struct, sys
+d = bytearray(open(sys.argv[1], "rb").read())
+fields = struct.unpack_from("<H", d, 2)[0]
+meta = 24 + 1041 * fields
+struct.pack_into("<Q", d, 8, 10**12)
+struct.pack_into("<Q", d, 16, meta)
+open(sys.argv[2], "wb").write(d[:meta])
+PY
+expect_status 3 timeout 20 "$SLIP" convert "$WORK/zero-rows.beton" --raw-field custom -o "$WORK/o5"
+grep -qE "cannot be checked|do not add up" "$WORK/err" || { cat "$WORK/err"; fail "0-byte rows with 10^12 samples: $(cat "$WORK/err")"; }
+pass "FFCV: a forged sample count is refused before any allocation"

@@ -229,7 +229,11 @@ class FfcvSource final : public Source {
     }
     if (unknown > 1) throw Error(Errc::usage, "at most one --raw-field can be deduced per file").with_path(path_);
     layout_rows(unknown == 1);
-    // Metadata table and allocation table bounds.
+    // Metadata table and allocation table bounds: the sample count is checked against the file
+    // size before anything is sized by it. Rows of 0 bytes would let any count pass.
+    if (row_size_ == 0 && num_samples_ > 0)
+      throw fail(std::nullopt, "metadata rows of 0 bytes: the sample count " + std::to_string(num_samples_) + " cannot be checked", 8);
+    if (metadata_offset_ > file_size) throw fail(std::nullopt, "metadata table starts past the end of the file", 8);
     if (row_size_ != 0 && num_samples_ > (file_size - metadata_offset_) / row_size_)
       throw fail(std::nullopt,
                  "sample count " + std::to_string(num_samples_) + " does not fit the file (" + std::to_string(file_size) + " bytes)", 8);
@@ -354,7 +358,12 @@ class FfcvSource final : public Source {
       for (auto& f : fields_) {
         off = (off + f.entry_align - 1) / f.entry_align * f.entry_align;
         f.offset = off;
-        if (f.raw) f.entry_size = row_size_ - off - known_after;  // fills the gap to the rest
+        if (f.raw) {
+          // Fills the gap to the rest; a row too short for the fields after it is malformed
+          // (the subtraction would wrap around to a huge size).
+          if (off + known_after > row_size_) throw Error(Errc::bad_input, "--raw-field: rows do not add up").with_path(path_);
+          f.entry_size = row_size_ - off - known_after;
+        }
         off += f.entry_size;
       }
       if (off > row_size_) throw Error(Errc::bad_input, "--raw-field: rows do not add up").with_path(path_);
