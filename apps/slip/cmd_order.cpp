@@ -4,6 +4,8 @@
 
 #include "cli_errors.hpp"
 #include "command.hpp"
+#include "slip/runtime.hpp"
+#include "slip/npy.hpp"
 #include "output.hpp"
 #include "slip/cache.hpp"
 #include "slip/error.hpp"
@@ -39,17 +41,30 @@ Action setup_order(CLI::App& sub, const GlobalOptions&) {
     ShuffleSpec spec = a->spec;
     spec.num_samples = cache.size();
     const EpochOrder order(spec);
-    std::vector<uint64_t> ids(order.size());
-    order.fill(0, ids);
-    if (a->format == "npy") {
-      // Into a file (its path is printed) or a pipe; never onto a terminal.
-      write_output(a->output, ids_npy(ids), true);
-      if (!a->output.empty() && !is_stdout(a->output)) std::cout << a->output << "\n";
-      return 0;
-    }
+    // Streamed in blocks: memory stays O(1) in the number of samples (the order is a pure
+    // function of the position), whatever the size of the epoch.
+    const bool npy = a->format == "npy";
+    OutputFile out(a->output, npy);  // npy: into a file or a pipe, never onto a terminal
+    if (npy && !out.write(npy_header("'<i8'", std::vector<uint64_t>{order.size()}))) return 0;
+    std::vector<uint64_t> ids(std::min<uint64_t>(order.size(), 1 << 16));
     std::string text;
-    for (uint64_t id : ids) text += std::to_string(id) + "\n";
-    write_output(a->output, text, false);
+    for (uint64_t first = 0; first < order.size(); first += ids.size()) {
+      throw_if_interrupted();
+      const std::span<uint64_t> block(ids.data(), std::min<uint64_t>(ids.size(), order.size() - first));
+      order.fill(first, block);
+      bool more;
+      if (npy) {
+        const auto bytes = std::as_bytes(block);
+        more = out.write(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+      } else {
+        text.clear();
+        for (uint64_t id : block) text += std::to_string(id) + "\n";
+        more = out.write(text);
+      }
+      if (!more) return 0;  // the reader has gone
+    }
+    out.close();
+    if (npy && !a->output.empty() && !is_stdout(a->output)) std::cout << a->output << "\n";
     return 0;
   };
 }

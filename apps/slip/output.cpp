@@ -78,19 +78,47 @@ uint64_t parse_unsigned(std::string_view text, std::string_view what) {
 }
 
 bool stdout_is_terminal() { return ::isatty(STDOUT_FILENO) == 1; }
-void write_output(const std::string& path, std::string_view data, bool binary) {
+OutputFile::OutputFile(const std::string& path, bool binary) : path_(path) {
   if (path.empty() || is_stdout(path)) {
     if (binary && stdout_is_terminal()) throw Error(Errc::usage, "refusing to write binary data to a terminal; use -o FILE or a pipe");
-    if (std::fwrite(data.data(), 1, data.size(), stdout) != data.size() || std::fflush(stdout) != 0) {
-      if (errno == EPIPE) return;  // the reader is gone (`| head`): not an error
-      throw Error(Errc::io, "cannot write to stdout");
-    }
+    file_ = stdout;
     return;
   }
-  std::FILE* out = std::fopen(path.c_str(), binary ? "wb" : "w");
-  if (!out) throw_errno("cannot create", path, errno);
-  const bool ok = std::fwrite(data.data(), 1, data.size(), out) == data.size();
-  if (std::fclose(out) != 0 || !ok) throw_errno("cannot write", path, errno);
+  file_ = std::fopen(path.c_str(), binary ? "wb" : "w");
+  if (!file_) throw_errno("cannot create", path, errno);
+}
+
+OutputFile::~OutputFile() {
+  if (file_ && file_ != stdout) std::fclose(file_);
+}
+
+bool OutputFile::write(std::string_view data) {
+  if (reader_gone_) return false;
+  if (std::fwrite(data.data(), 1, data.size(), file_) != data.size()) {
+    if (file_ == stdout && errno == EPIPE) {  // the reader is gone (`| head`): not an error
+      reader_gone_ = true;
+      return false;
+    }
+    throw_errno("cannot write", file_ == stdout ? "stdout" : path_, errno);
+  }
+  return true;
+}
+
+void OutputFile::close() {
+  if (!file_) return;
+  if (file_ == stdout) {
+    if (std::fflush(stdout) != 0 && errno != EPIPE) throw Error(Errc::io, "cannot write to stdout");
+  } else if (std::fclose(file_) != 0) {
+    file_ = nullptr;
+    throw_errno("cannot write", path_, errno);
+  }
+  file_ = nullptr;
+}
+
+void write_output(const std::string& path, std::string_view data, bool binary) {
+  OutputFile out(path, binary);
+  out.write(data);
+  out.close();
 }
 
 void reject_stdout(const std::string& path, const std::string& option) {

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <optional>
 #include <string>
@@ -35,6 +36,22 @@ inline bool is_stdout(const std::string& path) { return path == "-"; }
 // Writes `data` to the file `path`, or to stdout when `path` is "" or "-"; binary data is
 // refused on a terminal (usage error). Throws Error(io) when the write fails.
 void write_output(const std::string& path, std::string_view data, bool binary);
+// The same, written piece by piece (outputs too large to hold, e.g. an epoch order of billions
+// of ids). write() returns false once the reader of stdout has gone (`| head`).
+class OutputFile {
+ public:
+  OutputFile(const std::string& path, bool binary);
+  ~OutputFile();
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+  bool write(std::string_view data);
+  void close();
+
+ private:
+  std::string path_;
+  std::FILE* file_ = nullptr;
+  bool reader_gone_ = false;
+};
 // For options naming a directory (a cache is a directory): "-" is a usage error.
 void reject_stdout(const std::string& path, const std::string& option);
 bool stderr_is_terminal();

@@ -58,3 +58,22 @@ d = np.load('$c/ident_index.npy', allow_pickle=True).item(); ident = np.load('$c
 assert len(d) == 200000 and all(d[int(v)].tolist() == [i] for i, v in list(enumerate(ident))[:1000])
 " || fail "forced ident index wrong"
 pass "index: nearly unique fields refused without --force; forced index correct"
+
+# slip order streams: peak memory does not grow with the epoch (before: 8 bytes per sample for
+# the ids plus the whole text or npy in memory).
+$PY - "$WORK/big.slipstream" <<'PY'
+import json, os, sys, numpy as np
+d = sys.argv[1]; os.makedirs(d); n = 4_000_000
+np.save(f"{d}/label.npy", np.zeros(n, dtype="<i8"))
+json.dump({"version": 1, "num_samples": n, "fields": {"label": {"type": "int", "num_samples": n}},
+           "file_sizes": {"label.npy": os.path.getsize(f"{d}/label.npy")}}, open(f"{d}/manifest.json", "w"))
+PY
+rss() { /usr/bin/time -f %M -o "$WORK/rss" "$@" > "$WORK/order.out"; tail -1 "$WORK/rss"; }
+small=$(rss "$SLIP" order "$c" --seed 1 --format npy -o -)
+for fmt in npy text; do
+  big=$(rss "$SLIP" order "$WORK/big.slipstream" --seed 1 --format $fmt -o -)
+  [ "$big" -lt $((small + 12000)) ] || fail "order --format $fmt: peak RSS ${big} KiB for 4M samples (${small} KiB for 200k)"
+done
+[ "$(wc -l < "$WORK/order.out")" -eq 4000000 ] || fail "order text output has $(wc -l < "$WORK/order.out") lines"
+[ "$(sort -n "$WORK/order.out" | uniq | wc -l)" -eq 4000000 ] || fail "order is not a permutation"
+pass "order streams: 4M-sample epoch in ${big} KiB (200k: ${small} KiB), a permutation"
