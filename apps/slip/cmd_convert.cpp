@@ -106,9 +106,10 @@ Action setup_convert(CLI::App& sub, const GlobalOptions& global) {
     options.image_format = a->image_format == "yuv420" ? StoredFormat::yuv420 : StoredFormat::jpeg;
     if (!a->shard.empty()) options.shard = parse_shard(a->shard);
     options.max_image_pixels = parse_count(a->max_image_pixels);
+    options.source_options = a->source_options;
     if (a->dry_run) {
       const SourceIdentity id = source->identity();
-      const std::string cid = content_id(id, options.image_format);
+      const std::string cid = content_id(id, options);
       const auto path = planned_cache_path(*source, options);
       const bool exists = std::filesystem::exists(path / "manifest.json");
       if (a->json) {

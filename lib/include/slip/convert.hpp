@@ -57,7 +57,18 @@ struct ConvertOptions {
   // Convert only this slice, as a part cache in <output_dir>/<name>-<id8>.parts/ (merge_parts
   // joins them into the cache a single process would write).
   std::optional<ShardSpec> shard;
+  // The settings the source was opened with. Those that change the cache's bytes (renames,
+  // field choices, limits; see canonical_options) go into the content id, so a cache built
+  // with other options is never returned as this one.
+  SourceOptions source_options;
 };
+
+// The options that change the bytes of a cache, canonical and sorted: "key=value" lines
+// (convert's non-default --non-jpeg, --on-error, --max-image-pixels; the source's --rename,
+// --fields, --field, --raw-field, --layout, --image-field, --label-field, --missing,
+// --max-sample-bytes, --allow-truncated). Empty for the defaults. Threads, progress, download
+// and network settings never appear: they do not change the bytes.
+std::string canonical_options(const ConvertOptions& options);
 
 // One sample the writer did not store verbatim.
 struct LedgerEntry {
@@ -72,7 +83,8 @@ struct LedgerEntry {
 struct ConvertResult {
   std::filesystem::path cache_path;
   std::string content_id;  // 64 hex digits
-  bool reused = false;     // an identical complete cache already existed
+  bool reused = false;     // an identical complete cache already existed (counts and ledger are then the stored ones)
+  std::string options;     // canonical_options(): the byte-affecting options, recorded in the manifest
   uint64_t source_samples = 0, written = 0, skipped = 0, transcoded = 0;
   uint64_t bytes_written = 0;
   double seconds = 0;
@@ -84,6 +96,8 @@ std::filesystem::path default_cache_root();
 // SHA-256 over kind, normalised URI, fingerprint and "slipstream-v1" (docs/FORMAT.md), and
 // the stored format when it is not JPEG.
 std::string content_id(const SourceIdentity& identity, StoredFormat format = StoredFormat::jpeg);
+// ... and with the canonical byte-affecting options (empty: the same id as above).
+std::string content_id(const SourceIdentity& identity, const ConvertOptions& options);
 // "<name>-<id8>.slipstream"
 std::string cache_dir_name(const std::string& name, const std::string& content_id);
 

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -53,6 +54,40 @@ std::string content_id(const SourceIdentity& id, StoredFormat format) {
   h.update("\n");
   h.update(detail::kContentIdSalt);
   if (format == StoredFormat::yuv420) h.update("\nimage_format=yuv420");
+  return h.hex_digest();
+}
+
+std::string canonical_options(const ConvertOptions& options) {
+  std::vector<std::string> lines;
+  if (options.non_jpeg != NonJpegPolicy::transcode)
+    lines.push_back(std::string("non-jpeg=") + (options.non_jpeg == NonJpegPolicy::keep ? "keep" : "fail"));
+  if (options.on_error != OnError::fail) lines.push_back("on-error=skip");
+  if (options.max_image_pixels != ConvertOptions{}.max_image_pixels)
+    lines.push_back("max-image-pixels=" + std::to_string(options.max_image_pixels));
+  // Source settings that change which samples or bytes are stored, in the order given where
+  // order matters (repeatable flags keep theirs; different keys are sorted below).
+  static const char* const kByteAffecting[] = {"rename",      "fields",      "field",   "raw-field",        "layout",
+                                               "image-field", "label-field", "missing", "max-sample-bytes", "allow-truncated"};
+  for (const char* key : kByteAffecting) {
+    const auto values = options.source_options.get_all(key);
+    if (values.empty()) continue;
+    std::string joined;
+    for (const auto& v : values) joined += (joined.empty() ? "" : ",") + v;
+    lines.push_back(std::string(key) + "=" + joined);
+  }
+  std::sort(lines.begin(), lines.end());
+  std::string out;
+  for (const auto& l : lines) out += l + "\n";
+  return out;
+}
+
+std::string content_id(const SourceIdentity& id, const ConvertOptions& options) {
+  const std::string canonical = canonical_options(options);
+  if (canonical.empty()) return content_id(id, options.image_format);
+  Sha256 h;
+  h.update(content_id(id, options.image_format));
+  h.update("\noptions\n");
+  h.update(canonical);
   return h.hex_digest();
 }
 
@@ -233,7 +268,7 @@ std::string default_cache_name(const SourceIdentity& identity, const ConvertOpti
 fs::path planned_cache_path(const Source& source, const ConvertOptions& options) {
   const SourceIdentity identity = source.identity();
   detail::check_schema_names(source.schema(), identity.kind);  // the same refusal as convert()
-  const std::string id = content_id(identity, options.image_format);
+  const std::string id = content_id(identity, options);
   const std::string name = options.name.empty() ? default_cache_name(identity, options) : options.name;
   const fs::path root = options.output_dir.empty() ? default_cache_root() : options.output_dir;
   const std::string whole = cache_dir_name(name, id);
@@ -252,7 +287,7 @@ ConvertResult convert(Source& source, const ConvertOptions& options) {
   // Names from the source become file names: one rule, before anything is written.
   detail::check_schema_names(schema, identity.kind);
   ConvertResult result;
-  result.content_id = content_id(identity, options.image_format);
+  result.content_id = content_id(identity, options);
   const std::string name = options.name.empty() ? default_cache_name(identity, options) : options.name;
   if (const std::string problem = detail::file_stem_problem(name); !problem.empty())
     throw Error(Errc::usage, "invalid cache name \"" + detail::escape_for_terminal(name) + "\": " + problem);
@@ -271,8 +306,35 @@ ConvertResult convert(Source& source, const ConvertOptions& options) {
   const fs::path final_dir = root / final_name;
   result.cache_path = final_dir;
 
+  result.options = canonical_options(options);
   if (!options.force && detail::is_complete_cache(final_dir, result.content_id)) {
+    // Report what the cache holds, not what this run did (it did nothing).
     result.reused = true;
+    try {
+      const auto manifest = detail::parse_json_bounded(detail::read_text_file(final_dir / detail::kManifestName, detail::Open::cache_file));
+      const auto& slip = manifest.at("slip");
+      const auto& counts = slip.at("counts");
+      result.source_samples = counts.value("source_samples", uint64_t{0});
+      result.written = counts.value("written", uint64_t{0});
+      result.skipped = counts.value("skipped", uint64_t{0});
+      result.transcoded = counts.value("transcoded", uint64_t{0});
+      const nlohmann::json ledger = slip.value("ledger", nlohmann::json::array());
+      for (const auto& e : ledger) {
+        LedgerEntry l;
+        l.source_index = e.value("source_index", uint64_t{0});
+        if (e.contains("sample") && e["sample"].is_number_unsigned()) l.sample = e["sample"].get<uint64_t>();
+        l.origin = e.value("origin", std::string());
+        l.field = e.value("field", std::string());
+        l.action = e.value("action", std::string());
+        l.reason = e.value("reason", std::string());
+        result.ledger.push_back(std::move(l));
+      }
+      const nlohmann::json sizes = manifest.value("file_sizes", nlohmann::json::object());
+      for (const auto& [file, size] : sizes.items())
+        if (size.is_number_unsigned()) result.bytes_written += size.get<uint64_t>();
+    } catch (const std::exception&) {
+      // A cache that passed is_complete_cache but whose counts cannot be read: report none.
+    }
     return result;
   }
   detail::StagingDir staging(root, final_name);

@@ -106,6 +106,16 @@ ojson build_manifest(const Schema& schema, const SourceIdentity& identity, const
   slip["content_id"] = result.content_id;
   slip["created"] = utc_timestamp();
   slip["source"] = {{"kind", identity.kind}, {"uri", identity.uri}, {"fingerprint", identity.fingerprint}};
+  // The byte-affecting options (canonical "key=value" lines), part of the content id.
+  ojson opts = ojson::object();
+  for (size_t start = 0; start < result.options.size();) {
+    const size_t end = result.options.find('\n', start);
+    const std::string line = result.options.substr(start, end - start);
+    const size_t eq = line.find('=');
+    if (eq != std::string::npos) opts[line.substr(0, eq)] = line.substr(eq + 1);
+    start = end == std::string::npos ? result.options.size() : end + 1;
+  }
+  slip["options"] = std::move(opts);
   slip["counts"] = {{"source_samples", result.source_samples},
                     {"written", result.written},
                     {"skipped", result.skipped},

@@ -168,6 +168,11 @@ MergeResult merge_parts(const std::vector<fs::path>& inputs, const MergeOptions&
   }
   ConvertResult totals;
   totals.content_id = result.content_id;
+  // The byte-affecting options the parts were converted with (the same in every part: they
+  // are in the whole's content id), so the merged manifest equals a single-process build's.
+  if (const auto it = first.manifest.find("slip"); it != first.manifest.end() && it->contains("options") && (*it)["options"].is_object())
+    for (const auto& [key, value] : (*it)["options"].items())
+      if (value.is_string()) totals.options += key + "=" + value.get<std::string>() + "\n";
   detail::WrittenFiles files;
   uint64_t n = 0;
   for (const Cache& c : caches) n += c.size();

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# A cache is reused only when it is the cache that was asked for: every option that changes
+# the bytes of a cache is part of its content id (and recorded in manifest slip.options), so
+# `convert X --on-error skip` then `convert X --on-error fail` does not return the cache that
+# dropped samples. Options that do not change bytes (-j, --io-depth) keep the id. A reused
+# cache's --json reports what it holds ("reused": true, its counts and ledger).
+source "$(dirname "$0")/common.bash"
+good=$(find "$CORPUS/n01440764" -type f | LC_ALL=C sort | sed -n 1,3p)
+r=$WORK/src && mkdir -p "$r/a" "$r/b"
+for f in $good; do cp "$f" "$r/a/"; done
+head -c 300 /dev/urandom > "$r/b/broken.JPEG" && cp $good "$r/b/"
+png=$(awk -F'\t' 'NR>1 && $5=="png" {print $1; exit}' "$SLIP_SHARED_DIR/corpus/imagenet_like.manifest.tsv")
+cp "$CORPUS/$png" "$r/b/png.JPEG"
+
+expect_status 0 "$SLIP" convert "$r" -o "$WORK/o" --on-error skip --json
+skip_path=$(json_get "$WORK/out" "['path']")
+[ "$(json_get "$WORK/out" "['skipped']")" = 1 ] || fail "first run did not skip the broken image"
+# The same source with --on-error fail must not find the skip cache: it converts and fails.
+expect_status 3 "$SLIP" convert "$r" -o "$WORK/o" --json
+grep -q "broken.JPEG" "$WORK/err" || { cat "$WORK/err"; fail "--on-error fail reused the skip cache"; }
+# Again with skip: reused, and --json reports what the cache holds.
+expect_status 0 "$SLIP" convert "$r" -o "$WORK/o" --on-error skip --json
+$PY - "$WORK/out" "$skip_path" <<'PY' || fail "reused --json"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["reused"] is True and d["path"] == sys.argv[2], d
+assert d["skipped"] == 1 and d["written"] == 7 and d["transcoded"] == 1 and d["source_samples"] == 8, d
+assert [e["action"] for e in d["ledger"]].count("skipped") == 1, d["ledger"]
+assert d["bytes"] > 0, d
+m = json.load(open(sys.argv[2] + "/manifest.json"))
+assert m["slip"]["options"] == {"on-error": "skip"}, m["slip"]["options"]
+PY
+pass "--on-error skip vs fail: different caches; reused --json reports the stored counts and ledger"
+
+# Each byte-affecting option gives its own cache; byte-neutral ones keep the id.
+ids() { "$SLIP" convert "$r" -o "$WORK/o" --on-error skip --dry-run "$@" 2>/dev/null | tail -1; }
+base=$(ids)
+for opt in "--non-jpeg keep" "--max-image-pixels 1000000" "--rename label=cls"; do
+  other=$(ids $opt)
+  [ "$other" != "$base" ] || fail "$opt does not change the content id"
+done
+for opt in "-j 1" "--io-depth 2" "--no-progress"; do
+  same=$(ids $opt)
+  [ "$same" = "$base" ] || fail "$opt changes the content id ($same vs $base)"
+done
+# Default options keep the ids of earlier versions (no options recorded, the same hash).
+plain=$("$SLIP" convert "$CORPUS" -o "$WORK/o" --dry-run 2>/dev/null | tail -1)
+case "$plain" in */imagenet_like-b8a861b7.slipstream) ;; *) fail "the default content id changed: $plain";; esac
+pass "byte-affecting options change the content id; -j, --io-depth and defaults do not"
