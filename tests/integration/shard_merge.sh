@@ -94,3 +94,33 @@ merged=$("$SLIP" merge --from "$WORK"/n1/*.parts -o "$WORK/linked" --link -q)
 [ "$(stat -c %h "$merged/image.bin")" -ge 2 ] || fail "--link did not hard-link"
 diff -r "$single" "$merged" >/dev/null || fail "--link merge differs"
 pass "--link"
+
+# Resubmitting a missing part keeps the original numbering (the split recorded in array.json),
+# as docs/SLURM.md documents: --array=1 fills part 1 of 3, --array=1,7 refuses task 7.
+for i in 0 1 2; do SLURM_ARRAY_TASK_ID=$i SLURM_ARRAY_TASK_MIN=0 SLURM_ARRAY_TASK_COUNT=3 "$SLIP" convert "$SMALL" -o "$WORK/resub" --shard auto -q >/dev/null; done
+w=$(ls -d "$WORK"/resub/*.parts)
+rm -rf "$w/part-00001-of-00003.slipstream"
+expect_status 1 "$SLIP" merge --status "$w"
+missing=$("$SLIP" merge --status "$w" | awk '$2!="done"{printf "%s%s", s, $1; s=","}' || true)
+[ "$missing" = 1 ] || fail "merge --status lists '$missing' as missing"
+SLURM_ARRAY_TASK_ID=1 SLURM_ARRAY_TASK_MIN=1 SLURM_ARRAY_TASK_COUNT=1 "$SLIP" convert "$SMALL" -o "$WORK/resub" --shard auto -q >/dev/null
+[ -d "$w/part-00001-of-00003.slipstream" ] && [ ! -e "$w/part-00000-of-00001.slipstream" ] || { ls "$w"; fail "resubmitted task wrote the wrong part"; }
+expect_status 0 "$SLIP" merge --status "$w"
+expect_status 2 env SLURM_ARRAY_TASK_ID=7 SLURM_ARRAY_TASK_MIN=1 SLURM_ARRAY_TASK_COUNT=2 "$SLIP" convert "$SMALL" -o "$WORK/resub" --shard auto
+grep -q "outside the recorded split of 3 parts" "$WORK/err" || { cat "$WORK/err"; fail "task 7 of a 3-part split accepted"; }
+diff -r "$small_single" "$("$SLIP" merge --from "$w" -q)" >/dev/null || fail "resubmitted parts merge differently"
+pass "resubmitted --array=1 fills part 1 of 3 (recorded split); task 7 refused; merge byte-identical"
+
+# The README's requeue one-liner, with stub slip/scontrol: requeues on exit 5 only.
+mkdir -p "$WORK/stub"
+printf '#!/bin/sh\necho requeue "$@" >> "%s/requeued"\n' "$WORK" > "$WORK/stub/scontrol"
+snippet=$(grep -E '^    slip convert "\$SRC" -o "\$OUT" \|\|' "$SRC/README.md" | sed 's/^    //')
+[ -n "$snippet" ] || fail "README requeue snippet not found"
+for rc in 0 3 5; do
+  printf '#!/bin/sh\nexit %s\n' "$rc" > "$WORK/stub/slip"; chmod +x "$WORK/stub/slip" "$WORK/stub/scontrol"
+  rm -f "$WORK/requeued"
+  got=0; PATH="$WORK/stub:$PATH" SLURM_JOB_ID=42 SRC=x OUT=y bash -c "$snippet" || got=$?
+  [ "$got" -eq "$rc" ] || fail "requeue snippet: exit $got for slip exit $rc"
+  if [ "$rc" -eq 5 ]; then [ -s "$WORK/requeued" ] || fail "exit 5 not requeued"; else [ ! -e "$WORK/requeued" ] || fail "exit $rc requeued"; fi
+done
+pass "README requeue snippet: requeues on exit 5 only, keeps the exit status"

@@ -72,3 +72,18 @@ single=$("$SLIP" convert "$CORPUS" -o "$WORK/single" -q)
 diff -r "$single" "$merged" >/dev/null || fail "the SLURM-built cache differs from the local build"
 "$SLIP" verify "$merged" >/dev/null || fail "verify of the SLURM-built cache"
 pass "sbatch --array=0-3 + dependent merge: cache byte-identical to the local build"
+
+# The documented resubmission of a missing part (docs/SLURM.md), on the real slurmctld: delete
+# part 1, resubmit the indices `merge --status` reports with the same script; the new task fills
+# part 1 of 4 (the split the array recorded), and the merge is byte-identical again.
+workdir=$(ls -d "$out"/*.parts)
+rm -rf "$workdir/part-00001-of-00004.slipstream"
+missing=$("$SLIP" merge --status "$workdir" | awk '$2!="done"{printf "%s%s", s, $1; s=","}' || true)
+[ "$missing" = 1 ] || fail "merge --status reports '$missing' missing"
+sbatch --wait --array="$missing" "$SRC/docs/slurm/convert-array.sbatch" "$CORPUS" "$out" >/dev/null || { cat "$WORK"/jobs/*.log; fail "resubmitted task failed"; }
+[ -d "$workdir/part-00001-of-00004.slipstream" ] || { ls "$workdir"; cat "$WORK"/jobs/*.log; fail "resubmission did not fill part 1"; }
+[ -z "$(ls "$workdir" | grep -- '-of-00001')" ] || fail "resubmission wrote a 1-part split"
+"$SLIP" merge --status "$workdir" >/dev/null || fail "parts still missing after the resubmission"
+rm -rf "$merged"
+diff -r "$single" "$("$SLIP" merge --from "$workdir" -q)" >/dev/null || fail "merge after the resubmission differs"
+pass "sbatch --array=1 (the documented resubmission) fills part 1 of 4; merge byte-identical"

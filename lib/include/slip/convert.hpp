@@ -31,6 +31,11 @@ struct ProgressUpdate {
 struct ShardSpec {
   uint64_t index = 0;
   uint64_t count = 1;
+  // --shard auto: the SLURM array variables it came from. The first task to run records the
+  // split (count and first task id) in the work directory (array.json); a resubmitted subset
+  // of the array (--array=1, --array=1,7) keeps that numbering instead of its own.
+  bool automatic = false;
+  uint64_t task_id = 0, task_min = 0;
 };
 // Parses "I/N" or "auto" (SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN of SLURM_ARRAY_TASK_COUNT).
 // Throws Error(usage).

@@ -273,8 +273,11 @@ fs::path planned_cache_path(const Source& source, const ConvertOptions& options)
   const fs::path root = options.output_dir.empty() ? default_cache_root() : options.output_dir;
   const std::string whole = cache_dir_name(name, id);
   if (!options.shard) return root / whole;
-  const detail::PartInfo part = detail::plan_part(source, *options.shard, id);
-  return root / (whole.substr(0, whole.size() - detail::kCacheSuffix.size()) + ".parts") / part.dir_name();
+  const fs::path workdir = root / (whole.substr(0, whole.size() - detail::kCacheSuffix.size()) + ".parts");
+  ShardSpec shard = *options.shard;
+  detail::resolve_auto_shard(workdir, shard);
+  const detail::PartInfo part = detail::plan_part(source, shard, id);
+  return workdir / part.dir_name();
 }
 
 ConvertResult convert(Source& source, const ConvertOptions& options) {
@@ -297,9 +300,12 @@ ConvertResult convert(Source& source, const ConvertOptions& options) {
   // cache under <root>/<name>-<id8>.parts/, named by the whole's content id and the slice.
   std::optional<detail::PartInfo> part;
   if (options.shard) {
-    part = detail::plan_part(source, *options.shard, result.content_id);
+    const fs::path workdir = root / (final_name.substr(0, final_name.size() - detail::kCacheSuffix.size()) + ".parts");
+    ShardSpec shard = *options.shard;
+    detail::resolve_auto_shard(workdir, shard);
+    part = detail::plan_part(source, shard, result.content_id);
     part->whole_name = final_name;
-    root = root / (final_name.substr(0, final_name.size() - detail::kCacheSuffix.size()) + ".parts");
+    root = workdir;
     final_name = part->dir_name();
     result.content_id = part->content_id;
   }

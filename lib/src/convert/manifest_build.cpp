@@ -1,6 +1,9 @@
 #include "convert/manifest_build.hpp"
 
 #include <cstdio>
+#include <filesystem>
+#include <cerrno>
+#include <unistd.h>
 #include <cstdlib>
 
 #include "format/layout.hpp"
@@ -8,6 +11,7 @@
 #include "slip/error.hpp"
 #include "slip/hash.hpp"
 #include "slip/runtime.hpp"
+#include "util/file_io.hpp"
 #include "util/untrusted.hpp"
 
 namespace slip {
@@ -29,11 +33,16 @@ ShardSpec parse_shard(const std::string& text) {
     };
     const long long i = number("SLURM_ARRAY_TASK_ID", id) - (min ? number("SLURM_ARRAY_TASK_MIN", min) : 0),
                     n = number("SLURM_ARRAY_TASK_COUNT", count);
-    if (n <= 0 || i < 0 || i >= n)
+    // A resubmitted subset of an array (--array=1,7) has its own count and minimum: the task
+    // id is checked against the split the array recorded (resolve_auto_shard), not these.
+    if (n <= 0 || i < 0)
       throw Error(Errc::usage, "SLURM array task " + std::string(id) + " does not fit an array of " + count + " tasks starting at " +
                                    (min ? min : "0") + " (use --array=0-" + std::to_string(n - 1) + ")");
     s.index = static_cast<uint64_t>(i);
     s.count = static_cast<uint64_t>(n);
+    s.automatic = true;
+    s.task_id = static_cast<uint64_t>(number("SLURM_ARRAY_TASK_ID", id));
+    s.task_min = min ? static_cast<uint64_t>(number("SLURM_ARRAY_TASK_MIN", min)) : 0;
     return s;
   }
   unsigned long long i = 0, n = 0;
@@ -50,6 +59,41 @@ ShardSpec parse_shard(const std::string& text) {
 namespace detail {
 
 using ojson = nlohmann::ordered_json;
+
+void resolve_auto_shard(const std::filesystem::path& workdir, ShardSpec& shard) {
+  if (!shard.automatic) return;
+  namespace fs = std::filesystem;
+  const fs::path plan = workdir / "array.json";
+  std::error_code ec;
+  if (!fs::exists(plan, ec)) {
+    // First task to get here records the split; concurrent tasks race on link(), which only
+    // one wins: the others read the winner's record (all of one array agree anyway).
+    fs::create_directories(workdir, ec);
+    const fs::path tmp = workdir / (".array.json.tmp-" + std::to_string(::getpid()));
+    write_text_file(tmp, "{\"count\": " + std::to_string(shard.count) + ", \"task_min\": " + std::to_string(shard.task_min) + "}\n");
+    if (::link(tmp.c_str(), plan.c_str()) != 0 && errno != EEXIST) {
+      const int err = errno;
+      fs::remove(tmp, ec);
+      throw_errno("cannot record the job-array split", plan.string(), err);
+    }
+    fs::remove(tmp, ec);
+  }
+  uint64_t count = 0, task_min = 0;
+  try {
+    const auto j = parse_json_bounded(read_text_file(plan, Open::cache_file));
+    count = j.at("count").get<uint64_t>();
+    task_min = j.at("task_min").get<uint64_t>();
+  } catch (const std::exception& e) {
+    throw Error(Errc::bad_input, std::string("unreadable job-array split record: ") + e.what()).with_path(plan.string());
+  }
+  if (count == 0 || shard.task_id < task_min || shard.task_id - task_min >= count)
+    throw Error(Errc::usage, "SLURM array task " + std::to_string(shard.task_id) + " is outside the recorded split of " +
+                                 std::to_string(count) + " parts (tasks " + std::to_string(task_min) + ".." +
+                                 std::to_string(task_min + count - 1) + "); resubmit missing parts with those task ids")
+        .with_path(plan.string());
+  shard.index = shard.task_id - task_min;
+  shard.count = count;
+}
 
 std::string PartInfo::dir_name() const {
   char buf[64];

@@ -3,6 +3,8 @@
 // byte-identical to a single-process conversion's.
 #pragma once
 
+#include <filesystem>
+
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -24,6 +26,9 @@ struct PartInfo {
 };
 
 PartInfo plan_part(const Source& source, const ShardSpec& shard, const std::string& whole_content_id);
+// --shard auto: the split recorded in <workdir>/array.json by the array's first task (recorded
+// now if there is none) decides index and count. No-op for an explicit I/N.
+void resolve_auto_shard(const std::filesystem::path& workdir, ShardSpec& shard);
 
 // `result` supplies the counts and the ledger; `files` the sizes, checksums and max payloads.
 nlohmann::ordered_json build_manifest(const Schema& schema, const SourceIdentity& identity, const ConvertResult& result,
