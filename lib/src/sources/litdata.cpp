@@ -63,31 +63,14 @@ std::array<uint8_t, 3> pil_to_rgb(const std::string& mode, const uint8_t* p) {
   }
   if (mode == "HSV") {
     const double h = p[0] / 255.0, sat = p[1] / 255.0, v = p[2] / 255.0;
-    double r = v, g = v, b = v;
-    if (sat > 0) {
-      const int i = static_cast<int>(h * 6.0);
-      const double f = h * 6.0 - i, a = v * (1 - sat), bb = v * (1 - sat * f), c = v * (1 - sat * (1 - f));
-      switch (i % 6) {
-        case 0:
-          r = v, g = c, b = a;
-          break;
-        case 1:
-          r = bb, g = v, b = a;
-          break;
-        case 2:
-          r = a, g = v, b = c;
-          break;
-        case 3:
-          r = a, g = bb, b = v;
-          break;
-        case 4:
-          r = c, g = a, b = v;
-          break;
-        default:
-          r = v, g = a, b = bb;
-          break;
-      }
-    }
+    if (sat <= 0) return {to8(v * 255), to8(v * 255), to8(v * 255)};
+    // colorsys.hsv_to_rgb: the sextant of the hue picks which of v, c, a, bb is R, G and B.
+    const int i = static_cast<int>(h * 6.0);
+    const double f = h * 6.0 - i;
+    const double vals[4] = {v, v * (1 - sat * (1 - f)), v * (1 - sat), v * (1 - sat * f)};
+    static constexpr int kPick[6][3] = {{0, 1, 2}, {3, 0, 2}, {2, 0, 1}, {2, 3, 0}, {1, 2, 0}, {0, 2, 3}};
+    const int* pick = kPick[i % 6];
+    const double r = vals[pick[0]], g = vals[pick[1]], b = vals[pick[2]];
     return {to8(r * 255), to8(g * 255), to8(b * 255)};
   }
   // LAB
