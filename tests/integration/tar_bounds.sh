@@ -51,3 +51,21 @@ expect_status 3 "$SLIP" convert "$WORK/if-cut.tar" --layout imagefolder -o "$WOR
 expect_status 0 "$SLIP" convert "$WORK/if-cut.tar" --layout imagefolder -o "$WORK/o4" --allow-truncated
 expect_status 0 "$SLIP" convert "$WORK/if.tar" --layout imagefolder -o "$WORK/o5"
 pass "shards cut at a member boundary: exit 3 unless --allow-truncated (plain, gzip, ImageFolder layout)"
+
+# A batch is bounded by bytes too: 40 samples of 16 MiB each are never all held at once
+# (before: a batch of 64 samples held all 640 MiB).
+mkdir -p "$WORK/many"
+cp "$img" "$WORK/many/x.jpg"
+$PY - "$WORK/many.tar" "$img" <<'PY'
+import sys, tarfile, io
+out, img = sys.argv[1], sys.argv[2]
+data = open(img, "rb").read(); zeros = bytes(16 << 20)
+with tarfile.open(out, "w") as t:
+    for k in range(40):
+        for ext, payload in (("jpg", data), ("cls", b"1"), ("bin", zeros)):
+            ti = tarfile.TarInfo(f"s{k:03d}.{ext}"); ti.size = len(payload); t.addfile(ti, io.BytesIO(payload))
+PY
+rss=$(peak "$SLIP" convert "$WORK/many.tar" -o "$WORK/o6" -j 2)
+[ -d "$(ls -d "$WORK"/o6/*.slipstream)" ] || { cat "$WORK/err"; fail "40 x 16 MiB conversion failed"; }
+[ "$rss" -lt "$(rss_limit 480000)" ] || fail "peak RSS ${rss} KiB converting 40 samples of 16 MiB (640 MiB)"
+pass "batches bounded by bytes: 640 MiB of samples converted in ${rss} KiB peak RSS"

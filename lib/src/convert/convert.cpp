@@ -280,6 +280,9 @@ fs::path planned_cache_path(const Source& source, const ConvertOptions& options)
   return workdir / part.dir_name();
 }
 
+// Bytes of sample values held in one batch between reading and writing (one sample may exceed it).
+constexpr uint64_t kMaxBatchBytes = uint64_t{256} << 20;
+
 ConvertResult convert(Source& source, const ConvertOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   const SourceIdentity identity = source.identity();
@@ -369,8 +372,12 @@ ConvertResult convert(Source& source, const ConvertOptions& options) {
   bool more = true;
   while (more) {
     throw_if_interrupted();
+    // A batch is bounded by bytes as well as by count: 64 samples of a few hundred MiB each
+    // would otherwise be held at once.
     size_t got = 0;
-    while (got < batch_size && remaining > 0 && (more = source.next(batch[got]))) {
+    uint64_t batch_bytes = 0;
+    while (got < batch_size && remaining > 0 && batch_bytes < kMaxBatchBytes && (more = source.next(batch[got]))) {
+      for (const Value& v : batch[got].values) batch_bytes += v.bytes.size();
       ++got;
       --remaining;
     }
