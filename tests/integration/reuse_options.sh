@@ -35,7 +35,7 @@ pass "--on-error skip vs fail: different caches; reused --json reports the store
 # Each byte-affecting option gives its own cache; byte-neutral ones keep the id.
 ids() { "$SLIP" convert "$r" -o "$WORK/o" --on-error skip --dry-run "$@" 2>/dev/null | tail -1; }
 base=$(ids)
-for opt in "--non-jpeg keep" "--max-image-pixels 1000000" "--rename label=cls"; do
+for opt in "--non-jpeg keep" "--non-jpeg fail" "--max-image-pixels 1000000"; do
   other=$(ids $opt)
   [ "$other" != "$base" ] || fail "$opt does not change the content id"
 done
@@ -47,3 +47,26 @@ done
 plain=$("$SLIP" convert "$CORPUS" -o "$WORK/o" --dry-run 2>/dev/null | tail -1)
 case "$plain" in */imagenet_like-b8a861b7.slipstream) ;; *) fail "the default content id changed: $plain";; esac
 pass "byte-affecting options change the content id; -j, --io-depth and defaults do not"
+
+# --fingerprint content on an ImageFolder: touching every file (a copy, a restore from backup)
+# keeps the content id; the default stat fingerprint sees new mtimes.
+a=$("$SLIP" convert "$r" -o "$WORK/fp" --on-error skip --dry-run --fingerprint content 2>/dev/null | tail -1)
+s1=$("$SLIP" convert "$r" -o "$WORK/fp" --on-error skip --dry-run 2>/dev/null | tail -1)
+touch -d '2001-01-01' "$r"/*/*
+b=$("$SLIP" convert "$r" -o "$WORK/fp" --on-error skip --dry-run --fingerprint content 2>/dev/null | tail -1)
+s2=$("$SLIP" convert "$r" -o "$WORK/fp" --on-error skip --dry-run 2>/dev/null | tail -1)
+[ "$a" = "$b" ] || fail "content fingerprint changed with mtimes: $a vs $b"
+[ "$s1" != "$s2" ] || fail "stat fingerprint ignores mtimes"
+[ "$a" != "$s1" ] || fail "content and stat fingerprints give the same id"
+pass "--fingerprint content: an ImageFolder keeps its content id when its files are touched"
+
+# An option the source does not use is a usage error, not silently ignored.
+for opt in "--layout imagefolder" "--missing skip" "--raw-field x" "--jobs 4" "--endpoint-url http://x" "--max-sample-bytes 1K"; do
+  expect_status 2 "$SLIP" convert "$r" -o "$WORK/o" $opt
+  grep -qE "does not apply to imagefolder|applies to remote sources" "$WORK/err" || { cat "$WORK/err"; fail "$opt accepted for an ImageFolder"; }
+done
+ffcv=$SLIP_SHARED_DIR/fixtures/ffcv/one_sample.beton
+expect_status 2 "$SLIP" convert "$ffcv" -o "$WORK/o" --rename foo=bar
+grep -q 'has no field "foo"' "$WORK/err" || { cat "$WORK/err"; fail "--rename matching nothing accepted"; }
+expect_status 2 "$SLIP" convert "$ffcv" -o "$WORK/o" --io-depth 4
+pass "options a source does not use are usage errors (ImageFolder, FFCV)"

@@ -45,7 +45,8 @@ struct Entry {
 
 class ImageFolderSource final : public Source {
  public:
-  ImageFolderSource(const std::string& root_arg, detail::ReadAheadOptions read_options) : read_options_(read_options) {
+  ImageFolderSource(const std::string& root_arg, detail::ReadAheadOptions read_options, bool content_fingerprint)
+      : read_options_(read_options), content_fingerprint_(content_fingerprint) {
     std::error_code ec;
     root_ = fs::absolute(fs::path(root_arg), ec).lexically_normal();
     if (root_.has_filename() == false) root_ = root_.parent_path();
@@ -174,8 +175,13 @@ class ImageFolderSource final : public Source {
     std::vector<std::string> lines(entries_.size());
     parallel_for(entries_.size(), threads, [&](size_t i) {
       if (i % 256 == 0) throw_if_interrupted();
-      struct stat st {};
       const fs::path full = root_ / entries_[i].relative;
+      if (content_fingerprint_) {  // --fingerprint content: the bytes, so copies keep the id
+        const detail::ReadResult r = detail::read_whole_file(full.string());
+        lines[i] = entries_[i].relative + "\t" + (r.problem ? std::string("unreadable") : sha256_hex(r.bytes)) + "\n";
+        return;
+      }
+      struct stat st {};
       lines[i] = ::stat(full.c_str(), &st) == 0
                      ? entries_[i].relative + "\t" + std::to_string(st.st_size) + "\t" +
                            std::to_string(static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec) + "\n"
@@ -183,7 +189,7 @@ class ImageFolderSource final : public Source {
     });
     Sha256 fingerprint;
     for (const std::string& line : lines) fingerprint.update(line);
-    fingerprint_ = "sha256:" + fingerprint.hex_digest();
+    fingerprint_ = std::string(content_fingerprint_ ? "sha256-content:" : "sha256:") + fingerprint.hex_digest();
   }
 
   fs::path root_;
@@ -192,20 +198,23 @@ class ImageFolderSource final : public Source {
   std::string fingerprint_;
   size_t pos_ = 0;
   detail::ReadAheadOptions read_options_;
+  bool content_fingerprint_ = false;
   std::unique_ptr<detail::ReadAhead> reader_;
 };
 
 }  // namespace
 
 std::unique_ptr<Source> open_imagefolder(const std::string& root) {
-  return std::make_unique<ImageFolderSource>(root, detail::ReadAheadOptions{});
+  return std::make_unique<ImageFolderSource>(root, detail::ReadAheadOptions{}, false);
 }
 
 namespace detail {
 std::unique_ptr<Source> open_imagefolder(const std::string& root, const SourceOptions& options) {
   ReadAheadOptions read;
   if (auto depth = options.get("io-depth")) read.depth = static_cast<unsigned>(parse_io_depth(*depth));
-  return std::make_unique<ImageFolderSource>(root, read);
+  const auto fingerprint = options.get("fingerprint").value_or("stat");
+  if (fingerprint != "stat" && fingerprint != "content") throw Error(Errc::usage, "--fingerprint wants stat or content");
+  return std::make_unique<ImageFolderSource>(root, read, fingerprint == "content");
 }
 }  // namespace detail
 

@@ -1,6 +1,7 @@
 // open_source(): the table of source kinds, probed in order (specific formats first, the
 // ImageFolder directory last). A new source adds one row here.
 #include <filesystem>
+#include <map>
 #include <vector>
 
 #include <algorithm>
@@ -63,12 +64,49 @@ std::vector<std::string> SourceOptions::get_all(std::string_view key) const {
 
 std::unique_ptr<Source> open_remote_sources(const std::vector<std::string>& uris, const SourceOptions& options);
 
+namespace {
+
+// The settings (flag names without "--") each source kind reads; any other setting is a usage
+// error rather than silently ignored. Remote settings apply when the source was downloaded.
+const std::map<std::string_view, std::vector<std::string_view>>& keys_of_kind() {
+  static const std::map<std::string_view, std::vector<std::string_view>> keys = {
+      {"ffcv", {"fingerprint", "rename", "raw-field"}},
+      {"litdata", {"fields", "raw-field"}},
+      {"tar", {"fingerprint", "field", "image-field", "label-field", "missing", "layout", "max-sample-bytes", "allow-truncated"}},
+      {"imagefolder", {"fingerprint", "io-depth"}},
+  };
+  return keys;
+}
+constexpr std::string_view kRemoteKeys[] = {"download-dir", "jobs",           "endpoint-url",    "no-sign-request",
+                                            "retries",      "retry-delay",    "connect-timeout", "stall-timeout",
+                                            "min-speed",    "min-speed-time", "timeout",         "max-list-keys"};
+
+void check_settings(std::string_view kind, const SourceOptions& options, bool remote) {
+  const auto& known = keys_of_kind().at(kind);
+  for (const auto& [key, value] : options.settings) {
+    if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+    const bool remote_key = std::find(std::begin(kRemoteKeys), std::end(kRemoteKeys), key) != std::end(kRemoteKeys);
+    if (remote_key && remote) continue;
+    throw Error(Errc::usage, "--" + key +
+                                 (remote_key ? " applies to remote sources (http://, https://, s3://) only"
+                                             : " does not apply to " + std::string(kind) + " sources"));
+  }
+}
+
+}  // namespace
+
 // After any download: the files on this machine.
-std::unique_ptr<Source> open_local_sources(const std::vector<std::string>& paths, const SourceOptions& options) {
+std::unique_ptr<Source> open_local_sources(const std::vector<std::string>& paths, const SourceOptions& options, bool remote) {
   if (paths.empty()) throw Error(Errc::usage, "no source given");
-  if (paths.size() > 1) return open_tar_shards(paths, options);  // several inputs: tar shards
+  if (paths.size() > 1) {  // several inputs: tar shards
+    check_settings("tar", options, remote);
+    return open_tar_shards(paths, options);
+  }
   for (const auto& kind : source_kinds())
-    if (kind.probe(paths[0], options)) return kind.open(paths[0], options);
+    if (kind.probe(paths[0], options)) {
+      check_settings(kind.name, options, remote);
+      return kind.open(paths[0], options);
+    }
   const std::string& uri = paths[0];
   std::error_code ec;
   if (!fs::exists(uri, ec)) throw Error(Errc::io, "no such file or directory").with_path(uri);
@@ -80,7 +118,7 @@ std::unique_ptr<Source> open_local_sources(const std::vector<std::string>& paths
 std::unique_ptr<Source> open_sources(const std::vector<std::string>& uris, const SourceOptions& options) {
   if (std::any_of(uris.begin(), uris.end(), [](const std::string& u) { return is_remote_uri(u); }))
     return open_remote_sources(uris, options);
-  return open_local_sources(uris, options);
+  return open_local_sources(uris, options, false);
 }
 
 std::unique_ptr<Source> open_source(const std::string& uri, const SourceOptions& options) { return open_sources({uri}, options); }

@@ -30,11 +30,11 @@ class RemoteSource final : public Source {
 
 }  // namespace
 
-std::unique_ptr<Source> open_local_sources(const std::vector<std::string>& paths, const SourceOptions& options);
+std::unique_ptr<Source> open_local_sources(const std::vector<std::string>& paths, const SourceOptions& options, bool remote);
 
 std::unique_ptr<Source> open_remote_sources(const std::vector<std::string>& uris, const SourceOptions& options) {
   const FetchedDataset fetched = fetch_remote(uris, RemoteOptions::from_settings(options));
-  return std::make_unique<RemoteSource>(open_local_sources(fetched.local_paths, options), fetched.remote_uris);
+  return std::make_unique<RemoteSource>(open_local_sources(fetched.local_paths, options, true), fetched.remote_uris);
 }
 
 }  // namespace slip
