@@ -124,3 +124,12 @@ for rc in 0 3 5; do
   if [ "$rc" -eq 5 ]; then [ -s "$WORK/requeued" ] || fail "exit 5 not requeued"; else [ ! -e "$WORK/requeued" ] || fail "exit $rc requeued"; fi
 done
 pass "README requeue snippet: requeues on exit 5 only, keeps the exit status"
+
+# Merging again finds the merged cache: --json reports what it holds, with "reused": true.
+expect_status 0 "$SLIP" merge --from "$w" --json
+$PY - "$WORK/out" <<'PY' || fail "reused merge --json"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["reused"] is True and d["samples"] == 40 and d["bytes"] > 0 and d["parts"] == 3, d
+PY
+pass "a reused merge reports the cache's samples and bytes"

@@ -150,7 +150,12 @@ MergeResult merge_parts(const std::vector<fs::path>& inputs, const MergeOptions&
   result.content_id = first.info.whole_content_id;
   result.cache_path = root / first.info.whole_name;
   if (!options.force && detail::is_complete_cache(result.cache_path, result.content_id)) {
+    // Report what the existing cache holds, not what this run did (nothing).
     result.reused = true;
+    result.parts = parts.size();
+    const Cache existing = Cache::open(result.cache_path);
+    result.samples = existing.size();
+    for (const auto& [file, size] : existing.file_sizes()) result.bytes += size;
     return result;
   }
   detail::StagingDir staging(root, first.info.whole_name);
