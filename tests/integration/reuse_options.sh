@@ -70,3 +70,16 @@ expect_status 2 "$SLIP" convert "$ffcv" -o "$WORK/o" --rename foo=bar
 grep -q 'has no field "foo"' "$WORK/err" || { cat "$WORK/err"; fail "--rename matching nothing accepted"; }
 expect_status 2 "$SLIP" convert "$ffcv" -o "$WORK/o" --io-depth 4
 pass "options a source does not use are usage errors (ImageFolder, FFCV)"
+
+# stdin: named by the hash of its bytes (spooled to $TMPDIR, removed after), so the same stream
+# finds the same cache; an ImageFolder tar streamed on stdin works with --layout imagefolder.
+mkdir -p "$WORK/tmp" "$WORK/if/c1" "$WORK/if/c2"
+cp $(echo $good | cut -d' ' -f1) "$WORK/if/c1/a.jpg" && cp $(echo $good | cut -d' ' -f2) "$WORK/if/c2/b.jpg"
+(cd "$WORK/if" && tar cf "$WORK/if.tar" c1/a.jpg c2/b.jpg)
+first=$(TMPDIR=$WORK/tmp "$SLIP" convert - --layout imagefolder -o "$WORK/st" -q < "$WORK/if.tar")
+second=$(TMPDIR=$WORK/tmp "$SLIP" convert - --layout imagefolder -o "$WORK/st" --json < "$WORK/if.tar" | $PY -c "import json,sys; d=json.load(sys.stdin); assert d['reused'], d; print(d['path'])")
+[ "$first" = "$second" ] || fail "the same stdin stream gave two caches: $first, $second"
+case "$(basename "$first")" in stdin-*.slipstream) ;; *) fail "stdin cache named $(basename "$first")";; esac
+[ -z "$(ls -A "$WORK/tmp")" ] || fail "stdin spool left in TMPDIR: $(ls "$WORK/tmp")"
+$PY -c "import json,sys; m=json.load(open(sys.argv[1]+'/manifest.json')); assert m['slip']['source']['uri'] == '-', m['slip']['source']" "$first" || fail "stdin uri"
+pass "stdin: hashed identity (one cache per stream), --layout imagefolder works, spool removed"

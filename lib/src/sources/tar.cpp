@@ -101,6 +101,32 @@ int next_header_checked(archive* a, archive_entry** e, uint64_t headers, bool& m
   return rc;
 }
 
+// stdin, spooled to temporary files (a tar is read twice: schema, then samples; the bytes are
+// hashed for the content id), unlinked when the source goes away, also when its constructor
+// throws (members are destroyed then; a destructor body would not run), or on a signal.
+struct StdinSpools : std::set<std::string> {
+  StdinSpools() = default;
+  StdinSpools(const StdinSpools&) = delete;
+  StdinSpools& operator=(const StdinSpools&) = delete;
+  ~StdinSpools() {
+    for (const auto& s : *this) ::unlink(s.c_str());
+  }
+  std::string spool() {
+    std::string path = (fs::temp_directory_path() / "slip-stdin-XXXXXX").string();
+    const int fd = ::mkstemp(path.data());
+    if (fd < 0) throw_errno("cannot create a temporary file for stdin", path, errno);
+    ::close(fd);
+    insert(path);  // removed on every way out from here on (disk full, signals)
+    detail::FileWriter w(path);
+    std::vector<std::byte> buf(1 << 20);
+    for (size_t n; (n = std::fread(buf.data(), 1, buf.size(), stdin)) > 0;) w.write(std::span(buf.data(), n));
+    throw_if_interrupted();  // a signal ends the blocking read early: not the end of the input
+    if (std::ferror(stdin)) throw_errno("cannot read", "standard input", errno);
+    w.close();
+    return path;
+  }
+};
+
 class TarSource final : public Source {
  public:
   TarSource(std::vector<std::string> shards, const SourceOptions& options) : shards_(std::move(shards)) {
@@ -119,21 +145,23 @@ class TarSource final : public Source {
     Sha256 fp;
     std::string uri;
     for (std::string& s : shards_) {
-      if (s == "-") s = spool_stdin();
+      if (s == "-") s = spooled_.spool();
       std::error_code ec;
       const fs::path abs = fs::absolute(s, ec).lexically_normal();
       if (!fs::is_regular_file(abs, ec)) throw Error(Errc::io, "no such tar shard").with_path(s);
-      uri += (uri.empty() ? "" : "\n") + abs.string();
-      if (content || spooled_.count(s)) {
+      // stdin is named "-" (not its random spool file): the same stream finds the same cache.
+      const bool from_stdin = spooled_.count(s) > 0;
+      uri += (uri.empty() ? "" : "\n") + (from_stdin ? std::string("-") : abs.string());
+      if (content || from_stdin) {
         detail::MappedFile m(abs);
-        fp.update(abs.filename().string() + "\t" + sha256_hex(m.bytes()) + "\n");
+        fp.update((from_stdin ? std::string("-") : abs.filename().string()) + "\t" + sha256_hex(m.bytes()) + "\n");
       } else {
         fp.update(abs.filename().string() + "\t" + std::to_string(fs::file_size(abs, ec)) + "\t" +
                   std::to_string(fs::last_write_time(abs, ec).time_since_epoch().count()) + "\n");
       }
     }
     identity_ = {"tar", uri, (content || !spooled_.empty() ? "sha256-shards:" : "stat-shards:") + fp.hex_digest(),
-                 shard_name(shards_.front())};
+                 spooled_.count(shards_.front()) ? std::string("stdin") : shard_name(shards_.front())};
     infer_schema();
   }
 
@@ -222,23 +250,6 @@ class TarSource final : public Source {
 
   Error fail(const std::string& member, uint64_t offset, const std::string& why) const {
     return Error(Errc::bad_input, (member.empty() ? "" : "member " + member + ": ") + why).with_path(shards_[shard_]).with_offset(offset);
-  }
-
-  // stdin is spooled to a temporary file (hashed for the content id, which names the cache
-  // before anything is written); it is removed when the source goes away.
-  std::string spool_stdin() {
-    std::string path = (fs::temp_directory_path() / "slip-stdin-XXXXXX").string();
-    const int fd = ::mkstemp(path.data());
-    if (fd < 0) throw_errno("cannot create a temporary file for stdin", path, errno);
-    ::close(fd);
-    spooled_.insert(path);  // removed on every way out from here on (disk full, signals)
-    detail::FileWriter w(path);
-    std::vector<std::byte> buf(1 << 20);
-    for (size_t n; (n = std::fread(buf.data(), 1, buf.size(), stdin)) > 0;) w.write(std::span(buf.data(), n));
-    throw_if_interrupted();  // a signal ends the blocking read early: not the end of the input
-    if (std::ferror(stdin)) throw_errno("cannot read", "standard input", errno);
-    w.close();
-    return path;
   }
 
   bool open_shard(size_t i) {
@@ -418,17 +429,7 @@ class TarSource final : public Source {
   }
 
   std::vector<std::string> shards_;
-  // stdin spools, unlinked when the source goes away, also when its constructor throws (its
-  // members are destroyed then; a destructor body would not run).
-  struct Spools : std::set<std::string> {
-    Spools() = default;
-    Spools(const Spools&) = delete;
-    Spools& operator=(const Spools&) = delete;
-    ~Spools() {
-      for (const auto& s : *this) ::unlink(s.c_str());
-    }
-  };
-  Spools spooled_;
+  StdinSpools spooled_;
   std::string missing_, image_field_, label_field_;
   TarLimits limits_;
   uint64_t headers_read_ = 0;  // in the current shard
@@ -459,14 +460,17 @@ class TarImageFolderSource final : public Source {
     Sha256 fp;
     std::string uri;
     std::vector<std::pair<std::pair<std::string, std::string>, std::string>> entries;  // ((dir, name), full)
+    for (std::string& s : shards_)
+      if (s == "-") s = spooled_.spool();  // an ImageFolder tar streamed on stdin
     for (const std::string& shard : shards_) {
       std::error_code ec;
       const fs::path abs = fs::absolute(shard, ec).lexically_normal();
       if (!fs::is_regular_file(abs, ec)) throw Error(Errc::io, "no such tar shard").with_path(shard);
-      uri += (uri.empty() ? "" : "\n") + abs.string();
-      if (content) {
+      const bool from_stdin = spooled_.count(shard) > 0;
+      uri += (uri.empty() ? "" : "\n") + (from_stdin ? std::string("-") : abs.string());
+      if (content || from_stdin) {
         detail::MappedFile m(abs);
-        fp.update(abs.filename().string() + "\t" + sha256_hex(m.bytes()) + "\n");
+        fp.update((from_stdin ? std::string("-") : abs.filename().string()) + "\t" + sha256_hex(m.bytes()) + "\n");
       } else {
         fp.update(abs.filename().string() + "\t" + std::to_string(fs::file_size(abs, ec)) + "\t" +
                   std::to_string(fs::last_write_time(abs, ec).time_since_epoch().count()) + "\n");
@@ -518,8 +522,8 @@ class TarImageFolderSource final : public Source {
       labels_.push_back(class_label[en.second.substr(0, en.second.find('/'))]);
     }
     if (names_.empty()) throw Error(Errc::bad_input, "no <class>/<image> members (--layout imagefolder)").with_path(shards_.front());
-    root_name_ = shard_stem(shards_.front());
-    identity_ = {"tar-imagefolder", uri, (content ? "sha256-shards:" : "stat-shards:") + fp.hex_digest(), root_name_};
+    root_name_ = spooled_.count(shards_.front()) ? "stdin" : shard_stem(shards_.front());
+    identity_ = {"tar-imagefolder", uri, (content || !spooled_.empty() ? "sha256-shards:" : "stat-shards:") + fp.hex_digest(), root_name_};
     schema_.fields = {{"image", FieldType::image, {}, {}},
                       {"label", FieldType::int64, {}, {}},
                       {"index", FieldType::int64, {}, {}},
@@ -613,6 +617,7 @@ class TarImageFolderSource final : public Source {
     }
   }
 
+  StdinSpools spooled_;
   std::vector<std::string> shards_;
   TarLimits limits_;
   std::vector<std::string> names_;
