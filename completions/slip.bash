@@ -112,7 +112,7 @@ _slip() {
       --status) COMPREPLY=($(compgen -f -- "$cur")); return ;;
       --output|-o) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     esac
-    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version -V --verbose -v --quiet -q --progress --no-progress --from --status --output -o --link --force -f --json" -- "$cur")); return; fi
+    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version -V --verbose -v --quiet -q --progress --no-progress --from --status --output -o --link --force -f --clean --json" -- "$cur")); return; fi
     COMPREPLY=($(compgen -f -- "$cur")) ;;
   bench)
     case $prev in

@@ -109,6 +109,7 @@ complete -c slip -n "__fish_seen_subcommand_from merge" -l status -r -F -d 'List
 complete -c slip -n "__fish_seen_subcommand_from merge" -l output -s o -r -F -d 'Directory to write the merged cache into (default: beside the work directory)'
 complete -c slip -n "__fish_seen_subcommand_from merge" -l link -d 'Hard-link instead of copying where possible (one part on the same filesystem)'
 complete -c slip -n "__fish_seen_subcommand_from merge" -l force -s f -d 'Rebuild even if the merged cache exists'
+complete -c slip -n "__fish_seen_subcommand_from merge" -l clean -d 'Remove the parts (and their work directory) once the merged cache is published'
 complete -c slip -n "__fish_seen_subcommand_from merge" -l json -d 'Print one JSON object'
 complete -c slip -n "__fish_seen_subcommand_from merge" -F
 complete -c slip -n "__fish_seen_subcommand_from bench" -l help -s h -d 'Print this help message and exit'

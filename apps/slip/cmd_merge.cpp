@@ -14,7 +14,7 @@ Action setup_merge(CLI::App& sub, const GlobalOptions& global) {
   struct Args {
     std::vector<std::string> parts;
     std::string from, status, output;
-    bool link = false, force = false, json = false;
+    bool link = false, force = false, json = false, clean = false;
   };
   auto a = std::make_shared<Args>();
   sub.add_option("parts", a->parts, "Part cache directories (from convert --shard I/N)");
@@ -23,6 +23,7 @@ Action setup_merge(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("-o,--output", a->output, "Directory to write the merged cache into (default: beside the work directory)");
   sub.add_flag("--link", a->link, "Hard-link instead of copying where possible (one part on the same filesystem)");
   sub.add_flag("-f,--force", a->force, "Rebuild even if the merged cache exists");
+  sub.add_flag("--clean", a->clean, "Remove the parts (and their work directory) once the merged cache is published");
   sub.add_flag("--json", a->json, "Print one JSON object");
   return [a, &global]() -> int {
     reject_stdout(a->output, "-o");
@@ -46,6 +47,7 @@ Action setup_merge(CLI::App& sub, const GlobalOptions& global) {
     options.output_dir = a->output;
     options.link = a->link;
     options.force = a->force;
+    options.clean = a->clean;
     Progress progress("merge", global.show_progress());
     options.progress = [&](uint64_t done, uint64_t total) { progress.update(done, total); };
     const MergeResult r = merge_parts(inputs, options);

@@ -133,3 +133,11 @@ d = json.load(open(sys.argv[1]))
 assert d["reused"] is True and d["samples"] == 40 and d["bytes"] > 0 and d["parts"] == 3, d
 PY
 pass "a reused merge reports the cache's samples and bytes"
+
+# merge --clean removes the parts (and the work directory) once the merged cache is published.
+for i in 0 1; do "$SLIP" convert "$SMALL" -o "$WORK/clean" --shard "$i/2" -q >/dev/null; done
+cw=$(ls -d "$WORK"/clean/*.parts)
+cleaned=$("$SLIP" merge --from "$cw" --clean -q)
+[ ! -e "$cw" ] || { ls -la "$cw"; fail "merge --clean left the work directory"; }
+diff -r "$small_single" "$cleaned" >/dev/null || fail "merge --clean: merged cache differs"
+pass "merge --clean: parts removed after the merged cache is published"

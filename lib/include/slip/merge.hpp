@@ -15,6 +15,10 @@ struct MergeOptions {
   std::filesystem::path output_dir;  // empty: the directory holding the work directory
   bool force = false;                // rebuild even if the merged cache exists
   bool link = false;                 // hard-link the files of a single part instead of copying
+  // Once the merged cache is published (every part's checksums were verified while copying),
+  // remove the parts (and their work directory when nothing else is left in it): the parts
+  // otherwise double the disk a conversion takes. Also when the merged cache already existed.
+  bool clean = false;
   std::function<void(uint64_t done, uint64_t total)> progress;
 };
 

@@ -97,6 +97,24 @@ void check_part_file(const Part& part, const std::string& name, std::span<const 
 
 }  // namespace
 
+namespace {
+
+// --clean: the parts of a published merge, then their work directory if only the split
+// record and lock files are left.
+void remove_parts(const std::vector<Part>& parts) {
+  std::error_code ec;
+  for (const Part& p : parts) fs::remove_all(p.dir, ec);
+  const fs::path workdir = parts.front().dir.parent_path();
+  bool only_bookkeeping = true;
+  for (const auto& e : fs::directory_iterator(workdir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name != "array.json" && !name.ends_with(".lock")) only_bookkeeping = false;
+  }
+  if (only_bookkeeping && workdir.filename().string().ends_with(".parts")) fs::remove_all(workdir, ec);
+}
+
+}  // namespace
+
 MergeResult merge_parts(const std::vector<fs::path>& inputs, const MergeOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<Part> parts;
@@ -156,6 +174,7 @@ MergeResult merge_parts(const std::vector<fs::path>& inputs, const MergeOptions&
     const Cache existing = Cache::open(result.cache_path);
     result.samples = existing.size();
     for (const auto& [file, size] : existing.file_sizes()) result.bytes += size;
+    if (options.clean) remove_parts(parts);
     return result;
   }
   detail::StagingDir staging(root, first.info.whole_name);
@@ -321,6 +340,7 @@ MergeResult merge_parts(const std::vector<fs::path>& inputs, const MergeOptions&
   detail::write_manifest(out, detail::build_manifest(schema, identity, totals, files, std::nullopt));
   throw_if_interrupted();
   staging.publish();
+  if (options.clean) remove_parts(parts);
   result.samples = n;
   for (const auto& [name, size] : files.storage_sizes) result.bytes += size;
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
