@@ -69,3 +69,21 @@ rss=$(peak "$SLIP" convert "$WORK/many.tar" -o "$WORK/o6" -j 2)
 [ -d "$(ls -d "$WORK"/o6/*.slipstream)" ] || { cat "$WORK/err"; fail "40 x 16 MiB conversion failed"; }
 [ "$rss" -lt "$(rss_limit 480000)" ] || fail "peak RSS ${rss} KiB converting 40 samples of 16 MiB (640 MiB)"
 pass "batches bounded by bytes: 640 MiB of samples converted in ${rss} KiB peak RSS"
+
+# Many shards stay readable: the manifest lists them (slip.source.uris) with a one-line summary,
+# ls and info print one line for the source, and the cache is named after the shards' pattern.
+for k in 0 1 2; do (cd "$s" && tar cf "$WORK/train-00000$k.tar" a.jpg a.cls); done
+sh_cache=$("$SLIP" convert "$WORK"/train-00000{0,1,2}.tar -o "$WORK/o7" -q --on-error skip --allow-empty)
+case "$(basename "$sh_cache")" in train-*.slipstream) ;; *) fail "cache of train-*.tar named $(basename "$sh_cache")";; esac
+$PY - "$sh_cache/manifest.json" "$WORK" <<'PY' || fail "manifest source of several shards"
+import json, sys
+src = json.load(open(sys.argv[1]))["slip"]["source"]
+w = sys.argv[2]
+assert src["uris"] == [f"{w}/train-00000{k}.tar" for k in range(3)], src
+assert src["uri"] == f"3 tar shards ({w}/train-000000.tar .. {w}/train-000002.tar)", src
+PY
+expect_status 0 "$SLIP" ls "$WORK/o7"
+[ "$(wc -l < "$WORK/out")" -eq 2 ] || { cat "$WORK/out"; fail "ls of a 3-shard cache is not header + one line"; }
+expect_status 0 "$SLIP" info "$sh_cache"
+grep -q "source:      tar 3 tar shards" "$WORK/out" || { cat "$WORK/out"; fail "info does not summarise the shards"; }
+pass "several shards: uris list + one-line summary in the manifest, ls and info; named after the pattern"

@@ -24,7 +24,14 @@ struct SourceIdentity {
   std::string uri;           // normalised: absolute path or URL
   std::string fingerprint;   // kind-specific, documented in docs/FORMAT.md ("Content id")
   std::string default_name;  // the name part of <name>-<id8>.slipstream
+  // Several inputs (tar shards): each one, in order. `uri` then joins them with newlines (what
+  // the content id hashes); manifests record this list and a one-line summary instead.
+  std::vector<std::string> uris;
 };
+
+// "1,282 tar shards (/data/train-000000.tar .. /data/train-001281.tar)" for several inputs,
+// else the single URI: how messages, `info` and `ls` show a source.
+std::string source_summary(const std::vector<std::string>& uris, std::string_view kind = "inputs");
 
 class Source {
  public:

@@ -149,7 +149,15 @@ ojson build_manifest(const Schema& schema, const SourceIdentity& identity, const
   slip["tool_version"] = version();
   slip["content_id"] = result.content_id;
   slip["created"] = utc_timestamp();
-  slip["source"] = {{"kind", identity.kind}, {"uri", identity.uri}, {"fingerprint", identity.fingerprint}};
+  if (identity.uris.size() > 1) {
+    // Many inputs: a one-line summary to show, and the list (never one giant multi-line string).
+    slip["source"] = {{"kind", identity.kind},
+                      {"uri", source_summary(identity.uris, identity.kind == "ffcv" ? "files" : "tar shards")},
+                      {"uris", identity.uris},
+                      {"fingerprint", identity.fingerprint}};
+  } else {
+    slip["source"] = {{"kind", identity.kind}, {"uri", identity.uri}, {"fingerprint", identity.fingerprint}};
+  }
   // The byte-affecting options (canonical "key=value" lines), part of the content id.
   ojson opts = ojson::object();
   for (size_t start = 0; start < result.options.size();) {

@@ -337,6 +337,9 @@ MergeResult merge_parts(const std::vector<fs::path>& inputs, const MergeOptions&
   identity.kind = src["kind"];
   identity.uri = src["uri"];
   identity.fingerprint = src["fingerprint"];
+  if (src.contains("uris") && src["uris"].is_array())
+    for (const auto& u : src["uris"])
+      if (u.is_string()) identity.uris.push_back(u.get<std::string>());
   detail::write_manifest(out, detail::build_manifest(schema, identity, totals, files, std::nullopt));
   throw_if_interrupted();
   staging.publish();

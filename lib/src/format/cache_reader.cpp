@@ -7,6 +7,7 @@
 #include "format/staging.hpp"
 #include "slip/cache.hpp"
 #include "slip/error.hpp"
+#include "slip/source.hpp"
 #include "slip/hash.hpp"
 #include "slip/npy.hpp"
 #include "slip/runtime.hpp"
@@ -129,6 +130,17 @@ Cache Cache::open(const fs::path& dir) {
       if (auto src = s.find("source"); src != s.end() && src->is_object()) {
         p.source_kind = src->value("kind", std::string());
         p.source_uri = src->value("uri", std::string());
+        // Caches of several shards written before "uris" existed joined them with newlines:
+        // shown as one summary line.
+        if (p.source_uri.find('\n') != std::string::npos && p.source_kind.rfind("tar", 0) == 0 && !src->contains("uris")) {
+          std::vector<std::string> parts;
+          for (size_t a = 0, b; a <= p.source_uri.size(); a = b + 1) {
+            b = p.source_uri.find('\n', a);
+            if (b == std::string::npos) b = p.source_uri.size();
+            parts.push_back(p.source_uri.substr(a, b - a));
+          }
+          p.source_uri = source_summary(parts, "inputs");
+        }
         p.source_fingerprint = src->value("fingerprint", std::string());
       }
       if (auto c = s.find("counts"); c != s.end() && c->is_object()) {

@@ -164,7 +164,12 @@ std::vector<CacheListing> list_caches(const fs::path& dir) {
         // Untrusted JSON: find(), never const operator[] on a key that may be absent.
         const auto& slip = m.at("slip");
         const auto src = slip.is_object() ? slip.find("source") : slip.end();
-        if (src != slip.end() && src->is_object()) l.source = src->value("kind", std::string()) + ":" + src->value("uri", std::string());
+        if (src != slip.end() && src->is_object()) {
+          std::string uri = src->value("uri", std::string());
+          if (const auto nl = uri.find('\n'); nl != std::string::npos)  // older manifests joined shards
+            uri = uri.substr(0, nl) + " (and " + std::to_string(std::count(uri.begin(), uri.end(), '\n')) + " more)";
+          l.source = src->value("kind", std::string()) + ":" + uri;
+        }
       } else {
         l.source = "(python slipstream)";
       }

@@ -144,6 +144,7 @@ class TarSource final : public Source {
     const bool content = options.get("fingerprint") == std::optional<std::string>("content");
     Sha256 fp;
     std::string uri;
+    std::vector<std::string> uris;
     for (std::string& s : shards_) {
       if (s == "-") s = spooled_.spool();
       std::error_code ec;
@@ -152,6 +153,7 @@ class TarSource final : public Source {
       // stdin is named "-" (not its random spool file): the same stream finds the same cache.
       const bool from_stdin = spooled_.count(s) > 0;
       uri += (uri.empty() ? "" : "\n") + (from_stdin ? std::string("-") : abs.string());
+      uris.push_back(from_stdin ? std::string("-") : abs.string());
       if (content || from_stdin) {
         detail::MappedFile m(abs);
         fp.update((from_stdin ? std::string("-") : abs.filename().string()) + "\t" + sha256_hex(m.bytes()) + "\n");
@@ -161,7 +163,8 @@ class TarSource final : public Source {
       }
     }
     identity_ = {"tar", uri, (content || !spooled_.empty() ? "sha256-shards:" : "stat-shards:") + fp.hex_digest(),
-                 spooled_.count(shards_.front()) ? std::string("stdin") : shard_name(shards_.front())};
+                 spooled_.count(shards_.front()) ? std::string("stdin") : pattern_name(shards_)};
+    identity_.uris = std::move(uris);
     infer_schema();
   }
 
@@ -240,6 +243,22 @@ class TarSource final : public Source {
     for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return s;
   }
+  // The default cache name of several shards: what their names share ("train" for
+  // train-000000.tar .. train-001281.tar), else the first shard's name.
+  static std::string pattern_name(const std::vector<std::string>& shards) {
+    std::string common = shard_name(shards.front());
+    for (const auto& s : shards) {
+      const std::string n = shard_name(s);
+      size_t k = 0;
+      while (k < common.size() && k < n.size() && common[k] == n[k]) ++k;
+      common.resize(k);
+    }
+    while (!common.empty() && (std::isdigit(static_cast<unsigned char>(common.back())) || common.back() == '-' || common.back() == '_' ||
+                               common.back() == '.'))
+      common.pop_back();
+    return common.empty() ? shard_name(shards.front()) : common;
+  }
+
   static std::string shard_name(const std::string& s) {
     std::string n = fs::path(s).filename().string();
     for (const char* ext : {".tar.gz", ".tar.zst", ".tar.xz", ".tgz", ".tar"})
@@ -468,6 +487,7 @@ class TarImageFolderSource final : public Source {
       if (!fs::is_regular_file(abs, ec)) throw Error(Errc::io, "no such tar shard").with_path(shard);
       const bool from_stdin = spooled_.count(shard) > 0;
       uri += (uri.empty() ? "" : "\n") + (from_stdin ? std::string("-") : abs.string());
+      uris_.push_back(from_stdin ? std::string("-") : abs.string());
       if (content || from_stdin) {
         detail::MappedFile m(abs);
         fp.update((from_stdin ? std::string("-") : abs.filename().string()) + "\t" + sha256_hex(m.bytes()) + "\n");
@@ -524,6 +544,7 @@ class TarImageFolderSource final : public Source {
     if (names_.empty()) throw Error(Errc::bad_input, "no <class>/<image> members (--layout imagefolder)").with_path(shards_.front());
     root_name_ = spooled_.count(shards_.front()) ? "stdin" : shard_stem(shards_.front());
     identity_ = {"tar-imagefolder", uri, (content || !spooled_.empty() ? "sha256-shards:" : "stat-shards:") + fp.hex_digest(), root_name_};
+    identity_.uris = uris_;
     schema_.fields = {{"image", FieldType::image, {}, {}},
                       {"label", FieldType::int64, {}, {}},
                       {"index", FieldType::int64, {}, {}},
@@ -617,6 +638,7 @@ class TarImageFolderSource final : public Source {
     }
   }
 
+  std::vector<std::string> uris_;
   StdinSpools spooled_;
   std::vector<std::string> shards_;
   TarLimits limits_;
