@@ -10,7 +10,8 @@
 
 #include "slip/decode.hpp"
 
-namespace SLIP_API slip {
+SLIP_API_BEGIN
+namespace slip {
 
 class Cache;
 
@@ -73,3 +74,4 @@ BenchComparison run_bench_comparison(const Cache& base, const BenchOptions& base
                                      const std::function<void(const BenchReport&, size_t epoch)>& on_epoch = {});
 
 }  // namespace slip
+SLIP_API_END

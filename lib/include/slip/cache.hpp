@@ -16,7 +16,8 @@
 
 #include "slip/schema.hpp"
 
-namespace SLIP_API slip {
+SLIP_API_BEGIN
+namespace slip {
 
 // One row of <f>.meta.npy (docs/FORMAT.md#meta-records), packed little-endian.
 struct MetaRecord {
@@ -115,3 +116,4 @@ class Cache {
 };
 
 }  // namespace slip
+SLIP_API_END

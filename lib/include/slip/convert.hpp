@@ -12,7 +12,8 @@
 
 #include "slip/source.hpp"
 
-namespace SLIP_API slip {
+SLIP_API_BEGIN
+namespace slip {
 
 enum class NonJpegPolicy { transcode, keep, fail };
 enum class OnError { fail, skip };
@@ -116,3 +117,4 @@ std::filesystem::path planned_cache_path(const Source& source, const ConvertOpti
 ConvertResult convert(Source& source, const ConvertOptions& options);
 
 }  // namespace slip
+SLIP_API_END

@@ -21,14 +21,15 @@
 #include <string_view>
 #include <vector>
 
-namespace SLIP_API slip {
+SLIP_API_BEGIN
+namespace slip {
 
 class Cache;
 struct CropWindow;
 struct DecodeOptions;
-namespace SLIP_HIDDEN detail {
+namespace detail {
 // Tests only: decodes one sample with these windows (one per crop, single thread).
-std::vector<uint8_t> decode_crops_for_test(const Cache& cache, uint64_t sample, const DecodeOptions& options,
+SLIP_HIDDEN std::vector<uint8_t> decode_crops_for_test(const Cache& cache, uint64_t sample, const DecodeOptions& options,
                                            const std::vector<CropWindow>& windows);
 }  // namespace detail
 
@@ -142,3 +143,4 @@ struct RgbImage;
 RgbImage engine_decode_full(std::span<const std::byte> payload);
 
 }  // namespace slip
+SLIP_API_END

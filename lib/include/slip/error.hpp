@@ -14,7 +14,8 @@
 #include <string>
 #include <string_view>
 
-namespace SLIP_API slip {
+SLIP_API_BEGIN
+namespace slip {
 
 // What kind of failure it is. The library only categorises; each program maps categories to
 // its own outcomes (the `slip` command to exit codes: README "Exit codes"). The values are not
@@ -69,3 +70,4 @@ std::string printable(std::string_view text);
 [[noreturn]] void throw_errno(const std::string& what, const std::string& path, int err);
 
 }  // namespace slip
+SLIP_API_END

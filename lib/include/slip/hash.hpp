@@ -11,7 +11,8 @@
 #include <string>
 #include <string_view>
 
-namespace SLIP_API slip {
+SLIP_API_BEGIN
+namespace slip {
 
 std::string sha256_hex(std::span<const std::byte> data);
 std::string sha256_hex(std::string_view text);
@@ -56,3 +57,4 @@ class Xxh3 {
 std::string hex64(uint64_t value);
 
 }  // namespace slip
+SLIP_API_END

@@ -9,7 +9,8 @@
 #include <string>
 #include <vector>
 
-namespace SLIP_API slip {
+SLIP_API_BEGIN
+namespace slip {
 
 enum class ImageFormat { unknown, jpeg, png, gif, bmp, webp, tiff, ppm };
 const char* image_format_name(ImageFormat format) noexcept;
@@ -81,3 +82,4 @@ std::vector<std::byte> encode_rgb_jpeg(const RgbImage& image, int quality = 100)
 RgbImage decode_jpeg_rgb(std::span<const std::byte> data);
 
 }  // namespace slip
+SLIP_API_END

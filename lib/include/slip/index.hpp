@@ -20,7 +20,8 @@
 
 #include "slip/cache.hpp"
 
-namespace SLIP_API slip {
+SLIP_API_BEGIN
+namespace slip {
 
 struct FieldIndex {
   std::string field;
@@ -71,3 +72,4 @@ std::string pickled_index_name(std::string_view field);
 std::vector<std::string> csr_index_names(std::string_view field);
 
 }  // namespace slip
+SLIP_API_END

@@ -12,7 +12,8 @@
 #include "slip/cache.hpp"
 #include "slip/convert.hpp"
 
-namespace SLIP_API slip {
+SLIP_API_BEGIN
+namespace slip {
 
 struct Distribution {
   uint64_t min = 0, median = 0, max = 0;
@@ -79,3 +80,4 @@ struct CacheListing {
 std::vector<CacheListing> list_caches(const std::filesystem::path& dir);
 
 }  // namespace slip
+SLIP_API_END

@@ -10,7 +10,8 @@
 #include <functional>
 #include <string_view>
 
-namespace SLIP_API slip {
+SLIP_API_BEGIN
+namespace slip {
 
 enum class LogLevel { debug, info, warning };
 
@@ -23,3 +24,4 @@ using LogHandler = std::function<void(LogLevel level, std::string_view message)>
 void set_log_handler(LogHandler handler);
 
 }  // namespace slip
+SLIP_API_END

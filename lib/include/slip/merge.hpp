@@ -9,7 +9,8 @@
 #include <string>
 #include <vector>
 
-namespace SLIP_API slip {
+SLIP_API_BEGIN
+namespace slip {
 
 struct MergeOptions {
   std::filesystem::path output_dir;  // empty: the directory holding the work directory
@@ -47,3 +48,4 @@ struct PartState {
 std::vector<PartState> part_status(const std::filesystem::path& workdir);
 
 }  // namespace slip
+SLIP_API_END

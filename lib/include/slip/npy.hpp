@@ -10,7 +10,8 @@
 #include <string_view>
 #include <vector>
 
-namespace SLIP_API slip {
+SLIP_API_BEGIN
+namespace slip {
 
 // The record dtype of <f>.meta.npy (docs/FORMAT.md#meta-records), as numpy writes its descr.
 inline constexpr std::string_view kMetaRecordDescr = "[('data_ptr', '<u8'), ('data_size', '<u8'), ('height', '<u4'), ('width', '<u4')]";
@@ -38,3 +39,4 @@ NpyHeader parse_npy_header(std::span<const std::byte> file_bytes, const std::str
 size_t npy_dtype_size(std::string_view dtype) noexcept;
 
 }  // namespace slip
+SLIP_API_END

@@ -18,7 +18,8 @@
 
 #include "slip/source.hpp"
 
-namespace SLIP_API slip {
+SLIP_API_BEGIN
+namespace slip {
 
 struct RetryPolicy {
   unsigned attempts = 6;         // tries per request, the first included
@@ -85,3 +86,4 @@ struct FetchedDataset {
 FetchedDataset fetch_remote(const std::vector<std::string>& uris, const RemoteOptions& options);
 
 }  // namespace slip
+SLIP_API_END

@@ -8,7 +8,8 @@
 #include <functional>
 #include <string>
 
-namespace SLIP_API slip {
+SLIP_API_BEGIN
+namespace slip {
 
 // Installs SIGINT/SIGTERM handlers that only record the signal; long-running library calls
 // poll interrupted() and unwind with Error(interrupted), removing their temporary files.
@@ -33,3 +34,4 @@ std::string version();
 std::string build_info();
 
 }  // namespace slip
+SLIP_API_END

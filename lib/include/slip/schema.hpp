@@ -10,7 +10,8 @@
 #include <string_view>
 #include <vector>
 
-namespace SLIP_API slip {
+SLIP_API_BEGIN
+namespace slip {
 
 // How a field is stored (docs/FORMAT.md). The manifest `type` string is field_type_name().
 enum class FieldType {
@@ -74,3 +75,4 @@ struct Sample {
 };
 
 }  // namespace slip
+SLIP_API_END

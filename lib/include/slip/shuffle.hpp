@@ -10,7 +10,8 @@
 #include <cstdint>
 #include <span>
 
-namespace SLIP_API slip {
+SLIP_API_BEGIN
+namespace slip {
 
 // A keyed pseudo-random permutation of [0, n) for any n >= 1 (cycle-walking Feistel on the
 // next power of four). Same (n, key) -> same permutation.
@@ -59,3 +60,4 @@ class EpochOrder {
 };
 
 }  // namespace slip
+SLIP_API_END

@@ -13,7 +13,8 @@
 #include <utility>
 #include <vector>
 
-namespace SLIP_API slip {
+SLIP_API_BEGIN
+namespace slip {
 
 struct AwsCredentials {
   std::string access_key_id;
@@ -60,3 +61,4 @@ std::string aws_uri_encode(std::string_view text, bool keep_slash);
 std::string canonical_query_string(const std::vector<std::pair<std::string, std::string>>& query);
 
 }  // namespace slip
+SLIP_API_END

@@ -16,7 +16,8 @@
 
 #include "slip/schema.hpp"
 
-namespace SLIP_API slip {
+SLIP_API_BEGIN
+namespace slip {
 
 // What identifies a source for the content id and the provenance in the manifest.
 struct SourceIdentity {
@@ -88,3 +89,4 @@ std::unique_ptr<Source> open_sources(const std::vector<std::string>& uris, const
 std::unique_ptr<Source> open_imagefolder(const std::string& root);
 
 }  // namespace slip
+SLIP_API_END

@@ -13,7 +13,8 @@
 #include "slip/cache.hpp"
 #include "slip/source.hpp"
 
-namespace SLIP_API slip {
+SLIP_API_BEGIN
+namespace slip {
 
 struct SubsetSelection {
   std::string field = "label";
@@ -42,3 +43,4 @@ void write_ids_npy(const std::filesystem::path& path, const std::vector<uint64_t
 std::string ids_npy(const std::vector<uint64_t>& ids);
 
 }  // namespace slip
+SLIP_API_END

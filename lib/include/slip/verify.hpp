@@ -11,7 +11,8 @@
 #include <string_view>
 #include <vector>
 
-namespace SLIP_API slip {
+SLIP_API_BEGIN
+namespace slip {
 
 struct VerifyIssue {
   std::string file;                // the file concerned, relative to the cache
@@ -64,3 +65,4 @@ struct VerifyOptions {
 VerifyReport verify_cache(const std::filesystem::path& dir, const VerifyOptions& options = {});
 
 }  // namespace slip
+SLIP_API_END

@@ -18,7 +18,8 @@
 #include "slip/cache.hpp"
 #include "slip/image.hpp"
 
-namespace SLIP_API slip {
+SLIP_API_BEGIN
+namespace slip {
 
 // A YUV420 payload: planar Y (h*w) then U then V (h/2 * w/2 each), with even padded sizes.
 struct Yuv420Image {
@@ -97,3 +98,4 @@ struct SiblingResult {
 std::vector<SiblingResult> add_yuv420_siblings(const std::filesystem::path& dir, const SiblingOptions& options = {});
 
 }  // namespace slip
+SLIP_API_END
