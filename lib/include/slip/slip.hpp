@@ -14,7 +14,7 @@
 //   remote sources ...... slip/remote.hpp, slip/sigv4.hpp (fetch_remote, S3 request signing)
 //   building blocks ..... slip/npy.hpp, slip/hash.hpp, slip/runtime.hpp, slip/error.hpp, slip/schema.hpp
 //   logging ........... slip/log.hpp    (set_log_handler: the library itself prints nothing)
-//   versions, exports ... slip/version.hpp (SLIP_VERSION_*), slip/export.hpp (SLIP_API)
+//   versions, exports ... slip/version.hpp (SLIP_VERSION_*), slip/export.hpp (SLIP_API_BEGIN/END)
 #pragma once
 
 #include "slip/bench.hpp"
