@@ -261,11 +261,14 @@ class FfcvSource final : public Source {
       if (size > 0) alloc_.emplace(std::make_pair(sample, ptr), size);
     }
 
-    for (const auto& [from, to] : rename)
-      if (std::none_of(fields_.begin(), fields_.end(), [&](const FfcvField& f) { return f.name == from; }))
+    for (const auto& entry : rename) {
+      const std::string& from = entry.first;
+      const std::string& to = entry.second;
+      if (std::none_of(fields_.begin(), fields_.end(), [&from](const FfcvField& f) { return f.name == from; }))
         throw Error(Errc::usage, "--rename " + detail::escape_for_terminal(from) + "=" + detail::escape_for_terminal(to) +
                                      ": the file has no field \"" + detail::escape_for_terminal(from) + "\"")
             .with_path(path_);
+    }
     for (const FfcvField& f : fields_) {
       FieldSpec spec;
       spec.name = rename.count(f.name) ? rename[f.name] : f.name;

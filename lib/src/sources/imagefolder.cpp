@@ -61,7 +61,7 @@ class ImageFolderSource final : public Source {
 
   const Schema& schema() const override { return schema_; }
   std::optional<uint64_t> size() const override { return entries_.size(); }
-  SourceIdentity identity() const override { return {"imagefolder", root_.string(), fingerprint_, root_.filename().string()}; }
+  SourceIdentity identity() const override { return {"imagefolder", root_.string(), fingerprint_, root_.filename().string(), {}}; }
 
   uint64_t skip(uint64_t n) override {
     const uint64_t done = std::min<uint64_t>(n, entries_.size() - pos_);
