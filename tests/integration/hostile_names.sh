@@ -125,3 +125,11 @@ expect_status 0 "$SLIP" convert "$WORK/text.tar" -o "$WORK/text-bytes" --field t
 $PY -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['written'] == 2 and d['skipped'] == 1, d" "$WORK/out" \
   || fail "--field txt=bytes does not keep non-UTF-8 text"
 pass "non-UTF-8 str values: per-sample problem (--on-error skip keeps the rest), --field EXT=bytes keeps them"
+
+# A dry run performs the checks the real run does before writing: an invalid --name and a
+# hostile field name are refused by --dry-run too.
+expect_status 2 "$SLIP" convert "$SRC/examples/sample" --name ../evil --dry-run -o "$WORK/dry"
+grep -q 'invalid cache name "../evil"' "$WORK/err" || { cat "$WORK/err"; fail "--dry-run accepted ../evil"; }
+ffcv_named "b'../../../x'" "$WORK/dry.beton"
+expect_status 3 "$SLIP" convert "$WORK/dry.beton" --dry-run -o "$WORK/dry"
+pass "--dry-run refuses what the real run refuses (cache name, field names)"

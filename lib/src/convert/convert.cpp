@@ -265,11 +265,19 @@ std::string default_cache_name(const SourceIdentity& identity, const ConvertOpti
 
 }  // namespace
 
+// The cache's name: --name (checked by the file-stem rule) or the source's safe default.
+std::string checked_cache_name(const SourceIdentity& identity, const ConvertOptions& options) {
+  const std::string name = options.name.empty() ? default_cache_name(identity, options) : options.name;
+  if (const std::string problem = detail::file_stem_problem(name); !problem.empty())
+    throw Error(Errc::usage, "invalid cache name \"" + detail::escape_for_terminal(name) + "\": " + problem);
+  return name;
+}
+
 fs::path planned_cache_path(const Source& source, const ConvertOptions& options) {
   const SourceIdentity identity = source.identity();
   detail::check_schema_names(source.schema(), identity.kind);  // the same refusal as convert()
   const std::string id = content_id(identity, options);
-  const std::string name = options.name.empty() ? default_cache_name(identity, options) : options.name;
+  const std::string name = checked_cache_name(identity, options);
   const fs::path root = options.output_dir.empty() ? default_cache_root() : options.output_dir;
   const std::string whole = cache_dir_name(name, id);
   if (!options.shard) return root / whole;
@@ -294,9 +302,7 @@ ConvertResult convert(Source& source, const ConvertOptions& options) {
   detail::check_schema_names(schema, identity.kind);
   ConvertResult result;
   result.content_id = content_id(identity, options);
-  const std::string name = options.name.empty() ? default_cache_name(identity, options) : options.name;
-  if (const std::string problem = detail::file_stem_problem(name); !problem.empty())
-    throw Error(Errc::usage, "invalid cache name \"" + detail::escape_for_terminal(name) + "\": " + problem);
+  const std::string name = checked_cache_name(identity, options);
   fs::path root = options.output_dir.empty() ? default_cache_root() : options.output_dir;
   std::string final_name = cache_dir_name(name, result.content_id);
   // A shard of a job-array conversion: samples [start, end) of the source, written as a part
