@@ -2,10 +2,13 @@
 // source (../shared/fixtures/pyslipstream, with the upstream loader's *.expected.json).
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <nlohmann/json.hpp>
 
 #include "slip/cache.hpp"
 #include "slip/convert.hpp"
+#include "slip/error.hpp"
 #include "slip/hash.hpp"
 #include "slip/verify.hpp"
 #include "test_support.hpp"
@@ -116,6 +119,31 @@ TEST(PyFixtureRoundTrip, SlipWritesTheSameStorageFilesAsPython) {
   EXPECT_TRUE(v.ok());
   EXPECT_TRUE(v.checksums_present);
   EXPECT_EQ(v.checksums_checked, 24u + 1u + 7u);  // payloads + manifest + 7 files (6 storage + image.xxh3.npy)
+}
+
+}  // namespace
+}  // namespace slip
+
+namespace slip {
+namespace {
+
+// Only slip::Error crosses the library boundary: a field number the cache does not have is a
+// usage error, not std::out_of_range.
+TEST(CacheBoundary, BadFieldNumberIsSlipErrorNotOutOfRange) {
+  const Cache cache = Cache::open(test::shared_dir() / "fixtures/pyslipstream/slipcache-3131b662");
+  const size_t missing = cache.fields().size() + 3;
+  for (auto call : std::vector<std::function<void()>>{[&] { (void)cache.record(missing, 0); }, [&] { (void)cache.payload(missing, 0); },
+                                                      [&] { (void)cache.string(missing, 0); }, [&] { (void)cache.int_value(missing, 0); },
+                                                      [&] { (void)cache.array_bytes(missing, 0); }}) {
+    try {
+      call();
+      ADD_FAILURE() << "no throw";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::usage);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "a non-slip exception crossed the boundary: " << e.what();
+    }
+  }
 }
 
 }  // namespace

@@ -30,6 +30,14 @@ struct Cache::Impl {
   std::unordered_map<std::string, uint64_t> data_offsets;  // .npy data start
   std::map<std::string, std::string> file_sums;            // slip.checksums.files: name -> hex XXH3-64
 
+  // Field `i`, or Error(usage): an index from the caller never escapes as std::out_of_range.
+  const CacheField& field_at(size_t i) const {
+    if (i >= fields.size())
+      throw Error(Errc::usage, "no field number " + std::to_string(i) + " (the cache has " + std::to_string(fields.size()) + ")")
+          .with_path(dir.string());
+    return fields[i];
+  }
+
   const detail::MappedFile& file(const std::string& name) const {
     auto it = files.find(name);
     if (it == files.end()) throw Error(Errc::usage, "no such file in the cache: " + name).with_path(dir.string());
@@ -253,7 +261,7 @@ void check_sample(uint64_t sample, uint64_t n, const std::string& path) {
 }  // namespace
 
 MetaRecord Cache::record(size_t field, uint64_t sample) const {
-  const CacheField& f = impl_->fields.at(field);
+  const CacheField& f = impl_->field_at(field);
   check_sample(sample, impl_->num_samples, impl_->dir.string());
   const auto& meta = impl_->file(f.files[1]);
   MetaRecord r;
@@ -262,7 +270,7 @@ MetaRecord Cache::record(size_t field, uint64_t sample) const {
 }
 
 std::span<const std::byte> Cache::payload(size_t field, uint64_t sample) const {
-  const CacheField& f = impl_->fields.at(field);
+  const CacheField& f = impl_->field_at(field);
   if (!is_payload_type(f.type)) throw Error(Errc::usage, "field \"" + f.name + "\" holds no payloads");
   const MetaRecord r = record(field, sample);
   const auto& bin = impl_->file(f.files[0]);
@@ -276,7 +284,7 @@ std::span<const std::byte> Cache::payload(size_t field, uint64_t sample) const {
 }
 
 std::string_view Cache::string(size_t field, uint64_t sample) const {
-  const CacheField& f = impl_->fields.at(field);
+  const CacheField& f = impl_->field_at(field);
   if (f.type != FieldType::str) throw Error(Errc::usage, "field \"" + f.name + "\" is not a string field");
   check_sample(sample, impl_->num_samples, impl_->dir.string());
   const auto& offs = impl_->file(f.files[1]);
@@ -293,7 +301,7 @@ std::string_view Cache::string(size_t field, uint64_t sample) const {
 }
 
 int64_t Cache::int_value(size_t field, uint64_t sample) const {
-  const CacheField& f = impl_->fields.at(field);
+  const CacheField& f = impl_->field_at(field);
   if (is_payload_type(f.type) || f.type == FieldType::str) throw Error(Errc::usage, "field \"" + f.name + "\" is not a numeric field");
   check_sample(sample, impl_->num_samples, impl_->dir.string());
   const auto& file = impl_->file(f.files[0]);
@@ -320,7 +328,7 @@ int64_t Cache::int_value(size_t field, uint64_t sample) const {
 }
 
 double Cache::float_value(size_t field, uint64_t sample) const {
-  const CacheField& f = impl_->fields.at(field);
+  const CacheField& f = impl_->field_at(field);
   if (is_payload_type(f.type) || f.type == FieldType::str) throw Error(Errc::usage, "field \"" + f.name + "\" is not a numeric field");
   check_sample(sample, impl_->num_samples, impl_->dir.string());
   const auto& file = impl_->file(f.files[0]);
@@ -339,7 +347,7 @@ double Cache::float_value(size_t field, uint64_t sample) const {
 }
 
 std::span<const std::byte> Cache::array_bytes(size_t field, uint64_t sample) const {
-  const CacheField& f = impl_->fields.at(field);
+  const CacheField& f = impl_->field_at(field);
   check_sample(sample, impl_->num_samples, impl_->dir.string());
   if (is_payload_type(f.type) || f.type == FieldType::str) return payload(field, sample);
   uint64_t per_sample = npy_dtype_size(f.dtype);
@@ -349,7 +357,7 @@ std::span<const std::byte> Cache::array_bytes(size_t field, uint64_t sample) con
 }
 
 std::optional<uint64_t> Cache::payload_checksum(size_t field, uint64_t sample) const {
-  const CacheField& f = impl_->fields.at(field);
+  const CacheField& f = impl_->field_at(field);
   if (!f.has_checksums) return std::nullopt;
   check_sample(sample, impl_->num_samples, impl_->dir.string());
   const std::string cs = detail::checksum_file(f.name);
@@ -398,9 +406,9 @@ void Cache::check_file_checksums(const std::vector<std::string>& names) const {
 void Cache::check_payload(size_t field, uint64_t sample) const {
   const auto want = payload_checksum(field, sample);
   if (want && xxh3_64(payload(field, sample)) != *want)
-    throw Error(Errc::bad_input, "checksum mismatch: payload of field \"" + impl_->fields.at(field).name +
+    throw Error(Errc::bad_input, "checksum mismatch: payload of field \"" + impl_->field_at(field).name +
                                      "\" does not match its recorded XXH3-64 (modified or corrupt)")
-        .with_path(impl_->file_path(impl_->fields.at(field).files[0]))
+        .with_path(impl_->file_path(impl_->field_at(field).files[0]))
         .with_sample(sample);
 }
 

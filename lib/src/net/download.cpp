@@ -69,7 +69,9 @@ void write_validators(const fs::path& path, const Validators& v, const std::stri
   if (v.size) j["size"] = *v.size;
   const fs::path tmp = path.string() + ".tmp";
   detail::write_text_file(tmp, j.dump(2) + "\n");
-  fs::rename(tmp, path);
+  std::error_code ec;
+  fs::rename(tmp, path, ec);  // a slip::Error, never a filesystem_error, leaves the library
+  if (ec) throw_errno("cannot rename", tmp.string(), ec.value());
 }
 
 std::string header(const Headers& h, const char* name) {
