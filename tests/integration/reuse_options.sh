@@ -43,9 +43,28 @@ for opt in "-j 1" "--io-depth 2" "--no-progress"; do
   same=$(ids $opt)
   [ "$same" = "$base" ] || fail "$opt changes the content id ($same vs $base)"
 done
-# Default options keep the ids of earlier versions (no options recorded, the same hash).
-plain=$("$SLIP" convert "$CORPUS" -o "$WORK/o" --dry-run 2>/dev/null | tail -1)
-case "$plain" in */imagenet_like-b8a861b7.slipstream) ;; *) fail "the default content id changed: $plain";; esac
+# The id follows docs/FORMAT.md §13, recomputed here independently (os.stat, hashlib): the
+# defaults hash no options (the ids of earlier versions), other options hash their canonical form.
+plain=$("$SLIP" convert "$r" -o "$WORK/o" --dry-run 2>/dev/null | tail -1)
+with_opts=$("$SLIP" convert "$r" -o "$WORK/o" --dry-run --on-error skip --max-image-pixels 1000000 2>/dev/null | tail -1)
+$PY - "$r" "$plain" "$with_opts" <<'PY' || fail "content id does not follow docs/FORMAT.md"
+import hashlib, os, sys
+root, plain, with_opts = os.path.abspath(sys.argv[1]), sys.argv[2], sys.argv[3]
+exts = {".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp"}
+lines = b""
+for c in sorted(os.listdir(root)):
+    for f in sorted(os.listdir(os.path.join(root, c))):
+        if os.path.splitext(f)[1].lower() in exts:
+            st = os.stat(os.path.join(root, c, f))
+            lines += f"{c}/{f}\t{st.st_size}\t{st.st_mtime_ns}\n".encode()
+fp = "sha256:" + hashlib.sha256(lines).hexdigest()
+base = hashlib.sha256(f"imagefolder\n{root}\n{fp}\nslipstream-v1".encode()).hexdigest()
+want = f"{os.path.basename(root)}-{base[:8]}.slipstream"
+assert os.path.basename(plain) == want, (plain, want)
+opts = hashlib.sha256((base + "\noptions\nmax-image-pixels=1000000\non-error=skip\n").encode()).hexdigest()
+want = f"{os.path.basename(root)}-{opts[:8]}.slipstream"
+assert os.path.basename(with_opts) == want, (with_opts, want)
+PY
 pass "byte-affecting options change the content id; -j, --io-depth and defaults do not"
 
 # --fingerprint content on an ImageFolder: touching every file (a copy, a restore from backup)
