@@ -94,7 +94,16 @@ Action setup_convert(CLI::App& sub, const GlobalOptions& global) {
       }
       return 0;
     }
-    auto source = open_sources(a->sources, a->source_options);
+    SourceOptions source_options = a->source_options;
+    // The tasks of a job array share one ImageFolder scan, saved beside the caches.
+    if (!a->shard.empty()) source_options.scan_snapshot_dir = a->output.empty() ? default_cache_root() : std::filesystem::path(a->output);
+    Progress scan_progress("scan", global.show_progress());
+    source_options.progress = [&](const ProgressUpdate& p) {
+      scan_progress.phase(std::string(p.phase));
+      scan_progress.update(p.done, p.total);
+    };
+    auto source = open_sources(a->sources, source_options);
+    scan_progress.finish();
     ConvertOptions options;
     options.output_dir = a->output;
     options.name = a->name;

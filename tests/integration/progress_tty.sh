@@ -43,3 +43,14 @@ for phase in payloads checksums decode; do
   grep -q "^verify $phase [0-9]*/[0-9]* (100%)" "$WORK/verify.lines" || { cat "$WORK/verify.lines"; fail "verify --decode: no finished '$phase' progress"; }
 done
 pass "verify --decode: progress for payloads, checksums and decode"
+
+# convert, --dry-run and the re-run check open the source first: the ImageFolder scan (class
+# folders listed, then every image stat'ed) has its own progress lines, each reaching its total.
+for run in "-o $WORK/scan1" "-o $WORK/scan1" "-o $WORK/scan2 --dry-run"; do
+  "$SLIP" convert "$root" $run --progress 2>"$WORK/scan.err" >/dev/null
+  tr '\r' '\n' < "$WORK/scan.err" > "$WORK/scan.lines"
+  for phase in "scan 4/4" "fingerprint 40/40"; do
+    grep -q "^$phase (100%)" "$WORK/scan.lines" || { cat "$WORK/scan.lines"; fail "convert $run: no finished '$phase' progress"; }
+  done
+done
+pass "ImageFolder scan: progress for listing and fingerprinting (convert, re-run, --dry-run)"

@@ -10,6 +10,8 @@
 
 #include "slip/decode.hpp"
 
+#include "slip/runtime.hpp"
+
 SLIP_API_BEGIN
 namespace slip {
 
@@ -25,6 +27,7 @@ struct BenchOptions {
   bool shuffle = false;      // Feistel order per epoch instead of sequential
   uint64_t max_samples = 0;  // 0: every sample
   bool measure_limit = true;
+  CancelToken cancel;  // cancel() from any thread stops the run (slip/runtime.hpp)
 };
 
 struct BenchEpoch {

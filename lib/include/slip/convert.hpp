@@ -21,12 +21,6 @@ enum class OnError { fail, skip };
 // planar YUV 4:2:0 pixels (docs/FORMAT.md#yuv420-conversion; larger, but no entropy decoding when training).
 enum class StoredFormat { jpeg, yuv420 };
 
-struct ProgressUpdate {
-  uint64_t done = 0;
-  std::optional<uint64_t> total;
-  uint64_t bytes = 0;
-};
-
 // One slice of a conversion split across a job array: the index-th of `count` contiguous
 // slices by sample index, [floor(i*S/count), floor((i+1)*S/count)).
 struct ShardSpec {
@@ -59,7 +53,8 @@ struct ConvertOptions {
   // Images whose header claims more pixels are refused (decompression bombs); Pillow's
   // default MAX_IMAGE_PIXELS warning threshold.
   uint64_t max_image_pixels = 89478485;
-  std::function<void(const ProgressUpdate&)> progress;  // called from the writing thread
+  ProgressCallback progress;  // called from the writing thread
+  CancelToken cancel;         // cancel() from any thread stops the conversion (slip/runtime.hpp)
   // Convert only this slice, as a part cache in <output_dir>/<name>-<id8>.parts/ (merge_parts
   // joins them into the cache a single process would write).
   std::optional<ShardSpec> shard;

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "slip/runtime.hpp"
+
 SLIP_API_BEGIN
 namespace slip {
 
@@ -21,6 +23,7 @@ struct MergeOptions {
   // otherwise double the disk a conversion takes. Also when the merged cache already existed.
   bool clean = false;
   std::function<void(uint64_t done, uint64_t total)> progress;
+  CancelToken cancel;  // cancel() from any thread stops the merge (slip/runtime.hpp)
 };
 
 struct MergeResult {

@@ -18,6 +18,8 @@
 
 #include "slip/source.hpp"
 
+#include "slip/runtime.hpp"
+
 SLIP_API_BEGIN
 namespace slip {
 
@@ -47,6 +49,7 @@ struct RemoteOptions {
   // An S3 listing is refused beyond this many keys (pages of up to 1,000 keys are bounded too):
   // a server whose listing never ends cannot exhaust memory.
   uint64_t max_list_keys = 10'000'000;
+  CancelToken cancel;  // cancel() from any thread stops the transfers (slip/runtime.hpp)
 
   // From --download-dir, --jobs, --endpoint-url, --no-sign-request, --retries, --retry-delay,
   // --connect-timeout, --stall-timeout, --min-speed, --min-speed-time, --timeout,

@@ -7,6 +7,8 @@
 #include "slip/export.hpp"
 
 #include <cstdint>
+#include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -14,10 +16,23 @@
 #include <utility>
 #include <vector>
 
+#include "slip/runtime.hpp"
 #include "slip/schema.hpp"
 
 SLIP_API_BEGIN
 namespace slip {
+
+// Progress of a long phase, reported to the caller's callback (throttled by the caller).
+// `phase` names it: "scan" (listing an ImageFolder's class folders: done/total folders),
+// "fingerprint" (stat or hash of every file: done/total files), "convert" (samples written:
+// done/total samples, bytes so far).
+struct ProgressUpdate {
+  uint64_t done = 0;
+  std::optional<uint64_t> total;
+  uint64_t bytes = 0;
+  std::string_view phase = "convert";
+};
+using ProgressCallback = std::function<void(const ProgressUpdate&)>;
 
 // What identifies a source for the content id and the provenance in the manifest.
 struct SourceIdentity {
@@ -75,6 +90,15 @@ struct SourceOptions {
   std::optional<std::string> get(std::string_view key) const;    // last value given
   std::vector<std::string> get_all(std::string_view key) const;  // every value, in order
   void set(std::string key, std::string value) { settings.emplace_back(std::move(key), std::move(value)); }
+  // Not settings: how opening reports its progress (an ImageFolder scan of a network file
+  // system takes minutes; called from the opening thread, at most every ~0.1 s) and stops.
+  ProgressCallback progress;
+  CancelToken cancel;
+  // The tasks of a job array share one ImageFolder scan through this directory (the output
+  // directory): the first saves the file list and fingerprint there, the others reuse it while
+  // every directory of the tree keeps its mtime (docs/SLURM.md "What a task costs"). Empty:
+  // every open scans. Other source kinds ignore it.
+  std::filesystem::path scan_snapshot_dir;
 };
 
 // Opens the source named by `uri`, choosing the kind from what it is (a directory of class

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "slip/runtime.hpp"
+
 SLIP_API_BEGIN
 namespace slip {
 
@@ -58,6 +60,7 @@ struct VerifyOptions {
   // can take long: "payloads" (payloads checked), "checksums" (files hashed), "decode"
   // (images decoded, with `decode`). A new phase starts at done = 0.
   std::function<void(std::string_view phase, uint64_t done, uint64_t total)> progress;
+  CancelToken cancel;  // cancel() from any thread stops the check (slip/runtime.hpp)
 };
 
 // Never throws for problems in the cache (they become issues); throws Error(io/usage) only

@@ -18,6 +18,8 @@
 #include "slip/cache.hpp"
 #include "slip/image.hpp"
 
+#include "slip/runtime.hpp"
+
 SLIP_API_BEGIN
 namespace slip {
 
@@ -76,6 +78,7 @@ struct SiblingOptions {
   bool force = false;    // rebuild even when valid siblings exist
   // Called with (samples converted, total) from the calling thread.
   std::function<void(uint64_t, uint64_t)> progress;
+  CancelToken cancel;  // cancel() from any thread stops the conversion (slip/runtime.hpp)
 };
 
 struct SiblingResult {

@@ -18,6 +18,7 @@
 #include "slip/shuffle.hpp"
 #include "slip/yuv420.hpp"
 #include "util/file_io.hpp"
+#include "util/cancel.hpp"
 
 namespace slip {
 namespace {
@@ -58,6 +59,7 @@ double turbojpeg_single_thread_rate(const Cache& cache, size_t field, const std:
 }  // namespace
 
 BenchReport run_bench(const Cache& cache, const BenchOptions& options, const std::function<void(const BenchReport&, size_t)>& on_epoch) {
+  const detail::CancelScope cancel_scope(options.cancel);
   const std::string& pipeline = options.pipeline;
   const bool raw = pipeline == "raw";
   const bool full = pipeline == "decode";

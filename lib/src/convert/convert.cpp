@@ -26,6 +26,7 @@
 #include "slip/yuv420.hpp"
 #include "util/untrusted.hpp"
 #include "util/file_io.hpp"
+#include "util/cancel.hpp"
 
 namespace slip {
 
@@ -292,6 +293,7 @@ fs::path planned_cache_path(const Source& source, const ConvertOptions& options)
 constexpr uint64_t kMaxBatchBytes = uint64_t{256} << 20;
 
 ConvertResult convert(Source& source, const ConvertOptions& options) {
+  const detail::CancelScope cancel_scope(options.cancel);
   const auto t0 = std::chrono::steady_clock::now();
   const SourceIdentity identity = source.identity();
   Schema schema = source.schema();

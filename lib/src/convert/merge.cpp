@@ -20,6 +20,8 @@
 #include "slip/npy.hpp"
 #include "slip/runtime.hpp"
 #include "util/file_io.hpp"
+#include "util/cancel.hpp"
+#include "sources/scan_snapshot.hpp"
 
 namespace slip {
 
@@ -113,9 +115,18 @@ void remove_parts(const std::vector<Part>& parts) {
   if (only_bookkeeping && workdir.filename().string().ends_with(".parts")) fs::remove_all(workdir, ec);
 }
 
+// The job array is over: the ImageFolder scan its tasks shared (beside the work directory) is
+// removed, so a later conversion of a changed tree scans afresh.
+void forget_shared_scan(const Part& part) {
+  const auto& src = part.manifest["slip"]["source"];
+  if (src.value("kind", "") == "imagefolder" && src.contains("uri") && src["uri"].is_string())
+    detail::remove_scan_snapshots(part.dir.parent_path().parent_path(), src["uri"].get<std::string>());
+}
+
 }  // namespace
 
 MergeResult merge_parts(const std::vector<fs::path>& inputs, const MergeOptions& options) {
+  const detail::CancelScope cancel_scope(options.cancel);
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<Part> parts;
   for (const fs::path& dir : expand_inputs(inputs)) parts.push_back(load_part(dir));
@@ -175,6 +186,7 @@ MergeResult merge_parts(const std::vector<fs::path>& inputs, const MergeOptions&
     result.samples = existing.size();
     for (const auto& [file, size] : existing.file_sizes()) result.bytes += size;
     if (options.clean) remove_parts(parts);
+    forget_shared_scan(first);
     return result;
   }
   detail::StagingDir staging(root, first.info.whole_name);
@@ -344,6 +356,7 @@ MergeResult merge_parts(const std::vector<fs::path>& inputs, const MergeOptions&
   throw_if_interrupted();
   staging.publish();
   if (options.clean) remove_parts(parts);
+  forget_shared_scan(first);
   result.samples = n;
   for (const auto& [name, size] : files.storage_sizes) result.bytes += size;
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -17,6 +17,7 @@
 #include "util/file_io.hpp"
 #include "util/untrusted.hpp"
 #include "util/log.hpp"
+#include "util/cancel.hpp"
 
 namespace slip {
 
@@ -147,6 +148,7 @@ bool siblings_are_current(const Cache& cache, const std::string& field, const nl
 }  // namespace
 
 std::vector<SiblingResult> add_yuv420_siblings(const fs::path& dir, const SiblingOptions& options) {
+  const detail::CancelScope cancel_scope(options.cancel);
   const Cache cache = Cache::open(dir);
   std::vector<size_t> fields;
   for (size_t i = 0; i < cache.fields().size(); ++i) {

@@ -12,6 +12,7 @@
 #include "slip/hash.hpp"
 #include "slip/runtime.hpp"
 #include "util/file_io.hpp"
+#include "util/file_lock.hpp"
 #include "util/untrusted.hpp"
 #include "util/log.hpp"
 
@@ -20,27 +21,6 @@ namespace slip::net {
 namespace fs = std::filesystem;
 
 namespace {
-
-// An exclusive flock held for one download; released (and the fd closed) on scope exit.
-class LockFile {
- public:
-  explicit LockFile(const fs::path& path) {
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ < 0) throw_errno("cannot create the download lock", path.string(), errno);
-    while (::flock(fd_, LOCK_EX) != 0) {
-      if (errno != EINTR) throw_errno("cannot lock the download", path.string(), errno);
-      throw_if_interrupted();
-    }
-  }
-  ~LockFile() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  LockFile(const LockFile&) = delete;
-  LockFile& operator=(const LockFile&) = delete;
-
- private:
-  int fd_ = -1;
-};
 
 // What we know about a file in the download directory: the validators of the response that
 // produced it, so a later run can ask "changed?" (If-None-Match / If-Modified-Since) or
@@ -181,7 +161,7 @@ DownloadOutcome download(const DownloadItem& item, const RemoteOptions& options,
   if (ec) throw_errno("cannot create the download directory", item.dest.parent_path().string(), ec.value());
   const fs::path part = item.dest.string() + ".part";
   const fs::path record = item.dest.string() + ".slipdl";  // validators of dest or of part
-  LockFile lock(item.dest.string() + ".lock");
+  detail::FileLock lock(item.dest.string() + ".lock", "the download lock");
 
   // A complete earlier download: reusable without asking when a listing vouches for it.
   std::optional<Validators> known = read_validators(record);

@@ -20,6 +20,7 @@
 #include "util/file_io.hpp"
 #include "util/untrusted.hpp"
 #include "util/log.hpp"
+#include "util/cancel.hpp"
 
 namespace slip {
 
@@ -300,6 +301,7 @@ RemoteOptions RemoteOptions::from_settings(const SourceOptions& options) {
 }
 
 FetchedDataset fetch_remote(const std::vector<std::string>& uris, const RemoteOptions& options) {
+  const detail::CancelScope cancel_scope(options.cancel);
   if (uris.empty()) throw Error(Errc::usage, "no source given");
   Fetcher fetcher(options);
   FetchedDataset out = fetcher.run(uris);

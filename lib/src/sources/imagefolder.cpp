@@ -4,6 +4,7 @@
 // with names sorted inside each directory, kept when the lower-cased name ends in one of
 // torchvision's IMG_EXTENSIONS.
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,8 +20,12 @@
 #include "slip/runtime.hpp"
 #include "slip/source.hpp"
 #include "sources/source_registry.hpp"
+#include "format/manifest_io.hpp"
 #include "util/log.hpp"
+#include "util/file_lock.hpp"
+#include "util/progress.hpp"
 #include "util/read_ahead.hpp"
+#include "sources/scan_snapshot.hpp"
 
 namespace slip {
 
@@ -45,14 +50,18 @@ struct Entry {
 
 class ImageFolderSource final : public Source {
  public:
-  ImageFolderSource(const std::string& root_arg, detail::ReadAheadOptions read_options, bool content_fingerprint)
+  ImageFolderSource(const std::string& root_arg, detail::ReadAheadOptions read_options, bool content_fingerprint,
+                    const SourceOptions& options = {})
       : read_options_(read_options), content_fingerprint_(content_fingerprint) {
     std::error_code ec;
     root_ = fs::absolute(fs::path(root_arg), ec).lexically_normal();
     if (root_.has_filename() == false) root_ = root_.parent_path();
     if (!fs::exists(root_, ec)) throw Error(Errc::io, "no such directory").with_path(root_arg);
     if (!fs::is_directory(root_, ec)) throw Error(Errc::bad_input, "not a directory").with_path(root_arg);
-    scan();
+    if (options.scan_snapshot_dir.empty())
+      scan(options.progress);
+    else
+      scan_shared(options.scan_snapshot_dir, options.progress);
     schema_.fields = {{"image", FieldType::image, {}, {}},
                       {"label", FieldType::int64, {}, {}},
                       {"index", FieldType::int64, {}, {}},
@@ -102,6 +111,7 @@ class ImageFolderSource final : public Source {
   // would recurse until the path is too long, duplicating every image on the way).
   struct ClassWalk {
     std::map<std::string, std::vector<std::string>> files_by_dir;  // directory -> image names
+    std::vector<std::pair<std::string, int64_t>> dir_mtimes;        // each directory entered, its mtime (ns)
     std::vector<std::string> warnings;
   };
 
@@ -111,7 +121,9 @@ class ImageFolderSource final : public Source {
     auto enter = [&](const fs::path& dir) {
       struct stat st {};
       if (::stat(dir.c_str(), &st) != 0) return false;  // unreadable: os.walk skips it too
-      return entered.emplace(st.st_dev, st.st_ino).second;
+      if (!entered.emplace(st.st_dev, st.st_ino).second) return false;
+      out.dir_mtimes.emplace_back(dir.string(), detail::mtime_ns(st));
+      return true;
     };
     enter(class_dir);
     out.files_by_dir[class_dir.string()];
@@ -140,9 +152,11 @@ class ImageFolderSource final : public Source {
     return out;
   }
 
-  void scan() {
+  void scan(const ProgressCallback& progress) {
     std::vector<std::string> classes;
     std::error_code ec;
+    struct stat root_st {};
+    if (::stat(root_.c_str(), &root_st) == 0) snapshot_.dirs.emplace_back(".", detail::mtime_ns(root_st));
     fs::directory_iterator it(root_, ec);
     if (ec) throw Error(Errc::io, "cannot list directory: " + ec.message()).with_path(root_.string());
     for (const auto& entry : it) {
@@ -155,9 +169,16 @@ class ImageFolderSource final : public Source {
     // milliseconds), then every image is stat'ed in parallel for the fingerprint.
     const unsigned threads = std::max(1u, read_options_.depth);
     std::vector<ClassWalk> walks(classes.size());
-    parallel_for(classes.size(), threads, [&](size_t c) { walks[c] = walk_class(root_ / classes[c]); });
+    detail::PhaseProgress listed(progress, "scan", classes.size());
+    parallel_for(classes.size(), threads, [&](size_t c) {
+      walks[c] = walk_class(root_ / classes[c]);
+      listed.add();
+    });
+    listed.finish();
     for (uint32_t label = 0; label < classes.size(); ++label) {
       for (const std::string& w : walks[label].warnings) detail::warn("{}", w);
+      for (const auto& [dir, mtime] : walks[label].dir_mtimes)
+        snapshot_.dirs.emplace_back(fs::path(dir).lexically_relative(root_).string(), mtime);
       size_t found = 0;
       for (auto& [dir, names] : walks[label].files_by_dir) {
         std::sort(names.begin(), names.end());
@@ -173,8 +194,12 @@ class ImageFolderSource final : public Source {
       walks[label] = ClassWalk{};
     }
     std::vector<std::string> lines(entries_.size());
+    detail::PhaseProgress fingerprinted(progress, "fingerprint", entries_.size());
     parallel_for(entries_.size(), threads, [&](size_t i) {
-      if (i % 256 == 0) throw_if_interrupted();
+      if (i % 256 == 0) {
+        throw_if_interrupted();
+        fingerprinted.add(std::min<size_t>(256, entries_.size() - i));
+      }
       const fs::path full = root_ / entries_[i].relative;
       if (content_fingerprint_) {  // --fingerprint content: the bytes, so copies keep the id
         const detail::ReadResult r = detail::read_whole_file(full.string());
@@ -190,12 +215,50 @@ class ImageFolderSource final : public Source {
     Sha256 fingerprint;
     for (const std::string& line : lines) fingerprint.update(line);
     fingerprint_ = std::string(content_fingerprint_ ? "sha256-content:" : "sha256:") + fingerprint.hex_digest();
+    fingerprinted.finish();
+  }
+
+  // The tasks of a job array (--shard) share one scan: the first one lists and fingerprints
+  // the tree and saves the result beside the caches; the others, holding the same lock in turn,
+  // load it after checking every directory's mtime (a file added, removed or renamed changes
+  // its directory's), so a task costs one stat per directory instead of a stat per image.
+  void scan_shared(const fs::path& dir, const ProgressCallback& progress) {
+    const std::string mode = content_fingerprint_ ? "content" : "stat";
+    const fs::path file = dir / detail::scan_snapshot_name(root_.string(), mode);
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    std::optional<detail::FileLock> lock;
+    try {
+      lock.emplace(file.string() + ".lock", "the scan lock");
+    } catch (const Error& e) {  // best effort: without a lock, tasks starting together each scan
+      if (e.code() == Errc::interrupted) throw;
+      detail::warn("{}", e.describe());
+    }
+    if (auto loaded = detail::load_scan_snapshot(file, root_.string(), mode, read_options_.depth)) {
+      snapshot_ = std::move(*loaded);
+      fingerprint_ = snapshot_.fingerprint;
+      entries_.reserve(snapshot_.entries.size());
+      for (auto& [label, relative] : snapshot_.entries) entries_.push_back(Entry{std::move(relative), label});
+      snapshot_.entries.clear();
+      detail::info("reused the scan of {} ({} images) from {}", root_.string(), entries_.size(), file.string());
+      return;
+    }
+    scan(progress);
+    snapshot_.root = root_.string();
+    snapshot_.mode = mode;
+    snapshot_.fingerprint = fingerprint_;
+    try {
+      detail::save_scan_snapshot(file, snapshot_, entries_.size(), [this](size_t i) { return std::pair{entries_[i].label, std::string_view(entries_[i].relative)}; });
+    } catch (const Error& e) {  // sharing is an optimisation: a read-only output directory only costs time
+      detail::warn("cannot save the scan for the other tasks: {}", e.describe());
+    }
   }
 
   fs::path root_;
   Schema schema_;
   std::vector<Entry> entries_;
   std::string fingerprint_;
+  detail::ScanSnapshot snapshot_;  // directory mtimes of this scan (entries only while loading)
   size_t pos_ = 0;
   detail::ReadAheadOptions read_options_;
   bool content_fingerprint_ = false;
@@ -214,7 +277,7 @@ std::unique_ptr<Source> open_imagefolder(const std::string& root, const SourceOp
   if (auto depth = options.get("io-depth")) read.depth = static_cast<unsigned>(parse_io_depth(*depth));
   const auto fingerprint = options.get("fingerprint").value_or("stat");
   if (fingerprint != "stat" && fingerprint != "content") throw Error(Errc::usage, "--fingerprint wants stat or content");
-  return std::make_unique<ImageFolderSource>(root, read, fingerprint == "content");
+  return std::make_unique<ImageFolderSource>(root, read, fingerprint == "content", options);
 }
 }  // namespace detail
 

@@ -9,6 +9,7 @@
 #include "slip/error.hpp"
 #include "slip/remote.hpp"
 #include "sources/source_registry.hpp"
+#include "util/cancel.hpp"
 
 namespace slip {
 
@@ -116,6 +117,7 @@ std::unique_ptr<Source> open_local_sources(const std::vector<std::string>& paths
 }
 
 std::unique_ptr<Source> open_sources(const std::vector<std::string>& uris, const SourceOptions& options) {
+  const detail::CancelScope cancel_scope(options.cancel);
   if (std::any_of(uris.begin(), uris.end(), [](const std::string& u) { return is_remote_uri(u); }))
     return open_remote_sources(uris, options);
   return open_local_sources(uris, options, false);

@@ -20,6 +20,7 @@
 #include <zstd.h>
 
 #include "slip/error.hpp"
+#include "util/cancel.hpp"
 #include "slip_version_config.hpp"
 
 namespace slip {
@@ -39,9 +40,30 @@ void install_interrupt_handlers() {
 
 int interrupted() noexcept { return g_signal.load(std::memory_order_relaxed); }
 
+namespace {
+thread_local const std::atomic<bool>* t_cancel = nullptr;
+const std::atomic<bool>* flag_of(const CancelToken& token) { return static_cast<const std::atomic<bool>*>(token.handle().get()); }
+}  // namespace
+
+CancelToken::CancelToken() : flag_(std::make_shared<std::atomic<bool>>(false)) {}
+void CancelToken::cancel() noexcept { const_cast<std::atomic<bool>*>(flag_of(*this))->store(true, std::memory_order_relaxed); }
+bool CancelToken::cancelled() const noexcept { return flag_of(*this)->load(std::memory_order_relaxed); }
+
+namespace detail {
+const std::atomic<bool>* current_cancel_flag() noexcept { return t_cancel; }
+// An outer call's token stays in force: a nested call with its own (never cancelled) token
+// must not hide the outer cancellation, so the outer flag is kept when one is installed.
+CancelScope::CancelScope(const CancelToken& token) : previous_(t_cancel) {
+  if (!t_cancel) t_cancel = flag_of(token);
+}
+CancelScope::CancelScope(const std::atomic<bool>* flag) : previous_(t_cancel) { t_cancel = flag; }
+CancelScope::~CancelScope() { t_cancel = previous_; }
+}  // namespace detail
+
 void set_interrupted(int signal) noexcept { g_signal.store(signal, std::memory_order_relaxed); }
 
 void throw_if_interrupted() {
+  if (t_cancel && t_cancel->load(std::memory_order_relaxed)) throw Error(Errc::interrupted, "cancelled");
   if (const int sig = interrupted()) throw Error(Errc::interrupted, sig == SIGTERM ? "terminated (SIGTERM)" : "interrupted (SIGINT)");
 }
 
@@ -88,7 +110,9 @@ void parallel_for(size_t count, unsigned threads, const std::function<void(size_
   std::atomic<bool> failed{false};
   std::exception_ptr error;
   std::mutex error_mutex;
+  const std::atomic<bool>* cancel = t_cancel;
   auto worker = [&] {
+    const detail::CancelScope scope(cancel);
     while (!failed.load(std::memory_order_relaxed)) {
       const size_t i = next.fetch_add(1, std::memory_order_relaxed);
       if (i >= count) return;

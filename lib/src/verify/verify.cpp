@@ -23,6 +23,7 @@
 #include "slip/yuv420.hpp"
 #include "util/file_io.hpp"
 #include "util/untrusted.hpp"
+#include "util/cancel.hpp"
 
 namespace slip {
 
@@ -320,6 +321,7 @@ void check_directory_entries(const Cache& cache, IssueSink& sink, VerifyReport& 
 }  // namespace
 
 VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
+  const detail::CancelScope cancel_scope(options.cancel);
   const auto t0 = std::chrono::steady_clock::now();
   VerifyReport report;
   report.path = dir;

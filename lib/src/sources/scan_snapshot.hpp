@@ -1,0 +1,45 @@
+// An ImageFolder scan saved for the other tasks of a job array (docs/SLURM.md "What a task
+// costs"): the file list in sample order, the fingerprint, and the mtime of every directory
+// walked, which is what decides whether the saved scan still describes the tree.
+#pragma once
+
+#include <sys/stat.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace slip::detail {
+
+struct ScanSnapshot {
+  std::string root;  // absolute, normal
+  std::string mode;  // "stat" or "content" (--fingerprint)
+  std::string fingerprint;
+  std::vector<std::pair<std::string, int64_t>> dirs;     // relative to root ("." for root) -> mtime ns
+  std::vector<std::pair<uint32_t, std::string>> entries;  // label, class/.../file (loaded only)
+};
+
+inline int64_t mtime_ns(const struct stat& st) { return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec; }
+
+// ".<root's name>-<16 hex digits of SHA-256(root, mode)>.scan": hidden beside the caches.
+std::string scan_snapshot_name(std::string_view root, std::string_view mode);
+
+// The saved scan when it is intact (checksum), of this root and mode, and every directory it
+// lists still has its recorded mtime (stat'ed on `threads` threads); nullopt otherwise.
+std::optional<ScanSnapshot> load_scan_snapshot(const std::filesystem::path& file, std::string_view root, std::string_view mode,
+                                               unsigned threads);
+
+// Writes `snapshot` (its entries given by entry(i), i < count) atomically; throws Error(io).
+void save_scan_snapshot(const std::filesystem::path& file, const ScanSnapshot& snapshot, size_t count,
+                        const std::function<std::pair<uint32_t, std::string_view>(size_t)>& entry);
+
+// Removes the saved scans of `root` (both modes) from `dir`, and their lock files: a merge ends
+// the job array, so a later conversion scans afresh.
+void remove_scan_snapshots(const std::filesystem::path& dir, std::string_view root);
+
+}  // namespace slip::detail
