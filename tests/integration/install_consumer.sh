@@ -47,3 +47,25 @@ cmake --build "$WORK/consumer-build" >/dev/null
 out=$("$WORK/consumer-build/consumer" "$cache")
 echo "$out" | grep -q "40 samples, sample 0 sha256 $want, verify ok" || fail "find_package consumer: $out"
 pass "find_package(slipstream) consumer: $out"
+
+# Embedding: the library prints nothing without a log handler (a tar member that makes a
+# warning), and a conversion cancelled through its token from another thread ends with
+# Error(interrupted) and leaves nothing in the output directory.
+g++ -std=c++20 -o "$WORK/embed" "$SRC/tests/consumer/embed.cpp" $(pkg-config --cflags --libs slipstream) -Wl,-rpath,"$prefix/$libdir" -pthread
+mkdir -p "$WORK/tar-src" "$WORK/embed-out"
+cp "$(find "$SRC/examples/sample" -mindepth 2 -type f | LC_ALL=C sort | sed -n 1p)" "$WORK/tar-src/s0.jpg"
+echo "no extension" > "$WORK/tar-src/README"
+(cd "$WORK/tar-src" && tar cf "$WORK/warns.tar" s0.jpg README)
+"$WORK/embed" "$WORK/warns.tar" "$SRC/examples/sample" "$WORK/embed-out" > "$WORK/embed.out" 2> "$WORK/embed.err" || fail "embed exited $?"
+[ ! -s "$WORK/embed.err" ] || { cat "$WORK/embed.err"; fail "the library wrote to stderr"; }
+[ "$(wc -l < "$WORK/embed.out")" = 1 ] || { cat "$WORK/embed.out"; fail "the library wrote to stdout"; }
+grep -qE '^1 samples without a handler, 1 with; [1-9][0-9]* warnings; convert interrupted: cancelled; 0 entries left$' "$WORK/embed.out" ||
+  fail "embed: $(cat "$WORK/embed.out")"
+pass "embedding: silent without a log handler, warnings with one; a cancelled convert leaves nothing ($(cat "$WORK/embed.out"))"
+
+# Internals are not reachable: a program calling slip::detail:: does not link.
+if g++ -std=c++20 -o "$WORK/detail" "$SRC/tests/consumer/detail_symbol.cpp" $(pkg-config --cflags --libs slipstream) 2> "$WORK/detail.err"; then
+  fail "a program linked slip::detail::check_field_name from the installed library"
+fi
+grep -q "undefined reference to .slip::detail::check_field_name" "$WORK/detail.err" || { cat "$WORK/detail.err"; fail "unexpected link error"; }
+pass "slip::detail symbols do not link"
