@@ -100,6 +100,7 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
   sub.add_flag("--json", a->json, "Print one JSON report object");
   return [a, &global]() -> int {
     BenchOptions options = a->options;
+    options.decode.threads = resolve_threads(options.decode.threads);
     options.shuffle = a->order == "shuffle";
     options.decode.layout = a->layout == "chw" ? PixelLayout::chw : PixelLayout::hwc;
     options.decode.type = a->dtype == "float32" ? PixelType::float32 : PixelType::uint8;

@@ -76,8 +76,10 @@ Action setup_convert(CLI::App& sub, const GlobalOptions& global) {
     // A dry run of a remote source fetches nothing: the content id needs the data (or its
     // index), so it says what would be fetched and where instead.
     if (a->dry_run && std::any_of(a->sources.begin(), a->sources.end(), [](const std::string& u) { return is_remote_uri(u); })) {
-      const auto downloads = RemoteOptions::from_settings(a->source_options).resolved_download_dir();
-      const auto output = a->output.empty() ? default_cache_root() : std::filesystem::path(a->output);
+      SourceOptions remote_settings = a->source_options;
+      remote_settings.environment = process_environment();
+      const auto downloads = RemoteOptions::from_settings(remote_settings).resolved_download_dir();
+      const auto output = output_root(a->output);
       nlohmann::ordered_json uris = nlohmann::ordered_json::array();
       for (const auto& u : a->sources) uris.push_back(redact_uri(u));
       if (a->json) {
@@ -96,7 +98,8 @@ Action setup_convert(CLI::App& sub, const GlobalOptions& global) {
     }
     SourceOptions source_options = a->source_options;
     // The tasks of a job array share one ImageFolder scan, saved beside the caches.
-    if (!a->shard.empty()) source_options.scan_snapshot_dir = a->output.empty() ? default_cache_root() : std::filesystem::path(a->output);
+    source_options.environment = process_environment();  // AWS_*, CURL_CA_BUNDLE, the download directory
+    if (!a->shard.empty()) source_options.scan_snapshot_dir = output_root(a->output);
     Progress scan_progress("scan", global.show_progress());
     source_options.progress = [&](const ProgressUpdate& p) {
       scan_progress.phase(std::string(p.phase));
@@ -105,15 +108,16 @@ Action setup_convert(CLI::App& sub, const GlobalOptions& global) {
     auto source = open_sources(a->sources, source_options);
     scan_progress.finish();
     ConvertOptions options;
-    options.output_dir = a->output;
+    options.output_dir = output_root(a->output);
     options.name = a->name;
-    options.threads = a->threads;
+    options.threads = resolve_threads(a->threads);
+    options.created = source_date_epoch();
     options.force = a->force;
     options.non_jpeg = a->non_jpeg == "keep" ? NonJpegPolicy::keep : a->non_jpeg == "fail" ? NonJpegPolicy::fail : NonJpegPolicy::transcode;
     options.on_error = a->on_error == "skip" ? OnError::skip : OnError::fail;
     options.allow_empty = a->allow_empty;
     options.image_format = a->image_format == "yuv420" ? StoredFormat::yuv420 : StoredFormat::jpeg;
-    if (!a->shard.empty()) options.shard = parse_shard(a->shard);
+    if (!a->shard.empty()) options.shard = parse_shard(a->shard, process_environment());
     options.max_image_pixels = parse_count(a->max_image_pixels);
     options.source_options = a->source_options;
     if (a->dry_run) {

@@ -99,7 +99,7 @@ Action setup_ls(CLI::App& sub, const GlobalOptions&) {
   return [a]() -> int {
     std::string given = a->dir;
     while (given.size() > 1 && given.back() == '/') given.pop_back();  // `slip ls CACHE/` is CACHE
-    const fs::path dir = given.empty() ? default_cache_root() : fs::path(given);
+    const fs::path dir = output_root(given);
     std::error_code ec;
     std::vector<Row> rows;
     if (a->dir.empty() && !fs::exists(dir, ec)) {

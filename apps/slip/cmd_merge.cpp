@@ -48,6 +48,7 @@ Action setup_merge(CLI::App& sub, const GlobalOptions& global) {
     options.link = a->link;
     options.force = a->force;
     options.clean = a->clean;
+    options.created = source_date_epoch();
     Progress progress("merge", global.show_progress());
     options.progress = [&](uint64_t done, uint64_t total) { progress.update(done, total); };
     const MergeResult r = merge_parts(inputs, options);

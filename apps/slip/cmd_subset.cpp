@@ -81,7 +81,8 @@ Action setup_subset(CLI::App& sub, const GlobalOptions& global) {
       } else {
         auto source = open_cache_subset(a->cache, ids);
         ConvertOptions options;
-        options.output_dir = a->output;
+        options.output_dir = output_root(a->output);
+      options.created = source_date_epoch();
         options.name = a->name;
         path = planned_cache_path(*source, options).string();
       }

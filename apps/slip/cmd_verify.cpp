@@ -32,7 +32,7 @@ Action setup_verify(CLI::App& sub, const GlobalOptions& global) {
     options.decode = a->decode;
     options.max_diff = a->max_diff;
     options.mean_diff = a->mean_diff;
-    options.threads = a->threads;
+    options.threads = resolve_threads(a->threads);
     options.max_issues = a->max_issues;
     Progress progress("verify", global.show_progress());
     options.progress = [&](std::string_view phase, uint64_t done, uint64_t total) {

@@ -32,7 +32,7 @@ Action setup_yuv420(CLI::App& sub, const GlobalOptions& global) {
   return [a, &global]() -> int {
     SiblingOptions options;
     options.field = a->field;
-    options.threads = a->threads;
+    options.threads = resolve_threads(a->threads);
     options.force = a->force;
     Progress progress("yuv420", global.show_progress());
     options.progress = [&](uint64_t done, uint64_t total) { progress.update(done, total); };

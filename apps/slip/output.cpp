@@ -12,6 +12,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "slip/convert.hpp"
 #include "slip/error.hpp"
 
 namespace slip::cli {
@@ -75,6 +76,21 @@ uint64_t parse_unsigned(std::string_view text, std::string_view what) {
   if (const std::string problem = strict_integer(copy, false); !problem.empty())
     throw Error(Errc::usage, std::string(what) + ": " + problem);
   return std::stoull(copy);
+}
+
+std::filesystem::path output_root(const std::string& given) {
+  return given.empty() ? default_cache_root(process_environment()) : std::filesystem::path(given);
+}
+
+unsigned resolve_threads(unsigned requested) { return requested ? requested : available_cpus(process_environment()); }
+
+std::optional<int64_t> source_date_epoch() {
+  const auto v = env_value(process_environment(), "SOURCE_DATE_EPOCH");
+  if (!v) return std::nullopt;
+  // As the reproducible-builds convention says: a decimal count of seconds, else an error.
+  if (v->size() > 18 || v->find_first_not_of("0123456789") != std::string::npos)
+    throw Error(Errc::usage, "SOURCE_DATE_EPOCH=\"" + printable(*v) + "\" is not a number of seconds");
+  return std::stoll(*v);
 }
 
 bool stdout_is_terminal() { return ::isatty(STDOUT_FILENO) == 1; }

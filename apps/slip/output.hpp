@@ -1,6 +1,7 @@
 // Small helpers shared by the subcommands: terminal checks, sizes, progress, JSON output.
 #pragma once
 
+#include <filesystem>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -30,6 +31,14 @@ void strict_integer_options(CLI::App& app);
 uint64_t parse_unsigned(std::string_view text, std::string_view what);
 
 bool stdout_is_terminal();
+
+// The environment conventions of the command (the library reads none by itself):
+// -o DIR, else $SLIPSTREAM_CACHE_DIR, else ~/.slipstream.
+std::filesystem::path output_root(const std::string& given);
+// -j N, else the CPUs this process may use (affinity, cgroup quota, SLURM_CPUS_PER_TASK).
+unsigned resolve_threads(unsigned requested);
+// SOURCE_DATE_EPOCH (reproducible builds) for the manifests' "created" time; nullopt: now.
+std::optional<int64_t> source_date_epoch();
 
 // "-" names stdout wherever a file is written (cat -o, order -o, subset --mode ids -o, man -o).
 inline bool is_stdout(const std::string& path) { return path == "-"; }

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <map>
 #include <stdexcept>
 
 #include "slip/convert.hpp"
@@ -31,13 +32,21 @@ TEST(ParallelFor, FirstExceptionPropagatesAfterAllThreadsStop) {
   EXPECT_GE(ran.load(), 11);
 }
 
-TEST(Runtime, AvailableCpusHonoursSlurm) {
+TEST(Runtime, AvailableCpusHonoursSlurmOnlyThroughTheGivenEnvironment) {
   const unsigned all = available_cpus();
-  ::setenv("SLURM_CPUS_PER_TASK", "1", 1);
-  EXPECT_EQ(available_cpus(), 1u);
-  ::unsetenv("SLURM_CPUS_PER_TASK");
-  EXPECT_EQ(available_cpus(), all);
   EXPECT_GE(all, 1u);
+  const Environment slurm_one = [](std::string_view name) -> std::optional<std::string> {
+    if (name == "SLURM_CPUS_PER_TASK") return "1";
+    return std::nullopt;
+  };
+  EXPECT_EQ(available_cpus(slurm_one), 1u);
+  EXPECT_EQ(available_cpus(Environment{}), all);
+  // The process environment is read only when the caller passes it.
+  ::setenv("SLURM_CPUS_PER_TASK", "1", 1);
+  EXPECT_EQ(available_cpus(), all);
+  EXPECT_EQ(available_cpus(process_environment()), 1u);
+  ::unsetenv("SLURM_CPUS_PER_TASK");
+  EXPECT_EQ(available_cpus(process_environment()), all);
 }
 
 TEST(Runtime, InterruptUnwindsConvertAndRemovesItsTemporaryDirectory) {
@@ -75,6 +84,75 @@ TEST(Runtime, OneAndTwoThreadsWriteIdenticalCaches) {
       EXPECT_TRUE(all == first) << "threads=" << threads;
   }
   ::unsetenv("SOURCE_DATE_EPOCH");
+}
+
+}  // namespace
+}  // namespace slip
+
+namespace slip {
+namespace {
+
+Environment map_environment(std::map<std::string, std::string> vars) {
+  return [vars = std::move(vars)](std::string_view name) -> std::optional<std::string> {
+    const auto it = vars.find(std::string(name));
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+// The library reads no variable of the process: conventions come in through an Environment.
+TEST(Environment, LibraryReadsNoVariableByItself) {
+  test::TempDir tmp;
+  ::setenv("SLIPSTREAM_CACHE_DIR", tmp.path().c_str(), 1);
+  auto src = open_source((std::filesystem::path(SLIP_SOURCE_DIR) / "examples/sample").string());
+  try {
+    convert(*src, ConvertOptions{});
+    ADD_FAILURE() << "convert without an output directory picked one from the environment";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::usage) << e.what();
+  }
+  ::unsetenv("SLIPSTREAM_CACHE_DIR");
+  EXPECT_TRUE(std::filesystem::is_empty(tmp.path()));
+  EXPECT_THROW(parse_shard("auto"), Error);  // no SLURM variables unless given
+  const ShardSpec s = parse_shard("auto", map_environment({{"SLURM_ARRAY_TASK_ID", "3"}, {"SLURM_ARRAY_TASK_COUNT", "4"}}));
+  EXPECT_EQ(s.index, 3u);
+  EXPECT_EQ(s.count, 4u);
+}
+
+TEST(Environment, DefaultCacheRoot) {
+  EXPECT_EQ(default_cache_root(map_environment({{"HOME", "/h"}})), std::filesystem::path("/h/.slipstream"));
+  EXPECT_EQ(default_cache_root(map_environment({{"HOME", "/h"}, {"SLIPSTREAM_CACHE_DIR", "~/c"}})), std::filesystem::path("/h/c"));
+  EXPECT_EQ(default_cache_root(map_environment({{"HOME", "/h"}, {"SLIPSTREAM_CACHE_DIR", "/x/y/"}})), std::filesystem::path("/x/y/"));
+  // Empty values are unset; with neither variable there is no default, not "./.slipstream".
+  EXPECT_EQ(default_cache_root(map_environment({{"HOME", "/h"}, {"SLIPSTREAM_CACHE_DIR", ""}})), std::filesystem::path("/h/.slipstream"));
+  EXPECT_THROW(default_cache_root(Environment{}), Error);
+  EXPECT_THROW(default_cache_root(map_environment({{"SLIPSTREAM_CACHE_DIR", "~/c"}})), Error);
+}
+
+// A token cancels its own call only: another conversion running at the same time finishes.
+TEST(Cancel, TokenStopsItsCallAndRemovesTheTemporaryDirectory) {
+  test::TempDir tmp;
+  auto src = open_source((std::filesystem::path(SLIP_SOURCE_DIR) / "examples/sample").string());
+  ConvertOptions opt;
+  opt.output_dir = tmp.path();
+  opt.threads = 2;
+  CancelToken token = opt.cancel;
+  opt.progress = [&](const ProgressUpdate&) { token.cancel(); };
+  try {
+    convert(*src, opt);
+    ADD_FAILURE() << "a cancelled convert completed";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::interrupted);
+    EXPECT_STREQ(e.what(), "cancelled");
+  }
+  EXPECT_TRUE(token.cancelled());
+  EXPECT_EQ(interrupted(), 0);  // the process was not interrupted
+  EXPECT_TRUE(std::filesystem::is_empty(tmp.path()));
+  // A fresh token: the same conversion completes.
+  auto again = open_source((std::filesystem::path(SLIP_SOURCE_DIR) / "examples/sample").string());
+  ConvertOptions ok;
+  ok.output_dir = tmp.path();
+  EXPECT_EQ(convert(*again, ok).written, 40u);
 }
 
 }  // namespace

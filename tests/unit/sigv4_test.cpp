@@ -151,32 +151,32 @@ TEST(AwsCredentials, EnvironmentThenProfileFile) {
   ScopedEnv f("AWS_SHARED_CREDENTIALS_FILE", file.c_str());
   {
     ScopedEnv a("AWS_ACCESS_KEY_ID", "AKENV"), s("AWS_SECRET_ACCESS_KEY", "s-env"), p("AWS_PROFILE", nullptr);
-    const auto c = slip::find_aws_credentials();
+    const auto c = slip::find_aws_credentials(slip::process_environment());
     ASSERT_TRUE(c);
     EXPECT_EQ(c->access_key_id, "AKENV");
     EXPECT_EQ(c->secret_access_key, "s-env");
   }
   {
     ScopedEnv a("AWS_ACCESS_KEY_ID", nullptr), s("AWS_SECRET_ACCESS_KEY", nullptr), p("AWS_PROFILE", nullptr);
-    EXPECT_EQ(slip::find_aws_credentials()->access_key_id, "AKDEFAULT");
+    EXPECT_EQ(slip::find_aws_credentials(slip::process_environment())->access_key_id, "AKDEFAULT");
   }
   {
     ScopedEnv a("AWS_ACCESS_KEY_ID", "AKENV"), s("AWS_SECRET_ACCESS_KEY", "s-env"), p("AWS_PROFILE", "team");
-    EXPECT_EQ(slip::find_aws_credentials()->access_key_id, "AKENV");  // as botocore: the environment wins
+    EXPECT_EQ(slip::find_aws_credentials(slip::process_environment())->access_key_id, "AKENV");  // as botocore: the environment wins
   }
   {
     ScopedEnv a("AWS_ACCESS_KEY_ID", nullptr), s("AWS_SECRET_ACCESS_KEY", nullptr), p("AWS_PROFILE", "team");
-    const auto c = slip::find_aws_credentials();
+    const auto c = slip::find_aws_credentials(slip::process_environment());
     EXPECT_EQ(c->access_key_id, "AKTEAM");
     EXPECT_EQ(c->session_token, "tok");
   }
   {
     ScopedEnv p("AWS_PROFILE", "nosuch");
-    EXPECT_THROW(slip::find_aws_credentials(), slip::Error);
+    EXPECT_THROW(slip::find_aws_credentials(slip::process_environment()), slip::Error);
   }
   {
     ScopedEnv p("AWS_PROFILE", "broken");
-    EXPECT_THROW(slip::find_aws_credentials(), slip::Error);
+    EXPECT_THROW(slip::find_aws_credentials(slip::process_environment()), slip::Error);
   }
   std::filesystem::remove_all(dir);
 }

@@ -32,12 +32,12 @@ struct ShardSpec {
   bool automatic = false;
   uint64_t task_id = 0, task_min = 0;
 };
-// Parses "I/N" or "auto" (SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN of SLURM_ARRAY_TASK_COUNT).
-// Throws Error(usage).
-ShardSpec parse_shard(const std::string& text);
+// Parses "I/N" or "auto" (SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN of SLURM_ARRAY_TASK_COUNT,
+// looked up in `env`). Throws Error(usage).
+ShardSpec parse_shard(const std::string& text, const Environment& env = {});
 
 struct ConvertOptions {
-  std::filesystem::path output_dir;                   // empty: default_cache_root()
+  std::filesystem::path output_dir;                   // required (the slip command: -o, else default_cache_root())
   std::string name;                                   // empty: the source's default name
   unsigned threads = 0;                               // 0: available_cpus()
   bool force = false;                                 // rebuild even when a complete cache exists
@@ -55,6 +55,9 @@ struct ConvertOptions {
   uint64_t max_image_pixels = 89478485;
   ProgressCallback progress;  // called from the writing thread
   CancelToken cancel;         // cancel() from any thread stops the conversion (slip/runtime.hpp)
+  // The manifest's "created" time, seconds since the epoch; default now. The slip command
+  // passes SOURCE_DATE_EPOCH when set, for byte-identical manifests (reproducible builds).
+  std::optional<int64_t> created;
   // Convert only this slice, as a part cache in <output_dir>/<name>-<id8>.parts/ (merge_parts
   // joins them into the cache a single process would write).
   std::optional<ShardSpec> shard;
@@ -92,8 +95,10 @@ struct ConvertResult {
   std::vector<LedgerEntry> ledger;
 };
 
-// $SLIPSTREAM_CACHE_DIR if set, else ~/.slipstream.
-std::filesystem::path default_cache_root();
+// Where the slip command keeps caches: $SLIPSTREAM_CACHE_DIR (a leading ~ is $HOME) if set,
+// else $HOME/.slipstream, both looked up in `env` (pass process_environment()). Throws
+// Error(usage) when neither is set. The library never picks a directory by itself.
+std::filesystem::path default_cache_root(const Environment& env);
 // SHA-256 over kind, normalised URI, fingerprint and "slipstream-v1" (docs/FORMAT.md), and
 // the stored format when it is not JPEG.
 std::string content_id(const SourceIdentity& identity, StoredFormat format = StoredFormat::jpeg);

@@ -24,6 +24,7 @@ struct MergeOptions {
   bool clean = false;
   std::function<void(uint64_t done, uint64_t total)> progress;
   CancelToken cancel;  // cancel() from any thread stops the merge (slip/runtime.hpp)
+  std::optional<int64_t> created;  // the manifest's "created" time (ConvertOptions::created); default now
 };
 
 struct MergeResult {

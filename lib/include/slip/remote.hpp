@@ -30,10 +30,14 @@ struct RetryPolicy {
 };
 
 struct RemoteOptions {
-  // Empty: $SLIPSTREAM_CACHE_DIR/downloads, else ~/.slipstream/downloads.
+  // Empty: default_cache_root(environment)/downloads.
   std::filesystem::path download_dir;
+  // Where AWS_* (credentials, region, endpoint), CURL_CA_BUNDLE, SLIPSTREAM_CACHE_DIR and HOME
+  // are looked up (slip/runtime.hpp); empty: nowhere (anonymous unless credentials come from
+  // the variables given).
+  Environment environment;
   unsigned jobs = 4;  // transfers in parallel
-  // S3 endpoint; empty: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, S3_ENDPOINT_URL, else AWS itself.
+  // S3 endpoint; empty: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, S3_ENDPOINT_URL (in `environment`), else AWS itself.
   // Custom endpoints are addressed path-style (http://host:port/bucket/key).
   std::string endpoint_url;
   bool no_sign_request = false;  // anonymous requests (public buckets)

@@ -7,7 +7,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 
 SLIP_API_BEGIN
 namespace slip {
@@ -28,6 +30,17 @@ class CancelToken {
   std::shared_ptr<const void> flag_;
 };
 
+// The library reads no environment variable by itself. The few conventions it honours
+// (SLURM_ARRAY_TASK_*, SLURM_CPUS_PER_TASK, SLIPSTREAM_CACHE_DIR, HOME, AWS_*, CURL_CA_BUNDLE;
+// SOURCE_DATE_EPOCH through ConvertOptions::created) are looked up through an Environment that
+// the caller passes in options; the `slip` command passes process_environment(). An empty
+// Environment has no variables. (libcurl itself still honours the proxy variables.)
+using Environment = std::function<std::optional<std::string>(std::string_view name)>;
+// getenv(); variables set to the empty string count as unset.
+Environment process_environment();
+// env(name) when env is set and the value is not empty, else nullopt.
+std::optional<std::string> env_value(const Environment& env, std::string_view name);
+
 // Installs SIGINT/SIGTERM handlers that only record the signal; long-running library calls
 // poll interrupted() and unwind with Error(interrupted), removing their temporary files.
 void install_interrupt_handlers();
@@ -39,9 +52,11 @@ void throw_if_interrupted();
 // For tests and embedding programs: record `signal` as if it had been delivered (0 clears).
 void set_interrupted(int signal) noexcept;
 
-// CPUs this process may use: sched_getaffinity, capped by the cgroup CPU quota and by
-// SLURM_CPUS_PER_TASK when set. Always >= 1.
+// CPUs this process may use: sched_getaffinity, capped by the cgroup CPU quota. Always >= 1.
+// What `threads = 0` means in the library's options.
 unsigned available_cpus();
+// ... also capped by SLURM_CPUS_PER_TASK when `env` has it (the `slip` command's default -j).
+unsigned available_cpus(const Environment& env);
 
 // Runs body(i) for i in [0, count) on up to `threads` threads (the caller's included).
 // The first exception thrown by any body is rethrown after all threads stop.

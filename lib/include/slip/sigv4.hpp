@@ -6,6 +6,7 @@
 #pragma once
 
 #include "slip/export.hpp"
+#include "slip/runtime.hpp"
 
 #include <optional>
 #include <string>
@@ -26,7 +27,8 @@ struct AwsCredentials {
 // (+ AWS_SESSION_TOKEN), else the [AWS_PROFILE or "default"] section of the shared credentials
 // file (AWS_SHARED_CREDENTIALS_FILE or ~/.aws/credentials). nullopt when there are none.
 // Throws Error(usage) when AWS_PROFILE names a profile the file does not have.
-std::optional<AwsCredentials> find_aws_credentials();
+// The variables are looked up in `env` (process_environment() for the process's own).
+std::optional<AwsCredentials> find_aws_credentials(const Environment& env);
 
 struct SigV4Request {
   std::string method = "GET";

@@ -99,6 +99,9 @@ struct SourceOptions {
   // every directory of the tree keeps its mtime (docs/SLURM.md "What a task costs"). Empty:
   // every open scans. Other source kinds ignore it.
   std::filesystem::path scan_snapshot_dir;
+  // Where remote sources look up AWS_*, CURL_CA_BUNDLE, SLIPSTREAM_CACHE_DIR and HOME
+  // (RemoteOptions::environment); the slip command passes process_environment().
+  Environment environment;
 };
 
 // Opens the source named by `uri`, choosing the kind from what it is (a directory of class

@@ -33,17 +33,25 @@ namespace slip {
 namespace fs = std::filesystem;
 using ojson = nlohmann::ordered_json;
 
-fs::path default_cache_root() {
-  if (const char* env = std::getenv("SLIPSTREAM_CACHE_DIR"); env && *env) {
-    std::string s = env;
-    if (s.rfind("~/", 0) == 0 || s == "~") {
-      if (const char* home = std::getenv("HOME")) s = std::string(home) + s.substr(1);
+fs::path default_cache_root(const Environment& env) {
+  const auto home = env_value(env, "HOME");
+  if (auto dir = env_value(env, "SLIPSTREAM_CACHE_DIR")) {
+    if (dir->rfind("~/", 0) == 0 || *dir == "~") {
+      if (!home) throw Error(Errc::usage, "SLIPSTREAM_CACHE_DIR starts with ~ but HOME is not set");
+      *dir = *home + dir->substr(1);
     }
-    return fs::absolute(s);
+    return fs::absolute(*dir).lexically_normal();
   }
-  const char* home = std::getenv("HOME");
-  return fs::path(home && *home ? home : ".") / ".slipstream";
+  if (!home) throw Error(Errc::usage, "no cache directory: set SLIPSTREAM_CACHE_DIR or HOME, or pass -o DIR");
+  return fs::path(*home) / ".slipstream";
 }
+
+namespace {
+fs::path output_root(const ConvertOptions& options) {
+  if (options.output_dir.empty()) throw Error(Errc::usage, "no output directory (ConvertOptions::output_dir is empty)");
+  return options.output_dir;
+}
+}  // namespace
 
 std::string content_id(const SourceIdentity& id, StoredFormat format) {
   Sha256 h;
@@ -279,7 +287,7 @@ fs::path planned_cache_path(const Source& source, const ConvertOptions& options)
   detail::check_schema_names(source.schema(), identity.kind);  // the same refusal as convert()
   const std::string id = content_id(identity, options);
   const std::string name = checked_cache_name(identity, options);
-  const fs::path root = options.output_dir.empty() ? default_cache_root() : options.output_dir;
+  const fs::path root = output_root(options);
   const std::string whole = cache_dir_name(name, id);
   if (!options.shard) return root / whole;
   const fs::path workdir = root / (whole.substr(0, whole.size() - detail::kCacheSuffix.size()) + ".parts");
@@ -305,7 +313,7 @@ ConvertResult convert(Source& source, const ConvertOptions& options) {
   ConvertResult result;
   result.content_id = content_id(identity, options);
   const std::string name = checked_cache_name(identity, options);
-  fs::path root = options.output_dir.empty() ? default_cache_root() : options.output_dir;
+  fs::path root = output_root(options);
   std::string final_name = cache_dir_name(name, result.content_id);
   // A shard of a job-array conversion: samples [start, end) of the source, written as a part
   // cache under <root>/<name>-<id8>.parts/, named by the whole's content id and the slice.
@@ -425,7 +433,7 @@ ConvertResult convert(Source& source, const ConvertOptions& options) {
         .with_path(identity.uri);
   const detail::WrittenFiles files = writer.finish();
 
-  const ojson manifest = detail::build_manifest(schema, identity, result, files, part);
+  const ojson manifest = detail::build_manifest(schema, identity, result, files, part, options.created);
   detail::write_manifest(tmp, manifest);
   throw_if_interrupted();
 

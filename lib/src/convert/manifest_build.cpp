@@ -16,12 +16,15 @@
 
 namespace slip {
 
-ShardSpec parse_shard(const std::string& text) {
+ShardSpec parse_shard(const std::string& text, const Environment& env) {
   ShardSpec s;
   if (text == "auto") {
-    const char* id = std::getenv("SLURM_ARRAY_TASK_ID");
-    const char* count = std::getenv("SLURM_ARRAY_TASK_COUNT");
-    const char* min = std::getenv("SLURM_ARRAY_TASK_MIN");
+    const auto id_value = env_value(env, "SLURM_ARRAY_TASK_ID");
+    const auto count_value = env_value(env, "SLURM_ARRAY_TASK_COUNT");
+    const auto min_value = env_value(env, "SLURM_ARRAY_TASK_MIN");
+    const char* id = id_value ? id_value->c_str() : nullptr;
+    const char* count = count_value ? count_value->c_str() : nullptr;
+    const char* min = min_value ? min_value->c_str() : nullptr;
     if (!id || !count)
       throw Error(Errc::usage, "--shard auto needs SLURM_ARRAY_TASK_ID and SLURM_ARRAY_TASK_COUNT (run inside a job array)");
     // Each variable must be a plain decimal number: "abc" must not silently become task 0.
@@ -120,7 +123,7 @@ PartInfo plan_part(const Source& source, const ShardSpec& shard, const std::stri
 }
 
 ojson build_manifest(const Schema& schema, const SourceIdentity& identity, const ConvertResult& result, const WrittenFiles& files,
-                     const std::optional<PartInfo>& part) {
+                     const std::optional<PartInfo>& part, std::optional<int64_t> created) {
   ojson manifest;
   manifest["version"] = 1;
   manifest["num_samples"] = result.written;
@@ -148,7 +151,7 @@ ojson build_manifest(const Schema& schema, const SourceIdentity& identity, const
   slip["format_version"] = kSlipFormatVersion;
   slip["tool_version"] = version();
   slip["content_id"] = result.content_id;
-  slip["created"] = utc_timestamp();
+  slip["created"] = utc_timestamp(created);
   if (identity.uris.size() > 1) {
     // Many inputs: a one-line summary to show, and the list (never one giant multi-line string).
     slip["source"] = {{"kind", identity.kind},

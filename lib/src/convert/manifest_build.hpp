@@ -32,6 +32,7 @@ void resolve_auto_shard(const std::filesystem::path& workdir, ShardSpec& shard);
 
 // `result` supplies the counts and the ledger; `files` the sizes, checksums and max payloads.
 nlohmann::ordered_json build_manifest(const Schema& schema, const SourceIdentity& identity, const ConvertResult& result,
-                                      const WrittenFiles& files, const std::optional<PartInfo>& part);
+                                      const WrittenFiles& files, const std::optional<PartInfo>& part,
+                                      std::optional<int64_t> created = std::nullopt);
 
 }  // namespace slip::detail

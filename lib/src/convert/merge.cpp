@@ -352,7 +352,7 @@ MergeResult merge_parts(const std::vector<fs::path>& inputs, const MergeOptions&
   if (src.contains("uris") && src["uris"].is_array())
     for (const auto& u : src["uris"])
       if (u.is_string()) identity.uris.push_back(u.get<std::string>());
-  detail::write_manifest(out, detail::build_manifest(schema, identity, totals, files, std::nullopt));
+  detail::write_manifest(out, detail::build_manifest(schema, identity, totals, files, std::nullopt, options.created));
   throw_if_interrupted();
   staging.publish();
   if (options.clean) remove_parts(parts);

@@ -237,9 +237,8 @@ bool is_complete_cache(const fs::path& dir, const std::string& id) {
   }
 }
 
-std::string utc_timestamp() {
-  std::time_t now = std::time(nullptr);
-  if (const char* sde = std::getenv("SOURCE_DATE_EPOCH"); sde && *sde) now = static_cast<std::time_t>(std::atoll(sde));
+std::string utc_timestamp(std::optional<int64_t> seconds_since_epoch) {
+  const std::time_t now = seconds_since_epoch ? static_cast<std::time_t>(*seconds_since_epoch) : std::time(nullptr);
   std::tm tm{};
   gmtime_r(&now, &tm);
   char buf[32];

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -77,6 +78,6 @@ bool is_complete_cache(const std::filesystem::path& dir, const std::string& cont
 bool manifest_sum_matches(const std::filesystem::path& dir, std::string_view manifest_text);
 
 // "2026-11-22T14:00:00Z", or SOURCE_DATE_EPOCH when set (reproducible builds).
-std::string utc_timestamp();
+std::string utc_timestamp(std::optional<int64_t> seconds_since_epoch = std::nullopt);
 
 }  // namespace slip::detail

@@ -196,6 +196,7 @@ DownloadOutcome download(const DownloadItem& item, const RemoteOptions& options,
     }
 
     Transfer t = item.make_get(extra);
+    t.ca_bundle = env_value(options.environment, "CURL_CA_BUNDLE").value_or("");
     std::unique_ptr<PartWriter> writer;
     uint64_t received = 0, start_offset = 0;
     std::optional<uint64_t> total;

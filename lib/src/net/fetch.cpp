@@ -13,6 +13,7 @@
 #include "net/download.hpp"
 #include "net/s3.hpp"
 #include "slip/error.hpp"
+#include "slip/convert.hpp"
 #include "slip/remote.hpp"
 #include "slip/runtime.hpp"
 #include "sources/litdata_names.hpp"
@@ -205,6 +206,7 @@ class Fetcher {
         net::Transfer t;
         t.url = url;
         t.request_headers = std::move(extra);
+        t.ca_bundle = env_value(options_.environment, "CURL_CA_BUNDLE").value_or("");
         t.limits = {options_.connect_timeout_s, options_.stall_timeout_s, options_.min_speed, options_.min_speed_time_s,
                     options_.total_timeout_s};
         return t;
@@ -277,14 +279,14 @@ std::string redact_uri(std::string_view uri) { return net::redact(uri); }
 
 fs::path RemoteOptions::resolved_download_dir() const {
   if (!download_dir.empty()) return fs::absolute(download_dir);
-  if (const char* d = std::getenv("SLIPSTREAM_CACHE_DIR"); d && *d) return fs::absolute(fs::path(d) / "downloads");
-  const char* home = std::getenv("HOME");
-  if (!home || !*home) throw Error(Errc::usage, "no download directory: set SLIPSTREAM_CACHE_DIR or --download-dir");
-  return fs::path(home) / ".slipstream" / "downloads";
+  if (!env_value(environment, "SLIPSTREAM_CACHE_DIR") && !env_value(environment, "HOME"))
+    throw Error(Errc::usage, "no download directory: set SLIPSTREAM_CACHE_DIR or HOME, or pass --download-dir");
+  return default_cache_root(environment) / "downloads";
 }
 
 RemoteOptions RemoteOptions::from_settings(const SourceOptions& options) {
   RemoteOptions r;
+  r.environment = options.environment;
   if (auto v = options.get("download-dir")) r.download_dir = *v;
   if (auto v = options.get("jobs")) r.jobs = static_cast<unsigned>(parse_double("--jobs", *v, 1, 256));
   if (auto v = options.get("endpoint-url")) r.endpoint_url = *v;

@@ -200,7 +200,7 @@ TransferResult perform_once(const Transfer& transfer, const std::string& url, bo
   // Only the protocols slip speaks, also after redirects.
   curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-  if (const char* ca = std::getenv("CURL_CA_BUNDLE"); ca && *ca) curl_easy_setopt(h, CURLOPT_CAINFO, ca);
+  if (!transfer.ca_bundle.empty()) curl_easy_setopt(h, CURLOPT_CAINFO, transfer.ca_bundle.c_str());
   result.curl = curl_easy_perform(h);
   if (ctx.error) std::rethrow_exception(ctx.error);
   throw_if_interrupted();

@@ -33,6 +33,7 @@ struct Transfer {
   // (perform() follows redirects itself then), never followed with them.
   std::vector<std::string> request_headers;
   TransferLimits limits;
+  std::string ca_bundle;  // CA certificates file (CURL_CA_BUNDLE, from the caller's environment); empty: curl's default
   // Called once per response with a 2xx status, before its first body byte.
   std::function<void(long status, const Headers&)> on_headers;
   // Body bytes of a 2xx response. Exceptions thrown here abort the transfer and are rethrown.

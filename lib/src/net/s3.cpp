@@ -16,11 +16,6 @@ namespace {
 
 constexpr const char* kEmptySha256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? std::string(v) : std::string();
-}
-
 std::string amz_now() {
   const std::time_t t = std::time(nullptr);
   std::tm tm{};
@@ -136,6 +131,7 @@ S3ListPage parse_list_objects_v2(std::string_view xml) {
 }
 
 S3Client::S3Client(const RemoteOptions& options) : options_(options) {
+  const auto env = [&](const char* name) { return env_value(options.environment, name).value_or(""); };
   region_ = env("AWS_REGION");
   if (region_.empty()) region_ = env("AWS_DEFAULT_REGION");
   if (region_.empty()) region_ = "us-east-1";
@@ -162,7 +158,7 @@ S3Client::S3Client(const RemoteOptions& options) : options_(options) {
       authority_ = authority_.substr(0, authority_.rfind(':'));
     path_style_ = true;
   }
-  if (!options.no_sign_request) credentials_ = find_aws_credentials();
+  if (!options.no_sign_request) credentials_ = find_aws_credentials(options.environment);
   if (!options.no_sign_request && !credentials_)
     throw Error(Errc::usage,
                 "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE (~/.aws/credentials), "
@@ -180,6 +176,7 @@ Transfer S3Client::signed_get(const std::string& bucket, const std::string& key,
   t.limits = {options_.connect_timeout_s, options_.stall_timeout_s, options_.min_speed, options_.min_speed_time_s,
               options_.total_timeout_s};
   t.request_headers = std::move(extra_headers);
+  t.ca_bundle = env_value(options_.environment, "CURL_CA_BUNDLE").value_or("");
   if (credentials_) {
     SigV4Request r;
     r.method = "GET";

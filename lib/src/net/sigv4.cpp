@@ -137,11 +137,8 @@ SigV4Signature sign_v4(const SigV4Request& request, const AwsCredentials& creden
   return out;
 }
 
-std::optional<AwsCredentials> find_aws_credentials() {
-  const auto env = [](const char* name) -> std::string {
-    const char* v = std::getenv(name);
-    return v ? std::string(v) : std::string();
-  };
+std::optional<AwsCredentials> find_aws_credentials(const Environment& environment) {
+  const auto env = [&](const char* name) { return env_value(environment, name).value_or(""); };
   const std::string profile_env = env("AWS_PROFILE");
   // As in the AWS CLI and botocore, keys in the environment win over AWS_PROFILE.
   AwsCredentials from_env{env("AWS_ACCESS_KEY_ID"), env("AWS_SECRET_ACCESS_KEY"), env("AWS_SESSION_TOKEN")};

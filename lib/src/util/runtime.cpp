@@ -92,11 +92,31 @@ unsigned available_cpus() {
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof set, &set) == 0) cpus = std::max(1, CPU_COUNT(&set));
   if (const unsigned limit = cgroup_cpu_limit(); limit > 0) cpus = std::min(cpus, limit);
-  if (const char* slurm = std::getenv("SLURM_CPUS_PER_TASK")) {
-    const long n = std::atol(slurm);
+  return std::max(1u, cpus);
+}
+
+unsigned available_cpus(const Environment& env) {
+  unsigned cpus = available_cpus();
+  if (const auto slurm = env_value(env, "SLURM_CPUS_PER_TASK")) {
+    const long n = std::atol(slurm->c_str());
     if (n > 0) cpus = std::min(cpus, static_cast<unsigned>(n));
   }
-  return std::max(1u, cpus);
+  return cpus;
+}
+
+Environment process_environment() {
+  return [](std::string_view name) -> std::optional<std::string> {
+    const char* v = std::getenv(std::string(name).c_str());
+    if (!v || !*v) return std::nullopt;
+    return std::string(v);
+  };
+}
+
+std::optional<std::string> env_value(const Environment& env, std::string_view name) {
+  if (!env) return std::nullopt;
+  auto v = env(name);
+  if (v && v->empty()) return std::nullopt;
+  return v;
 }
 
 void parallel_for(size_t count, unsigned threads, const std::function<void(size_t)>& body) {
