@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The scale figures of docs/SCALE.md: ImageNet-sized inputs (1,281,167 samples) as 1,282 WebDataset
-# tar shards and as an ImageFolder of 1,000 classes (hard links to 16 small JPEGs, so it costs
+# tar shards and as an ImageFolder of 1,000 classes (hard links to 128 copies of 16 small JPEGs, so it costs
 # inodes, not disk), then every command a user runs on them, with wall time, peak RSS and output
 # size, in one run. Needs ~3 GB in WORK (default: a temporary directory).
 # Usage: bench/scale_figures.sh [path/to/slip] [SAMPLES] [SHARDS]
@@ -20,18 +20,18 @@ export SLIPSTREAM_CACHE_DIR=$work/cache-root
 import os, sys, tarfile
 src, dst, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 os.makedirs(dst, exist_ok=True)
-# 16 distinct JPEGs: take them from the first shard.
+# 16 distinct JPEGs from the first shard, 8 files of each: an inode takes at most 65,000 links.
 t = tarfile.open(os.path.join(src, "train-000000.tar"))
+data = [t.extractfile(m).read() for m in t if m.name.endswith(".jpg")][:16]
 blobs = []
-for m in t:
-    if m.name.endswith(".jpg") and len(blobs) < 16:
-        p = os.path.join(dst, ".src-%d.JPEG" % len(blobs))
-        open(p, "wb").write(t.extractfile(m).read())
-        blobs.append(p)
+for k in range(128):
+    p = os.path.join(dst, ".src-%d.JPEG" % k)
+    open(p, "wb").write(data[k % 16])
+    blobs.append(p)
 for c in range(1000):
     os.makedirs(os.path.join(dst, "n%08d" % c), exist_ok=True)
 for i in range(n):
-    os.link(blobs[i % 16], os.path.join(dst, "n%08d" % (i % 1000), "n%08d_%d.JPEG" % (i % 1000, i)))
+    os.link(blobs[i % 128], os.path.join(dst, "n%08d" % (i % 1000), "n%08d_%d.JPEG" % (i % 1000, i)))
 for p in blobs:
     os.unlink(p)
 PY

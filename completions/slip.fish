@@ -30,6 +30,7 @@ complete -c slip -n "__fish_seen_subcommand_from convert" -l on-error -x -a 'fai
 complete -c slip -n "__fish_seen_subcommand_from convert" -l allow-empty -d 'Write a cache even when no sample is left (an empty source, or every sample skipped); otherwise exit 3'
 complete -c slip -n "__fish_seen_subcommand_from convert" -l dry-run -s n -d 'Say what would be written and where; write nothing'
 complete -c slip -n "__fish_seen_subcommand_from convert" -l json -d 'Print one JSON summary object instead of the path'
+complete -c slip -n "__fish_seen_subcommand_from convert" -l max-in-flight -x -d 'Sample bytes held between reading and writing (read ahead, preparing, writing); K, M, G, KiB, MiB, GiB'
 complete -c slip -n "__fish_seen_subcommand_from convert" -l max-image-pixels -x -d 'Refuse images whose header claims more pixels (decompression bombs); accepts K/M/G suffixes'
 complete -c slip -n "__fish_seen_subcommand_from convert" -l shard -x -d 'Convert only slice I of N (I/N, or '\''auto'\'' inside a SLURM job array) into a part cache; join with slip merge'
 complete -c slip -n "__fish_seen_subcommand_from convert" -l fingerprint -x -a 'stat content' -d 'Source fingerprint for the content id: '\''stat'\'' (sizes + mtimes, default) or '\''content'\'' (SHA-256 of the data)'

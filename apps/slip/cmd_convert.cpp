@@ -29,6 +29,7 @@ struct ConvertArgs {
   bool dry_run = false;
   std::string shard;
   std::string max_image_pixels = "89478485";
+  std::string max_in_flight = "256MiB";
   bool json = false;
   SourceOptions source_options;
 };
@@ -64,6 +65,9 @@ Action setup_convert(CLI::App& sub, const GlobalOptions& global) {
                "Write a cache even when no sample is left (an empty source, or every sample skipped); otherwise exit 3");
   sub.add_flag("-n,--dry-run", a->dry_run, "Say what would be written and where; write nothing");
   sub.add_flag("--json", a->json, "Print one JSON summary object instead of the path");
+  sub.add_option("--max-in-flight", a->max_in_flight,
+                 "Sample bytes held between reading and writing (read ahead, preparing, writing); K, M, G, KiB, MiB, GiB")
+      ->capture_default_str();
   sub.add_option("--max-image-pixels", a->max_image_pixels,
                  "Refuse images whose header claims more pixels (decompression bombs); accepts K/M/G suffixes")
       ->capture_default_str();
@@ -119,6 +123,8 @@ Action setup_convert(CLI::App& sub, const GlobalOptions& global) {
     options.image_format = a->image_format == "yuv420" ? StoredFormat::yuv420 : StoredFormat::jpeg;
     if (!a->shard.empty()) options.shard = parse_shard(a->shard, process_environment());
     options.max_image_pixels = parse_count(a->max_image_pixels);
+    options.max_bytes_in_flight = parse_count(a->max_in_flight);
+    if (options.max_bytes_in_flight < (1u << 20)) throw Error(Errc::usage, "--max-in-flight must be >= 1MiB");
     options.source_options = a->source_options;
     if (a->dry_run) {
       const SourceIdentity id = source->identity();
@@ -163,6 +169,7 @@ Action setup_convert(CLI::App& sub, const GlobalOptions& global) {
       j["transcoded"] = r.transcoded;
       j["bytes"] = r.bytes_written;
       j["seconds"] = r.seconds;
+      j["stage_seconds"] = {{"read", r.stage_seconds.read}, {"prepare", r.stage_seconds.prepare}, {"write", r.stage_seconds.write}};
       nlohmann::ordered_json ledger = nlohmann::ordered_json::array();
       for (const LedgerEntry& e : r.ledger)
         ledger.push_back(

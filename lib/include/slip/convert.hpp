@@ -53,6 +53,9 @@ struct ConvertOptions {
   // Images whose header claims more pixels are refused (decompression bombs); Pillow's
   // default MAX_IMAGE_PIXELS warning threshold.
   uint64_t max_image_pixels = 89478485;
+  // Sample bytes held between reading and writing (read ahead, being prepared, being written);
+  // one sample larger than a quarter of it still goes through, alone.
+  uint64_t max_bytes_in_flight = uint64_t{256} << 20;
   ProgressCallback progress;  // called from the writing thread
   CancelToken cancel;         // cancel() from any thread stops the conversion (slip/runtime.hpp)
   // The manifest's "created" time, seconds since the epoch; default now. The slip command
@@ -92,6 +95,12 @@ struct ConvertResult {
   uint64_t source_samples = 0, written = 0, skipped = 0, transcoded = 0;
   uint64_t bytes_written = 0;
   double seconds = 0;
+  // Busy seconds of each pipeline stage (they overlap, so they may add up to more than
+  // `seconds`): reading the source, preparing (parse, checksum, transcode; on all threads, wall
+  // time), writing. The stage whose busy time is closest to `seconds` bounds the run.
+  struct StageSeconds {
+    double read = 0, prepare = 0, write = 0;
+  } stage_seconds;
   std::vector<LedgerEntry> ledger;
 };
 

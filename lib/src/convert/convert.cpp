@@ -19,6 +19,10 @@
 #include "format/staging.hpp"
 #include "convert/manifest_build.hpp"
 #include <limits>
+#include <exception>
+#include <atomic>
+#include <mutex>
+#include <thread>
 #include "slip/error.hpp"
 #include "slip/hash.hpp"
 #include "slip/image.hpp"
@@ -26,6 +30,7 @@
 #include "slip/yuv420.hpp"
 #include "util/untrusted.hpp"
 #include "util/file_io.hpp"
+#include "util/bounded_queue.hpp"
 #include "util/cancel.hpp"
 
 namespace slip {
@@ -297,8 +302,137 @@ fs::path planned_cache_path(const Source& source, const ConvertOptions& options)
   return workdir / part.dir_name();
 }
 
-// Bytes of sample values held in one batch between reading and writing (one sample may exceed it).
-constexpr uint64_t kMaxBatchBytes = uint64_t{256} << 20;
+namespace {
+
+// The conversion pipeline: a reader thread pulls samples from the source (which itself keeps
+// --io-depth reads in flight) into batches; the calling thread prepares each batch on the
+// worker threads (parse, checksum, transcode); a writer thread appends them in sample order.
+// The three stages overlap, connected by bounded queues: at most four batches exist at once
+// (two read ahead, one being prepared, one being written), each bounded by a quarter of
+// options.max_bytes_in_flight, so memory does not depend on image sizes (one sample larger
+// than a batch still goes through alone). The output does not depend on the thread count.
+struct Batch {
+  std::vector<Sample> samples;
+  std::vector<Prepared> prepared;
+  size_t count = 0;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+void run_pipeline(Source& source, const Schema& schema, const ConvertOptions& options, unsigned threads, uint64_t remaining,
+                  detail::CacheWriter& writer, ConvertResult& result) {
+  const size_t batch_size = std::max<size_t>(64, threads * 32);
+  const uint64_t batch_bytes_limit = std::max<uint64_t>(options.max_bytes_in_flight / 4, 1);
+  detail::BoundedQueue<Batch> read_queue(2), write_queue(1), free_batches(8);
+  std::exception_ptr error;
+  std::mutex error_mutex;
+  auto fail = [&](std::exception_ptr e) {
+    {
+      std::lock_guard lock(error_mutex);
+      if (!error) error = std::move(e);
+    }
+    read_queue.abort();
+    write_queue.abort();
+    free_batches.abort();
+  };
+  const std::atomic<bool>* cancel = detail::current_cancel_flag();
+  ProgressUpdate progress;
+  progress.total = remaining == std::numeric_limits<uint64_t>::max() ? source.size() : std::optional<uint64_t>(remaining);
+
+  std::thread reader([&] {
+    const detail::CancelScope scope(cancel);
+    try {
+      bool more = true;
+      while (more) {
+        throw_if_interrupted();
+        Batch batch = free_batches.try_pop().value_or(Batch{});
+        batch.samples.resize(batch_size);
+        batch.prepared.resize(batch_size);
+        batch.count = 0;
+        uint64_t bytes = 0;
+        const auto t = std::chrono::steady_clock::now();
+        while (batch.count < batch_size && remaining > 0 && bytes < batch_bytes_limit &&
+               (more = source.next(batch.samples[batch.count]))) {
+          for (const Value& v : batch.samples[batch.count].values) bytes += v.bytes.size();
+          ++batch.count;
+          --remaining;
+        }
+        result.stage_seconds.read += seconds_since(t);
+        if (remaining == 0) more = false;
+        if (batch.count > 0 && !read_queue.push(std::move(batch))) return;
+      }
+      read_queue.close();
+    } catch (...) {
+      fail(std::current_exception());
+    }
+  });
+
+  std::thread writer_thread([&] {
+    const detail::CancelScope scope(cancel);
+    try {
+      while (auto batch = write_queue.pop()) {
+        throw_if_interrupted();
+        const auto t = std::chrono::steady_clock::now();
+        for (size_t i = 0; i < batch->count; ++i) {
+          Sample& s = batch->samples[i];
+          Prepared& p = batch->prepared[i];
+          ++result.source_samples;
+          if (s.skip) {
+            result.ledger.push_back({s.source_index, std::nullopt, s.origin, "", "skipped", *s.skip});
+            ++result.skipped;
+            continue;
+          }
+          if (p.problem) {
+            if (options.on_error == OnError::fail)
+              throw Error(Errc::bad_input, *p.problem).with_path(s.origin).with_sample(s.source_index);
+            result.ledger.push_back({s.source_index, std::nullopt, s.origin, p.problem_field, "skipped", *p.problem});
+            ++result.skipped;
+            continue;
+          }
+          for (const std::string& field : p.transcoded_fields) {
+            result.ledger.push_back({s.source_index, writer.count(), s.origin, field, "transcoded", p.transcode_reason});
+            ++result.transcoded;
+          }
+          writer.append(s.values, p.sums);
+        }
+        result.stage_seconds.write += seconds_since(t);
+        progress.done = result.source_samples;
+        progress.bytes = writer.payload_bytes();
+        if (options.progress) options.progress(progress);
+        // The batch's buffers are reused by the reader; their sample bytes are released now.
+        for (size_t i = 0; i < batch->count; ++i) {
+          for (Value& v : batch->samples[i].values) std::vector<std::byte>().swap(v.bytes);
+          batch->prepared[i] = Prepared{};
+        }
+        free_batches.push(std::move(*batch));
+      }
+    } catch (...) {
+      fail(std::current_exception());
+    }
+  });
+
+  try {
+    while (auto batch = read_queue.pop()) {
+      throw_if_interrupted();
+      const auto t = std::chrono::steady_clock::now();
+      parallel_for(batch->count, threads, [&](size_t i) {
+        prepare(batch->samples[i], schema, options.non_jpeg, options.max_image_pixels, batch->prepared[i]);
+      });
+      result.stage_seconds.prepare += seconds_since(t);
+      if (!write_queue.push(std::move(*batch))) break;
+    }
+    write_queue.close();
+  } catch (...) {
+    fail(std::current_exception());
+  }
+  reader.join();
+  writer_thread.join();
+  if (error) std::rethrow_exception(error);
+}
+
+}  // namespace
 
 ConvertResult convert(Source& source, const ConvertOptions& options) {
   const detail::CancelScope cancel_scope(options.cancel);
@@ -380,50 +514,7 @@ ConvertResult convert(Source& source, const ConvertOptions& options) {
 
   detail::CacheWriter writer(tmp, schema);
   const unsigned threads = options.threads ? options.threads : available_cpus();
-  const size_t batch_size = std::max<size_t>(64, threads * 32);
-  std::vector<Sample> batch(batch_size);
-  std::vector<Prepared> prepared(batch_size);
-  ProgressUpdate progress;
-  progress.total = part ? std::optional<uint64_t>(part->end - part->start) : source.size();
-  bool more = true;
-  while (more) {
-    throw_if_interrupted();
-    // A batch is bounded by bytes as well as by count: 64 samples of a few hundred MiB each
-    // would otherwise be held at once.
-    size_t got = 0;
-    uint64_t batch_bytes = 0;
-    while (got < batch_size && remaining > 0 && batch_bytes < kMaxBatchBytes && (more = source.next(batch[got]))) {
-      for (const Value& v : batch[got].values) batch_bytes += v.bytes.size();
-      ++got;
-      --remaining;
-    }
-    if (remaining == 0) more = false;
-    parallel_for(got, threads, [&](size_t i) { prepare(batch[i], schema, options.non_jpeg, options.max_image_pixels, prepared[i]); });
-    for (size_t i = 0; i < got; ++i) {
-      Sample& s = batch[i];
-      Prepared& p = prepared[i];
-      ++result.source_samples;
-      if (s.skip) {
-        result.ledger.push_back({s.source_index, std::nullopt, s.origin, "", "skipped", *s.skip});
-        ++result.skipped;
-        continue;
-      }
-      if (p.problem) {
-        if (options.on_error == OnError::fail) throw Error(Errc::bad_input, *p.problem).with_path(s.origin).with_sample(s.source_index);
-        result.ledger.push_back({s.source_index, std::nullopt, s.origin, p.problem_field, "skipped", *p.problem});
-        ++result.skipped;
-        continue;
-      }
-      for (const std::string& field : p.transcoded_fields) {
-        result.ledger.push_back({s.source_index, writer.count(), s.origin, field, "transcoded", p.transcode_reason});
-        ++result.transcoded;
-      }
-      writer.append(s.values, p.sums);
-    }
-    progress.done = result.source_samples;
-    progress.bytes = writer.payload_bytes();
-    if (options.progress) options.progress(progress);
-  }
+  run_pipeline(source, schema, options, threads, remaining, writer, result);
   throw_if_interrupted();
   result.written = writer.count();
   if (result.written == 0 && !options.allow_empty && !part)
