@@ -22,11 +22,25 @@ for c in n01440764 n02102040 n02979186 n03000684; do
 done
 head -c 500 /dev/urandom > "$WORK/bad.jpg" && tar rf "$WORK/shards/s1.tar" -C "$WORK" bad.jpg
 ref=$("$SLIP" convert "$WORK"/shards/s{0..3}.tar -o "$WORK/tref" -q --on-error skip -j 2)
-for opts in "-j 1" "-j 2 --max-in-flight 1MiB"; do
+for opts in "-j 1" "-j 2 --max-in-flight 1MiB" "--io-depth 1" "--io-depth 3" "--io-depth 16 -j 1"; do
   out=$("$SLIP" convert "$WORK"/shards/s{0..3}.tar -o "$WORK/t$RANDOM" -q --on-error skip $opts)
   same_tree "$ref" "$out" "tar shards $opts"
 done
-pass "tar shards: identical caches (ledger included) for -j 1/2 and --max-in-flight 1MiB"
+pass "tar shards: identical caches (ledger included) for -j 1/2, --max-in-flight 1MiB, 1/3/16 shards read at once"
+
+# Compressed shards are decompressed on the shard threads: the same samples as plain ones.
+mkdir -p "$WORK/gz"
+for i in 0 1 2 3; do gzip -c "$WORK/shards/s$i.tar" > "$WORK/gz/s$i.tar.gz"; done
+for depth in 1 4; do
+  gz=$("$SLIP" convert "$WORK"/gz/s{0..3}.tar.gz -o "$WORK/gz$depth" -q --on-error skip --io-depth $depth)
+  for f in image.bin image.meta.npy key.bin key.offsets.npy; do
+    [ -e "$ref/$f" ] || fail "no $f in the tar cache"
+    cmp -s "$ref/$f" "$gz/$f" || fail "gzip shards (--io-depth $depth): $f differs from the plain shards'"
+  done
+  [ "$("$SLIP" info "$gz" --json | $PY -c 'import json,sys; print(json.load(sys.stdin)["samples"])')" = \
+    "$("$SLIP" info "$ref" --json | $PY -c 'import json,sys; print(json.load(sys.stdin)["samples"])')" ] || fail "gzip shards: sample count"
+done
+pass "gzip shards read in parallel: the same samples as the plain shards"
 
 # A failing sample stops the pipeline with the sample's error and leaves nothing behind.
 expect_status 3 "$SLIP" convert "$WORK"/shards/s{0..3}.tar -o "$WORK/fail" --max-in-flight 1MiB

@@ -11,12 +11,19 @@
 #include <map>
 #include <set>
 #include <unordered_set>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
 
 #include "slip/error.hpp"
 #include "slip/hash.hpp"
 #include "slip/runtime.hpp"
 #include "slip/source.hpp"
 #include "sources/shard_list.hpp"
+#include "sources/source_registry.hpp"
+#include "util/cancel.hpp"
 #include "util/file_io.hpp"
 #include "util/log.hpp"
 
@@ -127,6 +134,240 @@ struct StdinSpools : std::set<std::string> {
   }
 };
 
+// One shard read sequentially: its members grouped into samples (a group = consecutive members
+// with one key). Errors name the shard and the byte offset. Used on the caller's thread, or on
+// a ShardPipeline worker (several shards at once).
+class ShardReader {
+ public:
+  ShardReader(std::string path, TarLimits limits) : path_(std::move(path)), limits_(limits) {
+    ArchivePtr a(archive_read_new(), &archive_read_free);
+    archive_read_support_filter_all(a.get());  // gzip, zstd, xz, bzip2... detected by content
+    archive_read_support_format_tar(a.get());
+    archive_read_support_format_gnutar(a.get());
+    if (archive_read_open_filename(a.get(), path_.c_str(), 1 << 20) != ARCHIVE_OK)
+      throw fail("", 0, std::string("not a readable tar: ") + archive_error_string(a.get()));
+    archive_ = std::move(a);
+  }
+
+  // The next sample's members, in shard order; false at the shard's end.
+  bool read_group(std::vector<Member>& group) {
+    if (!have_pending_) {
+      if (!read_member(pending_)) return false;
+      have_pending_ = true;
+    }
+    group.clear();
+    group.push_back(std::move(pending_));
+    have_pending_ = false;
+    const std::string key = group.front().key;
+    if (!seen_keys_.insert(key).second)
+      throw fail(group.front().name, group.front().offset, "key \"" + key + "\" appears again after other samples (unordered shard)");
+    std::set<std::string> fields{group.front().field};
+    Member m;
+    while (read_member(m)) {
+      if (m.key != key) {
+        pending_ = std::move(m);
+        have_pending_ = true;
+        return true;
+      }
+      if (!fields.insert(m.field).second) throw fail(m.name, m.offset, "duplicate field \"" + m.field + "\" in sample \"" + key + "\"");
+      group.push_back(std::move(m));
+    }
+    return true;
+  }
+
+ private:
+  static std::string lower(std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  }
+  Error fail(const std::string& member, uint64_t offset, const std::string& why) const {
+    return Error(Errc::bad_input, (member.empty() ? "" : "member " + member + ": ") + why).with_path(path_).with_offset(offset);
+  }
+  // The next regular member of the current shard, or false at its end.
+  bool read_member(Member& m) {
+    if (at_end_) return false;  // libarchive must not be asked again after its EOF
+    while (true) {
+      archive_entry* e = nullptr;
+      bool missing_end_marker = false;
+      const int rc = next_header_checked(archive_.get(), &e, headers_read_, missing_end_marker);
+      if (rc == ARCHIVE_EOF) {
+        if (missing_end_marker) {
+          const auto at = static_cast<uint64_t>(archive_filter_bytes(archive_.get(), 0));
+          if (!limits_.allow_truncated)
+            throw fail("", at,
+                       "the shard ends without tar's end-of-archive blocks: it was cut short (--allow-truncated converts what is there)");
+          detail::warn("{}: byte {}: the shard ends without tar's end-of-archive blocks (cut short?); converted what is there",
+                       path_, at);
+        }
+        at_end_ = true;
+        return false;
+      }
+      ++headers_read_;
+      const uint64_t offset = static_cast<uint64_t>(std::max<la_int64_t>(0, archive_read_header_position(archive_.get())));
+      if (rc < ARCHIVE_WARN) throw fail("", offset, std::string("corrupt tar: ") + archive_error_string(archive_.get()));
+      const char* p = archive_entry_pathname(e);
+      m.name = p ? p : "";
+      const auto type = archive_entry_filetype(e);
+      if (type == AE_IFDIR) continue;
+      if (m.name.empty() || m.name[0] == '/' || m.name == ".." || m.name.rfind("../", 0) == 0 || m.name.find("/../") != std::string::npos ||
+          (m.name.size() >= 3 && m.name.compare(m.name.size() - 3, 3, "/..") == 0))
+        throw fail(m.name, offset, "unsafe member name (absolute or with '..'); refusing the shard");
+      if (type != AE_IFREG || archive_entry_hardlink(e)) {
+        const char* kind = archive_entry_symlink(e) ? "symlink" : archive_entry_hardlink(e) ? "hard link" : "special file";
+        detail::warn("{}: member {} (byte {}): {} skipped, never followed", path_, m.name, offset, kind);
+        continue;
+      }
+      m.offset = offset;
+      const std::string base = fs::path(m.name).filename().string();
+      const auto dot = base.find('.');
+      if (dot == std::string::npos || dot == 0) {
+        detail::warn("{}: member {} (byte {}): no extension, not part of any sample; skipped", path_, m.name, offset);
+        continue;
+      }
+      const std::string dir = m.name.substr(0, m.name.size() - base.size());
+      m.key = dir + base.substr(0, dot);
+      m.field = lower(base.substr(dot + 1));
+      m.problem = member_header_problem(e, limits_.max_member_bytes);
+      if (!m.problem.empty()) {
+        m.data.clear();
+        return true;  // the sample is bad; the data is skipped with the next header
+      }
+      try {
+        m.problem = read_member_data(archive_.get(), limits_.max_member_bytes, m.data);
+      } catch (const Error& err) {
+        throw fail(m.name, offset, err.message());
+      }
+      if (!m.problem.empty()) return true;
+      if (archive_entry_size_is_set(e) && static_cast<uint64_t>(archive_entry_size(e)) != m.data.size())
+        throw fail(m.name, offset,
+                   "member holds " + std::to_string(m.data.size()) + " bytes, its header says " + std::to_string(archive_entry_size(e)) +
+                       " (truncated shard)");
+      return true;
+    }
+  }
+
+  std::string path_;
+  TarLimits limits_;
+  ArchivePtr archive_{nullptr, &archive_read_free};
+  uint64_t headers_read_ = 0;
+  Member pending_;
+  bool have_pending_ = false, at_end_ = false;
+  std::unordered_set<std::string> seen_keys_;
+};
+
+// Several shards read at once (each sequentially, on its own thread, decompression included),
+// their samples handed over in shard order: shard i+1 .. i+window-1 are read while shard i is
+// consumed. Each shard holds at most kShardBufferBytes of read-ahead samples, so memory is
+// bounded by window x that. An error is delivered where it happened in the stream: the samples
+// before it first.
+class ShardPipeline {
+ public:
+  static constexpr uint64_t kShardBufferBytes = uint64_t{16} << 20;
+
+  ShardPipeline(const std::vector<std::string>& shards, TarLimits limits, unsigned window)
+      : shards_(shards), limits_(limits), window_(std::max(1u, window)), queues_(shards.size()), cancel_(detail::current_cancel_flag()) {
+    const unsigned threads = static_cast<unsigned>(std::min<size_t>(window_, shards_.size()));
+    for (unsigned t = 0; t < threads; ++t) workers_.emplace_back([this] { work(); });
+  }
+  ~ShardPipeline() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    changed_.notify_all();
+    for (auto& w : workers_) w.join();
+  }
+  ShardPipeline(const ShardPipeline&) = delete;
+  ShardPipeline& operator=(const ShardPipeline&) = delete;
+
+  // The next sample's members and its shard's index; false after the last shard.
+  bool next(std::vector<Member>& group, size_t& shard) {
+    std::unique_lock lock(mutex_);
+    while (current_ < shards_.size()) {
+      Queue& q = queues_[current_];
+      changed_.wait(lock, [&] { return !q.items.empty() || q.closed; });
+      if (!q.items.empty()) {
+        Item item = std::move(q.items.front());
+        q.items.pop_front();
+        q.bytes -= item.bytes;
+        changed_.notify_all();
+        if (item.error) std::rethrow_exception(item.error);
+        group = std::move(item.group);
+        shard = current_;
+        return true;
+      }
+      ++current_;  // this shard is done: the window moves on
+      changed_.notify_all();
+    }
+    return false;
+  }
+
+ private:
+  struct Item {
+    std::vector<Member> group;
+    uint64_t bytes = 0;
+    std::exception_ptr error;
+  };
+  struct Queue {
+    std::deque<Item> items;
+    uint64_t bytes = 0;
+    bool closed = false;
+  };
+
+  void work() {
+    const detail::CancelScope scope(cancel_);
+    for (;;) {
+      size_t shard = 0;
+      {
+        std::unique_lock lock(mutex_);
+        changed_.wait(lock, [&] { return stop_ || next_claim_ >= shards_.size() || next_claim_ < current_ + window_; });
+        if (stop_ || next_claim_ >= shards_.size()) return;
+        shard = next_claim_++;
+      }
+      try {
+        ShardReader reader(shards_[shard], limits_);
+        std::vector<Member> group;
+        while (reader.read_group(group)) {
+          Item item;
+          for (const Member& m : group) item.bytes += m.data.size() + m.name.size();
+          item.group = std::move(group);
+          if (!push(shard, std::move(item))) return;
+        }
+      } catch (...) {
+        Item item;
+        item.error = std::current_exception();
+        if (!push(shard, std::move(item))) return;
+      }
+      std::lock_guard lock(mutex_);
+      queues_[shard].closed = true;
+      changed_.notify_all();
+    }
+  }
+
+  // Waits while the shard's buffer is full (one sample always fits); false when stopping.
+  bool push(size_t shard, Item item) {
+    std::unique_lock lock(mutex_);
+    Queue& q = queues_[shard];
+    changed_.wait(lock, [&] { return stop_ || q.items.empty() || q.bytes + item.bytes <= kShardBufferBytes; });
+    if (stop_) return false;
+    q.bytes += item.bytes;
+    q.items.push_back(std::move(item));
+    changed_.notify_all();
+    return true;
+  }
+
+  std::vector<std::string> shards_;
+  TarLimits limits_;
+  size_t window_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<Queue> queues_;
+  size_t current_ = 0, next_claim_ = 0;
+  bool stop_ = false;
+  const std::atomic<bool>* cancel_;
+  std::vector<std::thread> workers_;
+};
+
 class TarSource final : public Source {
  public:
   TarSource(std::vector<std::string> shards, const SourceOptions& options) : shards_(std::move(shards)) {
@@ -134,6 +375,7 @@ class TarSource final : public Source {
     missing_ = options.get("missing").value_or("error");
     if (missing_ != "error" && missing_ != "skip" && missing_ != "empty") throw Error(Errc::usage, "--missing wants error, skip or empty");
     limits_ = tar_limits(options);
+    if (auto depth = options.get("io-depth")) parallel_shards_ = static_cast<unsigned>(std::min<uint64_t>(detail::parse_io_depth(*depth), 64));
     for (const auto& f : options.get_all("field")) {
       const auto eq = f.find('=');
       if (eq == std::string::npos) throw Error(Errc::usage, "--field wants NAME=TYPE, got \"" + f + "\"");
@@ -178,9 +420,7 @@ class TarSource final : public Source {
     const uint64_t total = shards_.size();
     FileSlice s{total * index / count, total * (index + 1) / count, total};
     shards_ = std::vector<std::string>(shards_.begin() + static_cast<ptrdiff_t>(s.start), shards_.begin() + static_cast<ptrdiff_t>(s.end));
-    archive_.reset();
-    have_pending_ = false;
-    pending_shard_ = 0;
+    pipeline_.reset();
     if (shards_.empty()) done_ = true;
     return s;
   }
@@ -271,128 +511,21 @@ class TarSource final : public Source {
     return Error(Errc::bad_input, (member.empty() ? "" : "member " + member + ": ") + why).with_path(shards_[shard_]).with_offset(offset);
   }
 
-  bool open_shard(size_t i) {
-    archive_.reset();
-    if (i >= shards_.size()) return false;
-    shard_ = i;
-    seen_keys_.clear();
-    headers_read_ = 0;
-    ArchivePtr a(archive_read_new(), &archive_read_free);
-    archive_read_support_filter_all(a.get());  // gzip, zstd, xz, bzip2... detected by content
-    archive_read_support_format_tar(a.get());
-    archive_read_support_format_gnutar(a.get());
-    if (archive_read_open_filename(a.get(), shards_[i].c_str(), 1 << 20) != ARCHIVE_OK)
-      throw fail("", 0, std::string("not a readable tar: ") + archive_error_string(a.get()));
-    archive_ = std::move(a);
-    return true;
-  }
-
-  // The next regular member of the current shard, or false at its end.
-  bool read_member(Member& m) {
-    while (true) {
-      archive_entry* e = nullptr;
-      bool missing_end_marker = false;
-      const int rc = next_header_checked(archive_.get(), &e, headers_read_, missing_end_marker);
-      if (rc == ARCHIVE_EOF) {
-        if (missing_end_marker) {
-          const auto at = static_cast<uint64_t>(archive_filter_bytes(archive_.get(), 0));
-          if (!limits_.allow_truncated)
-            throw fail("", at,
-                       "the shard ends without tar's end-of-archive blocks: it was cut short (--allow-truncated converts what is there)");
-          detail::warn("{}: byte {}: the shard ends without tar's end-of-archive blocks (cut short?); converted what is there",
-                       shards_[shard_], at);
-        }
-        return false;
-      }
-      ++headers_read_;
-      const uint64_t offset = static_cast<uint64_t>(std::max<la_int64_t>(0, archive_read_header_position(archive_.get())));
-      if (rc < ARCHIVE_WARN) throw fail("", offset, std::string("corrupt tar: ") + archive_error_string(archive_.get()));
-      const char* p = archive_entry_pathname(e);
-      m.name = p ? p : "";
-      const auto type = archive_entry_filetype(e);
-      if (type == AE_IFDIR) continue;
-      if (m.name.empty() || m.name[0] == '/' || m.name == ".." || m.name.rfind("../", 0) == 0 || m.name.find("/../") != std::string::npos ||
-          (m.name.size() >= 3 && m.name.compare(m.name.size() - 3, 3, "/..") == 0))
-        throw fail(m.name, offset, "unsafe member name (absolute or with '..'); refusing the shard");
-      if (type != AE_IFREG || archive_entry_hardlink(e)) {
-        const char* kind = archive_entry_symlink(e) ? "symlink" : archive_entry_hardlink(e) ? "hard link" : "special file";
-        detail::warn("{}: member {} (byte {}): {} skipped, never followed", shards_[shard_], m.name, offset, kind);
-        continue;
-      }
-      m.offset = offset;
-      const std::string base = fs::path(m.name).filename().string();
-      const auto dot = base.find('.');
-      if (dot == std::string::npos || dot == 0) {
-        detail::warn("{}: member {} (byte {}): no extension, not part of any sample; skipped", shards_[shard_], m.name, offset);
-        continue;
-      }
-      const std::string dir = m.name.substr(0, m.name.size() - base.size());
-      m.key = dir + base.substr(0, dot);
-      m.field = lower(base.substr(dot + 1));
-      m.problem = member_header_problem(e, limits_.max_member_bytes);
-      if (!m.problem.empty()) {
-        m.data.clear();
-        return true;  // the sample is bad; the data is skipped with the next header
-      }
-      try {
-        m.problem = read_member_data(archive_.get(), limits_.max_member_bytes, m.data);
-      } catch (const Error& err) {
-        throw fail(m.name, offset, err.message());
-      }
-      if (!m.problem.empty()) return true;
-      if (archive_entry_size_is_set(e) && static_cast<uint64_t>(archive_entry_size(e)) != m.data.size())
-        throw fail(m.name, offset,
-                   "member holds " + std::to_string(m.data.size()) + " bytes, its header says " + std::to_string(archive_entry_size(e)) +
-                       " (truncated shard)");
-      return true;
-    }
-  }
-
   bool read_group(std::vector<Member>& group) {
     if (done_) return false;
-    while (true) {
-      if (!archive_ && !open_shard(pending_shard_)) return false;
-      if (!have_pending_) {
-        if (!read_member(pending_)) {
-          pending_shard_ = shard_ + 1;
-          archive_.reset();
-          if (pending_shard_ >= shards_.size()) return false;
-          continue;
-        }
-        have_pending_ = true;
-      }
-      break;
-    }
-    group.clear();
-    group.push_back(std::move(pending_));
-    have_pending_ = false;
-    const std::string key = group.front().key;
-    if (!seen_keys_.insert(key).second)
-      throw fail(group.front().name, group.front().offset, "key \"" + key + "\" appears again after other samples (unordered shard)");
-    std::set<std::string> fields{group.front().field};
-    Member m;
-    while (read_member(m)) {
-      if (m.key != key) {
-        pending_ = std::move(m);
-        have_pending_ = true;
-        return true;
-      }
-      if (!fields.insert(m.field).second) throw fail(m.name, m.offset, "duplicate field \"" + m.field + "\" in sample \"" + key + "\"");
-      group.push_back(std::move(m));
-    }
-    pending_shard_ = shard_ + 1;
-    archive_.reset();
-    return true;
+    if (!pipeline_) pipeline_ = std::make_unique<ShardPipeline>(shards_, limits_, parallel_shards_);
+    return pipeline_->next(group, shard_);
   }
 
   void infer_schema() {
     // Read the first sample, then start over.
     std::vector<Member> first;
-    pending_shard_ = 0;
-    if (!read_group(first)) throw Error(Errc::bad_input, "the tar holds no samples").with_path(shards_.front());
-    archive_.reset();
-    have_pending_ = false;
-    pending_shard_ = 0;
+    bool found = false;
+    for (const std::string& shard : shards_) {  // the first sample of the first shard that has one
+      ShardReader reader(shard, limits_);
+      if ((found = reader.read_group(first))) break;
+    }
+    if (!found) throw Error(Errc::bad_input, "the tar holds no samples").with_path(shards_.front());
     std::string image = image_field_, label = label_field_;
     if (image.empty())
       for (const auto& m : first)
@@ -451,19 +584,16 @@ class TarSource final : public Source {
   StdinSpools spooled_;
   std::string missing_, image_field_, label_field_;
   TarLimits limits_;
-  uint64_t headers_read_ = 0;  // in the current shard
+  unsigned parallel_shards_ = 4;
   std::map<std::string, std::string> overrides_;
   Schema schema_;
   SourceIdentity identity_;
   std::map<std::string, size_t> field_of_ext_;
   std::vector<std::string> ext_of_field_;
   std::set<std::string> warned_;
-  ArchivePtr archive_{nullptr, &archive_read_free};
-  size_t shard_ = 0, pending_shard_ = 0;
-  Member pending_;
-  bool have_pending_ = false;
+  std::unique_ptr<ShardPipeline> pipeline_;
+  size_t shard_ = 0;    // of the last group returned
   bool done_ = false;  // an empty slice of a job array
-  std::unordered_set<std::string> seen_keys_;
   uint64_t index_ = 0;
 };
 
