@@ -107,6 +107,11 @@ class Cache {
   // readers of a whole cache call it every kResidentWindowBytes so their RSS stays bounded.
   // Safe while other threads read: released pages fault back in on access.
   void release_resident_pages() const noexcept;
+  // Releases them when this process's resident file pages (/proc/self/statm) exceed `limit`.
+  // What a payload read maps in depends on the kernel (fault-around, large folios: a random
+  // 1 KB read can map megabytes), so readers check the real figure every few hundred payloads
+  // instead of counting bytes. Cheap (one small read); safe from any thread.
+  void keep_resident_below(uint64_t limit = kResidentWindowBytes) const noexcept;
   static constexpr uint64_t kResidentWindowBytes = 256ull << 20;
 
  private:

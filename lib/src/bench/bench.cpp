@@ -150,9 +150,7 @@ BenchReport run_bench(const Cache& cache, const BenchOptions& options, const std
     }
     uint64_t batches = 0;
     // RSS stays under ~kResidentWindowBytes of mapped cache (plus the batch buffers), however
-    // large the cache: resident pages are released every window (page cache untouched).
-    const uint64_t mean_payload = report.samples ? report.payload_bytes / report.samples : 0;
-    uint64_t touched = 0;
+    // large the cache: resident pages are released past the window (page cache untouched).
     const auto start = Clock::now();
     for (uint64_t first = 0; first < report.samples; first += options.batch_size) {
       throw_if_interrupted();
@@ -177,11 +175,7 @@ BenchReport run_bench(const Cache& cache, const BenchOptions& options, const std
         engine.decode(batch, epoch, outputs);
       }
       ++batches;
-      touched += mean_payload * count;
-      if (touched >= Cache::kResidentWindowBytes) {
-        cache.release_resident_pages();
-        touched = 0;
-      }
+      cache.keep_resident_below();
     }
     BenchEpoch e;
     e.seconds = seconds_since(start);
@@ -198,18 +192,25 @@ BenchReport run_bench(const Cache& cache, const BenchOptions& options, const std
     if (raw) {
       // The same copies (same sizes, same destinations, same threads) from a warm heap copy of
       // the payloads instead of the mapped cache file: memcpy bandwidth for this access pattern.
-      std::vector<uint64_t> offsets(report.samples + 1);
-      for (uint64_t id = 0; id < report.samples; ++id) offsets[id + 1] = offsets[id] + record_of(id).data_size;
-      std::vector<std::byte> heap(offsets.back());
+      // The heap copy holds the first payloads up to a quarter of the resident window (at least one
+      // batch), so the limit costs bounded memory on a cache of any size.
+      std::vector<uint64_t> offsets{0};
       for (uint64_t id = 0; id < report.samples; ++id) {
+        if (id >= options.batch_size && offsets.back() >= Cache::kResidentWindowBytes / 4) break;
+        offsets.push_back(offsets.back() + record_of(id).data_size);
+      }
+      const uint64_t limit_samples = offsets.size() - 1;
+      std::vector<std::byte> heap(offsets.back());
+      for (uint64_t id = 0; id < limit_samples; ++id) {
         const auto payload = payload_of(id);
         std::memcpy(heap.data() + offsets[id], payload.data(), payload.size());
       }
+      cache.release_resident_pages();
       uint64_t copied = 0;
       const auto start = Clock::now();
       do {
-        for (uint64_t first = 0; first < report.samples; first += options.batch_size) {
-          const size_t count = static_cast<size_t>(std::min<uint64_t>(options.batch_size, report.samples - first));
+        for (uint64_t first = 0; first < limit_samples; first += options.batch_size) {
+          const size_t count = static_cast<size_t>(std::min<uint64_t>(options.batch_size, limit_samples - first));
           raw_pool.run(count, [&](unsigned, size_t i) {
             const uint64_t id = first + i;
             std::memcpy(raw_data.data() + i * max_size, heap.data() + offsets[id], offsets[id + 1] - offsets[id]);

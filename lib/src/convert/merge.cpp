@@ -225,6 +225,7 @@ MergeResult merge_parts(const std::vector<fs::path>& inputs, const MergeOptions&
     const FieldSpec& spec = schema.fields[fi];
     const CacheField& f0 = c0.fields()[fi];
     throw_if_interrupted();
+    for (const Cache& c : caches) c.release_resident_pages();  // the previous field's pages
     if (hard_link) {
       for (const std::string& name : f0.files) {
         std::error_code ec;
@@ -284,6 +285,9 @@ MergeResult merge_parts(const std::vector<fs::path>& inputs, const MergeOptions&
             check_part_file(parts[p], cs, c.file_bytes(cs));
             for (uint64_t i = 0; i < c.size(); ++i) sums.push_back(*c.payload_checksum(fi, i));
           }
+          // A part's pages are not needed again: RSS stays at about one part's files, not the
+          // whole dataset (SLURM counts resident file pages against the merge job).
+          c.release_resident_pages();
         }
         bin_out.close();
         files.storage_sizes.emplace_back(bin, bin_out.bytes_written());

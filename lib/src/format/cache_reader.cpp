@@ -424,6 +424,10 @@ void Cache::drop_page_cache() const {
   for (const auto& [name, file] : impl_->files) file.drop_page_cache();
 }
 
+void Cache::keep_resident_below(uint64_t limit) const noexcept {
+  if (detail::resident_file_bytes() > limit) release_resident_pages();
+}
+
 void Cache::release_resident_pages() const noexcept {
   for (const auto& [name, file] : impl_->files) file.release_resident_pages();
 }

@@ -148,6 +148,7 @@ class CacheSubsetSource final : public Source {
 
   bool next(Sample& out) override {
     if (pos_ >= ids_.size()) return false;
+    if (pos_ % 64 == 0) cache_.keep_resident_below();  // random reads of a large parent map in a lot
     const uint64_t id = ids_[pos_];
     out.source_index = id;
     out.origin = uri_ + "#" + std::to_string(id);

@@ -1,5 +1,6 @@
 #include "util/file_io.hpp"
 
+#include <cstdio>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -69,6 +70,19 @@ void prefetch_file(const std::filesystem::path& path) noexcept {
   if (fd < 0) return;
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);
   ::close(fd);
+}
+
+uint64_t resident_file_bytes() noexcept {
+  const int fd = ::open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char buf[128];
+  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  unsigned long long size = 0, resident = 0, shared = 0;
+  if (std::sscanf(buf, "%llu %llu %llu", &size, &resident, &shared) != 3) return 0;
+  return shared * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
 }
 
 MappedFile::~MappedFile() {

@@ -91,5 +91,8 @@ void fsync_directory(const std::filesystem::path& dir);
 // (POSIX_FADV_WILLNEED), so the next file of a sequence is read while this one is processed.
 // Best effort: errors are ignored.
 void prefetch_file(const std::filesystem::path& path) noexcept;
+// Resident file-backed bytes of this process (the "shared" column of /proc/self/statm: mapped
+// files and libraries); 0 when unknown.
+uint64_t resident_file_bytes() noexcept;
 
 }  // namespace slip::detail

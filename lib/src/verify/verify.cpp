@@ -83,7 +83,6 @@ void check_payload_field(const Cache& cache, size_t fi, IssueSink& sink, VerifyR
 
   // Parallel pass: markers, dimensions, checksums.
   std::atomic<uint64_t> checked{0}, hashed{0}, bytes{0};
-  std::atomic<uint64_t> resident{0};  // payload bytes touched since the last page release
   const uint64_t chunk = 256;
   // Chunks of 64 x 256 payloads between progress reports (called from this thread only).
   for (uint64_t outer = 0; outer < n; outer += chunk * 64) {
@@ -91,21 +90,17 @@ void check_payload_field(const Cache& cache, size_t fi, IssueSink& sink, VerifyR
     throw_if_interrupted();
     parallel_for((outer_end - outer + chunk - 1) / chunk, threads, [&](size_t c0) {
       const uint64_t c = outer / chunk + c0;
-      // Bounded RSS on caches of any size: the mapped pages are released every window
-      // (payload bytes counted by all threads, in steps of at most 8 MiB).
-      uint64_t pending = 0;
-      const auto account = [&](uint64_t n) {
-        pending += n;
-        if (pending < (8u << 20)) return;
-        if (resident.fetch_add(pending) + pending >= Cache::kResidentWindowBytes) {
-          resident.store(0);
-          cache.release_resident_pages();
-        }
-        pending = 0;
-      };
+      // Bounded RSS on caches of any size: the mapped pages are released whenever the
+      // process's resident file pages exceed the window, checked at every chunk and every
+      // 8 MiB of payloads (large images).
+      cache.keep_resident_below();
+      uint64_t since_check = 0;
       for (uint64_t i = c * chunk; i < std::min(outer_end, (c + 1) * chunk); ++i) {
         const MetaRecord r = cache.record(fi, i);
-        account(r.data_size);
+        if ((since_check += r.data_size) >= (8u << 20)) {
+          cache.keep_resident_below();
+          since_check = 0;
+        }
         if (r.data_ptr > bin_size || r.data_size > bin_size - r.data_ptr) continue;
         const auto data = cache.file_bytes(f.files[0]).subspan(r.data_ptr, r.data_size);
         if (auto want = cache.payload_checksum(fi, i)) {
@@ -526,8 +521,10 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
       if (f.type != FieldType::image || f.image_format == "yuv420") continue;
       // In steps of 1,024 images so the caller's thread reports progress between them.
       const uint64_t n = cache->size(), step = 1024;
+      cache->release_resident_pages();  // what the structural pass left mapped
       for (uint64_t first = 0; first < n; first += step) {
         if (options.progress) options.progress("decode", first, n);
+        cache->keep_resident_below();  // bounded RSS, as in the structural pass
         parallel_for(std::min(step, n - first), threads, [&, first](size_t k) {
           const size_t i = first + k;
           if (k % 64 == 0) throw_if_interrupted();
