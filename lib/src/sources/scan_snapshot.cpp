@@ -74,7 +74,7 @@ std::vector<std::string_view> fields(std::string_view line) {
   }
 }
 
-std::optional<ScanSnapshot> parse(std::string_view text, std::string_view root, std::string_view mode) {
+std::optional<ScanSnapshot> parse(std::string_view text, std::string_view root, std::string_view mode, const ScanEntrySink& entry) {
   // The last line is "end\t<SHA-256 of everything before it>": a torn or edited file is ignored.
   if (text.size() < 70 || text.back() != '\n') return std::nullopt;
   const size_t last = text.rfind('\n', text.size() - 2);
@@ -84,7 +84,7 @@ std::optional<ScanSnapshot> parse(std::string_view text, std::string_view root, 
   if (end_line != "end\t" + sha256_hex(std::as_bytes(std::span(body.data(), body.size())))) return std::nullopt;
 
   ScanSnapshot s;
-  size_t pos = 0;
+  size_t pos = 0, entries = 0;
   auto next_line = [&]() -> std::optional<std::string_view> {
     if (pos >= body.size()) return std::nullopt;
     const size_t nl = body.find('\n', pos);
@@ -114,12 +114,13 @@ std::optional<ScanSnapshot> parse(std::string_view text, std::string_view root, 
       auto label = number<uint32_t>(f[1]);
       auto rel = unescape(f[2]);
       if (!label || !rel) return std::nullopt;
-      s.entries.emplace_back(*label, std::move(*rel));
+      entry(*label, *rel);
+      ++entries;
     } else {
       return std::nullopt;
     }
   }
-  if (s.root.empty() || s.mode.empty() || s.fingerprint.empty() || s.dirs.empty() || s.entries.empty()) return std::nullopt;
+  if (s.root.empty() || s.mode.empty() || s.fingerprint.empty() || s.dirs.empty() || entries == 0) return std::nullopt;
   return s;
 }
 
@@ -131,7 +132,8 @@ std::string scan_snapshot_name(std::string_view root, std::string_view mode) {
          ".scan";
 }
 
-std::optional<ScanSnapshot> load_scan_snapshot(const fs::path& file, std::string_view root, std::string_view mode, unsigned threads) {
+std::optional<ScanSnapshot> load_scan_snapshot(const fs::path& file, std::string_view root, std::string_view mode, unsigned threads,
+                                               const ScanEntrySink& entry) {
   std::error_code ec;
   if (!fs::is_regular_file(file, ec)) return std::nullopt;
   std::string text;
@@ -140,7 +142,8 @@ std::optional<ScanSnapshot> load_scan_snapshot(const fs::path& file, std::string
   } catch (const Error&) {
     return std::nullopt;  // unreadable: scan again
   }
-  std::optional<ScanSnapshot> s = parse(text, root, mode);
+  std::optional<ScanSnapshot> s = parse(text, root, mode, entry);
+  std::string().swap(text);
   if (!s) return std::nullopt;
   std::atomic<bool> changed{false};
   parallel_for(s->dirs.size(), threads, [&](size_t i) {

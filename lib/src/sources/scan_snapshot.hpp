@@ -20,9 +20,9 @@ struct ScanSnapshot {
   std::string root;  // absolute, normal
   std::string mode;  // "stat" or "content" (--fingerprint)
   std::string fingerprint;
-  std::vector<std::pair<std::string, int64_t>> dirs;     // relative to root ("." for root) -> mtime ns
-  std::vector<std::pair<uint32_t, std::string>> entries;  // label, class/.../file (loaded only)
+  std::vector<std::pair<std::string, int64_t>> dirs;  // relative to root ("." for root) -> mtime ns
 };
+using ScanEntrySink = std::function<void(uint32_t label, std::string_view relative)>;
 
 inline int64_t mtime_ns(const struct stat& st) { return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec; }
 
@@ -30,9 +30,10 @@ inline int64_t mtime_ns(const struct stat& st) { return static_cast<int64_t>(st.
 std::string scan_snapshot_name(std::string_view root, std::string_view mode);
 
 // The saved scan when it is intact (checksum), of this root and mode, and every directory it
-// lists still has its recorded mtime (stat'ed on `threads` threads); nullopt otherwise.
+// lists still has its recorded mtime (stat'ed on `threads` threads); nullopt otherwise. Its
+// images go to `entry` in sample order (also when nullopt is returned after all: discard them).
 std::optional<ScanSnapshot> load_scan_snapshot(const std::filesystem::path& file, std::string_view root, std::string_view mode,
-                                               unsigned threads);
+                                               unsigned threads, const ScanEntrySink& entry);
 
 // Writes `snapshot` (its entries given by entry(i), i < count) atomically; throws Error(io).
 void save_scan_snapshot(const std::filesystem::path& file, const ScanSnapshot& snapshot, size_t count,
