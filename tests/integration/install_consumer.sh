@@ -69,3 +69,13 @@ if g++ -std=c++20 -o "$WORK/detail" "$SRC/tests/consumer/detail_symbol.cpp" $(pk
 fi
 grep -q "undefined reference to .slip::detail::check_field_name" "$WORK/detail.err" || { cat "$WORK/detail.err"; fail "unexpected link error"; }
 pass "slip::detail symbols do not link"
+
+# The unstable API (slip/sigv4.hpp, SLIP_UNSTABLE_API sections) is opt-in: without the macro a
+# consumer's include fails with the reason, and slip.hpp does not bring it in.
+echo '#include <slip/sigv4.hpp>' > "$WORK/unstable.cpp"
+if g++ -std=c++20 -fsyntax-only $(pkg-config --cflags slipstream) "$WORK/unstable.cpp" 2> "$WORK/unstable.err"; then
+  fail "slip/sigv4.hpp compiled without SLIP_UNSTABLE_API"
+fi
+grep -q "unstable API" "$WORK/unstable.err" || { cat "$WORK/unstable.err"; fail "no reason given for the unstable header"; }
+g++ -std=c++20 -fsyntax-only -DSLIP_UNSTABLE_API $(pkg-config --cflags slipstream) "$WORK/unstable.cpp" || fail "slip/sigv4.hpp with SLIP_UNSTABLE_API"
+pass "unstable API only with SLIP_UNSTABLE_API"

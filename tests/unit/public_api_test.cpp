@@ -18,7 +18,8 @@ TEST(PublicApi, OneIncludeNamesEveryHeadersTypes) {
   EXPECT_TRUE(std::is_class_v<slip::SiblingOptions>);  // yuv420.hpp
   EXPECT_TRUE(std::is_class_v<slip::EpochOrder>);      // shuffle.hpp
   EXPECT_TRUE(std::is_class_v<slip::ConvertOptions>);  // convert.hpp
-  EXPECT_TRUE(std::is_class_v<slip::AwsCredentials>);  // sigv4.hpp
+  EXPECT_TRUE(std::is_class_v<slip::CancelToken>);     // runtime.hpp
+  EXPECT_TRUE(std::is_class_v<slip::ProgressUpdate>);  // source.hpp
   EXPECT_NE(&slip::merge_parts, nullptr);
   EXPECT_NE(&slip::parse_crop_groups, nullptr);
 }

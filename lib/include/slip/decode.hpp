@@ -27,11 +27,13 @@ namespace slip {
 class Cache;
 struct CropWindow;
 struct DecodeOptions;
+#ifdef SLIP_UNSTABLE_API  // the library's own tests (slip/export.hpp "Unstable API"); not exported
 namespace detail {
-// Tests only: decodes one sample with these windows (one per crop, single thread).
+// Decodes one sample with these windows (one per crop, single thread).
 SLIP_HIDDEN std::vector<uint8_t> decode_crops_for_test(const Cache& cache, uint64_t sample, const DecodeOptions& options,
                                            const std::vector<CropWindow>& windows);
 }  // namespace detail
+#endif
 
 enum class CropSampler {
   full,        // the whole image (no resize; the "decode" pipeline)
@@ -132,7 +134,9 @@ class BatchDecoder {
   uint64_t decode_full(std::span<const uint64_t> ids);
 
  private:
+#ifdef SLIP_UNSTABLE_API
   friend std::vector<uint8_t> detail::decode_crops_for_test(const Cache&, uint64_t, const DecodeOptions&, const std::vector<CropWindow>&);
+#endif
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

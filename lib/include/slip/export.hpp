@@ -6,6 +6,12 @@
 // Internals, and the copies of nlohmann::json, fmt and spdlog code the library instantiates,
 // stay private, so a program with its own copies of those libraries cannot interpose on ours,
 // nor we on theirs. Test hooks in public headers are marked SLIP_HIDDEN.
+//
+// Unstable API: slip/sigv4.hpp and the declarations of other headers inside
+// `#ifdef SLIP_UNSTABLE_API` serve the library's own tests and tools. They may change or go in
+// any release, even a patch release, and are invisible unless the includer defines
+// SLIP_UNSTABLE_API (as ZSTD_STATIC_LINKING_ONLY does for zstd). Everything else follows the
+// 0.x ABI policy in the README: SONAME libslipstream.so.0.<minor>.
 #pragma once
 
 #if defined(__GNUC__) || defined(__clang__)

@@ -60,8 +60,10 @@ FieldCardinality field_cardinality(const Cache& cache, std::string_view field);
 // in the manifest's "slip" section, rewriting manifest.json atomically.
 void write_field_index(const Cache& cache, const FieldIndex& index);
 
+#ifdef SLIP_UNSTABLE_API  // slip/export.hpp "Unstable API"
 // The pickled form alone (for tests and tools): the bytes of <field>_index.npy.
 std::string pickled_index_npy(const FieldIndex& index);
+#endif
 
 // Reads the CSR form of `field` if present; nullopt when the cache has no index for it.
 // Throws Error(bad_input) when the files are malformed.

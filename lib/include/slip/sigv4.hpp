@@ -5,6 +5,12 @@
 // AWS examples are unit tests (tests/unit/sigv4_test.cpp).
 #pragma once
 
+// Unstable API (slip/export.hpp): the S3 signer is exported for the library's tests and tools
+// and may change in any release. Not part of slip/slip.hpp.
+#ifndef SLIP_UNSTABLE_API
+#error "slip/sigv4.hpp is unstable API that may change in any release: define SLIP_UNSTABLE_API to use it"
+#endif
+
 #include "slip/export.hpp"
 #include "slip/runtime.hpp"
 

@@ -11,7 +11,9 @@
 //   YUV420 siblings ..... slip/yuv420.hpp  (add_yuv420_siblings)
 //   job arrays .......... slip/merge.hpp   (merge_parts, part_status)
 //   benchmarks .......... slip/bench.hpp   (run_bench, run_bench_comparison)
-//   remote sources ...... slip/remote.hpp, slip/sigv4.hpp (fetch_remote, S3 request signing)
+//   remote sources ...... slip/remote.hpp  (fetch_remote)
+//   unstable API ........ slip/sigv4.hpp, and the parts of other headers under SLIP_UNSTABLE_API:
+//                          tests and tools only, may change in any release (slip/export.hpp)
 //   building blocks ..... slip/npy.hpp, slip/hash.hpp, slip/runtime.hpp, slip/error.hpp, slip/schema.hpp
 //   logging ........... slip/log.hpp    (set_log_handler: the library itself prints nothing)
 //   versions, exports ... slip/version.hpp (SLIP_VERSION_*), slip/export.hpp (SLIP_API_BEGIN/END)
@@ -34,7 +36,6 @@
 #include "slip/runtime.hpp"
 #include "slip/schema.hpp"
 #include "slip/shuffle.hpp"
-#include "slip/sigv4.hpp"
 #include "slip/source.hpp"
 #include "slip/subset.hpp"
 #include "slip/verify.hpp"
