@@ -156,12 +156,17 @@ grep -qE '^gone-0123abcd\.slipstream .* abandoned ' ls.txt || fail "ls: abandone
 pass "ls: header, statuses, .parts, one cache, missing default directory"
 
 # slip/slip.hpp includes every public header (tests/unit/public_api_test.cpp compiles with it alone).
+# Headers that refuse to compile without SLIP_UNSTABLE_API (export.hpp) are the opposite: never in slip.hpp.
 for h in "$SRC"/lib/include/slip/*.hpp; do
   name=$(basename "$h")
   [ "$name" = slip.hpp ] && continue
+  if grep -q '^#error.*SLIP_UNSTABLE_API' "$h"; then
+    ! grep -q "^#include \"slip/$name\"" "$SRC/lib/include/slip/slip.hpp" || fail "slip.hpp includes the unstable slip/$name"
+    continue
+  fi
   grep -q "^#include \"slip/$name\"" "$SRC/lib/include/slip/slip.hpp" || fail "slip.hpp does not include slip/$name"
 done
-pass "slip.hpp includes every public header"
+pass "slip.hpp includes every stable public header and no unstable one"
 
 # bench --compare names each run by its own cache, not both by the first.
 yuvc=$("$SLIP" convert "$SRC/examples/sample" -o "$WORK/cy" --image-format yuv420 -q)
