@@ -3,6 +3,8 @@
 
 #include <atomic>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "slip/convert.hpp"
 #include "slip/error.hpp"
@@ -59,7 +61,7 @@ TEST(Runtime, InterruptUnwindsConvertAndRemovesItsTemporaryDirectory) {
 TEST(Runtime, OneAndTwoThreadsWriteIdenticalCaches) {
   test::TempDir tmp;
   ::setenv("SOURCE_DATE_EPOCH", "1700000000", 1);
-  std::string first;
+  std::vector<std::string> caches;  // one per thread count: every file, concatenated
   for (unsigned threads : {1u, 2u}) {
     auto src = open_source((std::filesystem::path(SLIP_SOURCE_DIR) / "examples/sample").string());
     ConvertOptions opt;
@@ -67,13 +69,15 @@ TEST(Runtime, OneAndTwoThreadsWriteIdenticalCaches) {
     opt.threads = threads;
     const auto r = convert(*src, opt);
     std::string all;
-    for (const char* f : {"manifest.json", "image.bin", "image.meta.npy", "image.xxh3.npy", "label.npy", "path.bin"})
-      all += test::read_file(r.cache_path / f);
-    if (first.empty())
-      first = all;
-    else
-      EXPECT_TRUE(all == first) << "threads=" << threads;
+    for (const char* f : {"manifest.json", "image.bin", "image.meta.npy", "image.xxh3.npy", "label.npy", "path.bin"}) {
+      const std::string bytes = test::read_file(r.cache_path / f);
+      ASSERT_FALSE(bytes.empty()) << f << " is empty (threads=" << threads << ")";  // two empty reads are not "identical"
+      all += bytes;
+    }
+    caches.push_back(std::move(all));
   }
+  ASSERT_EQ(caches.size(), 2u);
+  EXPECT_TRUE(caches[0] == caches[1]) << "1 and 2 threads wrote different caches";
   ::unsetenv("SOURCE_DATE_EPOCH");
 }
 

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -39,10 +40,14 @@ inline CommandResult run(const std::string& command) {
   return r;
 }
 
+// A whole file. A missing or unreadable file throws (the test fails naming it): an empty
+// string would let two missing files compare equal.
 inline std::string read_file(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
+  if (!in) throw std::runtime_error("test::read_file: cannot open " + p.string());
   std::stringstream ss;
   ss << in.rdbuf();
+  if (in.bad()) throw std::runtime_error("test::read_file: cannot read " + p.string());
   return ss.str();
 }
 
