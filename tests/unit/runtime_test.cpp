@@ -10,6 +10,7 @@
 #include "slip/error.hpp"
 #include "slip/runtime.hpp"
 #include "test_support.hpp"
+#include "util/worker_pool.hpp"
 
 namespace slip {
 namespace {
@@ -31,6 +32,24 @@ TEST(ParallelFor, FirstExceptionPropagatesAfterAllThreadsStop) {
                             }),
                Error);
   EXPECT_GE(ran.load(), 11);
+}
+
+TEST(WorkerPool, FirstExceptionIsRethrownAndThePoolStaysUsable) {
+  detail::WorkerPool pool(4);
+  std::atomic<size_t> ran{0};
+  EXPECT_THROW(pool.run(100000,
+                        [&](unsigned, size_t i) {
+                          ran.fetch_add(1);
+                          if (i == 10) throw std::runtime_error("boom");
+                        }),
+               std::runtime_error);
+  EXPECT_LT(ran.load(), 100000u);  // stopped handing out indices
+  std::vector<std::atomic<int>> seen(1000);
+  pool.run(seen.size(), [&](unsigned thread, size_t i) {
+    EXPECT_LT(thread, pool.size());
+    seen[i].fetch_add(1);
+  });
+  for (const auto& s : seen) EXPECT_EQ(s.load(), 1);
 }
 
 TEST(Runtime, AvailableCpusHonoursSlurm) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "slip/image.hpp"
 #include "slip/source.hpp"
 
 SLIP_API_BEGIN
@@ -56,9 +57,9 @@ struct ConvertOptions {
   // A conversion that leaves no sample (an empty source, or every sample skipped) is an error
   // (Error(bad_input)) unless this is set. Part caches of a job array may always be empty.
   bool allow_empty = false;
-  // Images whose header claims more pixels are refused (decompression bombs); Pillow's
-  // default MAX_IMAGE_PIXELS warning threshold.
-  uint64_t max_image_pixels = 89478485;
+  // Images whose header claims more pixels are refused (decompression bombs). Decoding is
+  // refused above kDecodePixelLimit whatever this says (slip/image.hpp).
+  uint64_t max_image_pixels = kDefaultMaxImagePixels;
   std::function<void(const ProgressUpdate&)> progress;  // called from the writing thread
   // Convert only this slice, as a part cache in <output_dir>/<name>-<id8>.parts/ (merge_parts
   // joins them into the cache a single process would write).

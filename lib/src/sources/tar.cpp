@@ -16,6 +16,7 @@
 #include "slip/hash.hpp"
 #include "slip/runtime.hpp"
 #include "slip/source.hpp"
+#include "sources/image_extensions.hpp"
 #include "sources/shard_list.hpp"
 #include "util/file_io.hpp"
 #include "util/log.hpp"
@@ -26,6 +27,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// WebDataset: a member is an image by its exact key extension (not ImageFolder's list,
+// sources/image_extensions.hpp, which is case-insensitive and has no gif).
 constexpr const char* kImageExts[] = {"jpg", "jpeg", "png", "webp", "ppm", "pgm", "bmp", "tif", "tiff", "gif"};
 constexpr const char* kLabelExts[] = {"cls", "label", "cls2", "index", "id"};
 
@@ -510,7 +513,7 @@ class TarImageFolderSource final : public Source {
               .with_path(shard)
               .with_offset(static_cast<uint64_t>(std::max<la_int64_t>(0, archive_read_header_position(a.get()))));
         std::string clean = name.rfind("./", 0) == 0 ? name.substr(2) : name;
-        if (!is_image_name(clean)) continue;
+        if (!detail::has_image_folder_extension(clean)) continue;
         const auto slash = clean.rfind('/');
         if (slash == std::string::npos) continue;  // files at the root belong to no class
         if (clean[0] == '/' || clean.find("..") != std::string::npos)
@@ -577,13 +580,6 @@ class TarImageFolderSource final : public Source {
   }
 
  private:
-  static bool is_image_name(const std::string& n) {
-    std::string l = n;
-    for (char& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    for (const char* ext : {".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp"})
-      if (l.size() > std::strlen(ext) && l.compare(l.size() - std::strlen(ext), std::strlen(ext), ext) == 0) return true;
-    return false;
-  }
   static std::string shard_stem(const std::string& s) {
     std::string n = fs::path(s).filename().string();
     const auto dot = n.find('.');

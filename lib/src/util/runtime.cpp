@@ -21,6 +21,7 @@
 
 #include "slip/error.hpp"
 #include "slip_version_config.hpp"
+#include "util/worker_pool.hpp"
 
 namespace slip {
 
@@ -84,29 +85,8 @@ void parallel_for(size_t count, unsigned threads, const std::function<void(size_
     for (size_t i = 0; i < count; ++i) body(i);
     return;
   }
-  std::atomic<size_t> next{0};
-  std::atomic<bool> failed{false};
-  std::exception_ptr error;
-  std::mutex error_mutex;
-  auto worker = [&] {
-    while (!failed.load(std::memory_order_relaxed)) {
-      const size_t i = next.fetch_add(1, std::memory_order_relaxed);
-      if (i >= count) return;
-      try {
-        body(i);
-      } catch (...) {
-        std::lock_guard lock(error_mutex);
-        if (!error) error = std::current_exception();
-        failed = true;
-      }
-    }
-  };
-  std::vector<std::jthread> pool;
-  pool.reserve(threads - 1);
-  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  pool.clear();  // joins
-  if (error) std::rethrow_exception(error);
+  detail::WorkerPool pool(threads);  // the engine's pool, with the same exception rule
+  pool.run(count, [&](unsigned, size_t i) { body(i); });
 }
 
 std::string version() { return SLIP_VERSION_STRING; }
