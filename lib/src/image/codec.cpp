@@ -23,12 +23,7 @@
 #define STBI_ONLY_GIF
 #define STBI_ONLY_BMP
 #define STBI_ONLY_PNM
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-function"
-#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
-#pragma GCC diagnostic ignored "-Wsign-compare"
-#include <stb_image.h>
-#pragma GCC diagnostic pop
+#include <stb_image.h>  // a SYSTEM include directory (CMakeLists.txt): its warnings are not ours
 
 #include "slip/error.hpp"
 #include "slip/image.hpp"

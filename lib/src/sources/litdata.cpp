@@ -130,7 +130,7 @@ class LitDataSource final : public Source {
       // Whatever typed access the checks above missed: a wrong JSON type is bad input too.
       throw Error(Errc::bad_input, std::string("index.json has an unexpected structure: ") + e.what()).with_path(index_path_);
     }
-    identity_ = {"litdata", dir_.string(), "sha256:" + sha256_hex(text), dir_.filename().string()};
+    identity_ = {"litdata", dir_.string(), "sha256:" + sha256_hex(text), dir_.filename().string(), {}};
     prescan_arrays();
   }
 

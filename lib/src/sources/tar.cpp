@@ -165,8 +165,11 @@ class TarSource final : public Source {
                   std::to_string(fs::last_write_time(abs, ec).time_since_epoch().count()) + "\n");
       }
     }
-    identity_ = {"tar", uri, (content || !spooled_.empty() ? "sha256-shards:" : "stat-shards:") + fp.hex_digest(),
-                 spooled_.count(shards_.front()) ? std::string("stdin") : pattern_name(shards_)};
+    identity_ = {"tar",
+                 uri,
+                 (content || !spooled_.empty() ? "sha256-shards:" : "stat-shards:") + fp.hex_digest(),
+                 spooled_.count(shards_.front()) ? std::string("stdin") : pattern_name(shards_),
+                 {}};
     identity_.uris = std::move(uris);
     infer_schema();
   }
@@ -546,7 +549,8 @@ class TarImageFolderSource final : public Source {
     }
     if (names_.empty()) throw Error(Errc::bad_input, "no <class>/<image> members (--layout imagefolder)").with_path(shards_.front());
     root_name_ = spooled_.count(shards_.front()) ? "stdin" : shard_stem(shards_.front());
-    identity_ = {"tar-imagefolder", uri, (content || !spooled_.empty() ? "sha256-shards:" : "stat-shards:") + fp.hex_digest(), root_name_};
+    identity_ = {
+        "tar-imagefolder", uri, (content || !spooled_.empty() ? "sha256-shards:" : "stat-shards:") + fp.hex_digest(), root_name_, {}};
     identity_.uris = uris_;
     schema_.fields = {{"image", FieldType::image, {}, {}},
                       {"label", FieldType::int64, {}, {}},
