@@ -267,7 +267,7 @@ std::string default_cache_name(const SourceIdentity& identity, const ConvertOpti
 
 // The cache's name: --name (checked by the file-stem rule) or the source's safe default.
 std::string checked_cache_name(const SourceIdentity& identity, const ConvertOptions& options) {
-  const std::string name = options.name.empty() ? default_cache_name(identity, options) : options.name;
+  std::string name = options.name.empty() ? default_cache_name(identity, options) : options.name;
   if (const std::string problem = detail::file_stem_problem(name); !problem.empty())
     throw Error(Errc::usage, "invalid cache name \"" + detail::escape_for_terminal(name) + "\": " + problem);
   return name;
