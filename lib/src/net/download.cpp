@@ -68,7 +68,9 @@ std::optional<Validators> read_validators(const fs::path& path) {
 void write_validators(const fs::path& path, const Validators& v, const std::string& uri) {
   nlohmann::ordered_json j{{"uri", uri}, {"etag", v.etag}, {"last_modified", v.last_modified}};
   if (v.size) j["size"] = *v.size;
-  detail::replace_file(path, j.dump(2) + "\n");
+  // No sweep: a download directory holds thousands of records; a killed run leaves at most a
+  // few bytes under a dot name.
+  detail::replace_file(path, j.dump(2) + "\n", detail::AtomicFile::Sweep::none);
 }
 
 std::string header(const Headers& h, const char* name) {

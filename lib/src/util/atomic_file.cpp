@@ -174,9 +174,9 @@ namespace {
 fs::path directory_of(const fs::path& path) { return path.has_parent_path() ? path.parent_path() : fs::path("."); }
 }  // namespace
 
-AtomicFile::AtomicFile(const fs::path& path) : final_(path), lock_(directory_of(path), path.filename().string()) {
+AtomicFile::AtomicFile(const fs::path& path, Sweep sweep) : final_(path), lock_(directory_of(path), path.filename().string()) {
   // After taking our own lock, which marks our temporary as in progress.
-  remove_stale_temporaries(directory_of(path), path.filename().string());
+  if (sweep == Sweep::stale_temporaries) remove_stale_temporaries(directory_of(path), path.filename().string());
 }
 
 void AtomicFile::commit() {
@@ -187,8 +187,8 @@ void AtomicFile::commit() {
   fsync_directory(directory_of(final_));
 }
 
-void replace_file(const fs::path& path, std::string_view bytes) {
-  AtomicFile file(path);
+void replace_file(const fs::path& path, std::string_view bytes, AtomicFile::Sweep sweep) {
+  AtomicFile file(path, sweep);
   write_text_file(file.temp_path(), bytes);
   file.commit();
 }

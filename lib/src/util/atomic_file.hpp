@@ -59,8 +59,12 @@ std::vector<TempEntry> remove_stale_temporaries(const std::filesystem::path& dir
 // if anything fails before commit(), the old file is untouched and the temporary is removed.
 class AtomicFile {
  public:
-  // Removes abandoned temporaries of the same name, then locks a fresh temporary name.
-  explicit AtomicFile(const std::filesystem::path& path);
+  // What else the constructor does: remove abandoned temporaries of the same name (a
+  // directory scan), or not, where files are replaced often in a large directory (download
+  // records: thousands of files, two replacements each).
+  enum class Sweep { stale_temporaries, none };
+  // Locks a fresh temporary name beside `path`.
+  explicit AtomicFile(const std::filesystem::path& path, Sweep sweep = Sweep::stale_temporaries);
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
 
@@ -76,6 +80,7 @@ class AtomicFile {
 };
 
 // Replaces `path` with `bytes` through an AtomicFile; throws Error(io).
-void replace_file(const std::filesystem::path& path, std::string_view bytes);
+void replace_file(const std::filesystem::path& path, std::string_view bytes,
+                  AtomicFile::Sweep sweep = AtomicFile::Sweep::stale_temporaries);
 
 }  // namespace slip::detail
