@@ -28,7 +28,7 @@ struct ConvertArgs {
   bool allow_empty = false;
   bool dry_run = false;
   std::string shard;
-  std::string max_image_pixels = "89478485";
+  std::string max_image_pixels = std::to_string(kDefaultMaxImagePixels);
   std::string max_in_flight = "256MiB";
   bool json = false;
   SourceOptions source_options;

@@ -1,4 +1,5 @@
 // slip — the command-line front end of libslipstream.
+#include <malloc.h>
 #include <signal.h>
 
 #include <cstdlib>
@@ -47,6 +48,11 @@ int main(int argc, char** argv) {
   // A closed stdout (`slip ls | head -1`) ends the program quietly instead of killing it.
   ::signal(SIGPIPE, SIG_IGN);
   slip::install_interrupt_handlers();
+  // Samples of a MiB or more are mapped and unmapped by malloc, never kept in its arenas:
+  // glibc's default threshold grows to the largest block freed, after which 16 MiB samples
+  // freed by one thread stay in that thread's arena, and a conversion bounded to 256 MiB in
+  // flight peaked at twice that (tests/integration/tar_bounds.sh).
+  ::mallopt(M_MMAP_THRESHOLD, 1 << 20);
 
   // Colour only on a terminal, as spdlog's colour sink did; NO_COLOR (no-color.org) turns it off.
   const bool color = stderr_is_terminal() && std::getenv("NO_COLOR") == nullptr;

@@ -10,8 +10,8 @@ static_assert(SLIP_VERSION_MAJOR == 0 || SLIP_VERSION_MAJOR > 0, "slip/version.h
 
 int main(int argc, char** argv) {
   if (argc != 2) return 2;
-  const std::string headers = std::to_string(SLIP_VERSION_MAJOR) + "." + std::to_string(SLIP_VERSION_MINOR) + "." +
-                              std::to_string(SLIP_VERSION_PATCH);
+  const std::string headers =
+      std::to_string(SLIP_VERSION_MAJOR) + "." + std::to_string(SLIP_VERSION_MINOR) + "." + std::to_string(SLIP_VERSION_PATCH);
   if (slip::version() != headers) {
     std::fprintf(stderr, "consumer: headers %s, library %s\n", headers.c_str(), slip::version().c_str());
     return 4;

@@ -36,7 +36,7 @@ class MemorySource : public slip::Source {
     }
   }
   const slip::Schema& schema() const override { return schema_; }
-  slip::SourceIdentity identity() const override { return {"memory", "memory://fuzz", "fuzz", "fuzz"}; }
+  slip::SourceIdentity identity() const override { return {"memory", "memory://fuzz", "fuzz", "fuzz", {}}; }
   std::optional<uint64_t> size() const override { return samples_.size(); }
   bool next(slip::Sample& out) override {
     if (at_ >= samples_.size()) return false;

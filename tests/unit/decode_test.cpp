@@ -57,6 +57,7 @@ const DrawsFile kDraws[] = {
 // get_params row for row; the reference README explains the rare +-1 differences (float32 exp
 // rounding in torch), expected at about 1 row in 100,000.
 TEST(RrcSampler, ReproducesTorchvisionDrawsRowForRow) {
+  SLIP_REQUIRE_SHARED();
   for (const DrawsFile& f : kDraws) {
     const auto rows = read_draws(test::shared_dir() / "reference/rrc_draws" / f.name);
     ASSERT_EQ(rows.size(), 100000u);
@@ -91,6 +92,7 @@ double ks_statistic(std::vector<double> a, std::vector<double> b) {
 // two-sample KS on area fraction, log aspect ratio and the window centre (x and y). Threshold:
 // the KS critical value at alpha = 0.001 for n = m = 100000, 1.949 * sqrt(2 / 100000) = 0.00872.
 TEST(RrcSampler, CounterGeneratorMatchesTorchvisionDistribution) {
+  SLIP_REQUIRE_SHARED();
   const double critical = 1.949 * std::sqrt(2.0 / 100000.0);
   for (const DrawsFile& f : kDraws) {
     const auto rows = read_draws(test::shared_dir() / "reference/rrc_draws" / f.name);
@@ -210,6 +212,7 @@ RgbImage read_png(const fs::path& p) { return decode_to_rgb(file_bytes(p)); }
 // both decode with libjpeg-turbo's ISLOW IDCT and fancy upsampling, and the resampler is
 // Pillow's fixed-point algorithm.
 TEST(DecodePixels, FullDecodePathEqualsPillowResizedCrop) {
+  SLIP_REQUIRE_SHARED();
   ReferenceCache ref;
   const fs::path dir = test::shared_dir() / "reference/resized_crop";
   uint64_t sample = 0;
@@ -233,6 +236,7 @@ TEST(DecodePixels, FullDecodePathEqualsPillowResizedCrop) {
 // output) stays close to Pillow. Documented bound (README "slip bench"): mean absolute
 // difference <= 1.5 and PSNR >= 33 dB per crop; without DCT scaling the output is exact.
 TEST(DecodePixels, CropAwarePathWithinBoundOfPillow) {
+  SLIP_REQUIRE_SHARED();
   ReferenceCache ref;
   const fs::path dir = test::shared_dir() / "reference/resized_crop";
   uint64_t sample = 0;
@@ -264,6 +268,7 @@ TEST(DecodePixels, CropAwarePathWithinBoundOfPillow) {
 // the crop's border and DCT scaling of large images (rgb), and the planar path's own rounding.
 // Bound, for both: mean <= 1, PSNR >= 40 dB.
 TEST(DecodePixels, CenterPipelineCloseToResize256CenterCrop224) {
+  SLIP_REQUIRE_SHARED();
   ReferenceCache ref;
   const fs::path dir = test::shared_dir() / "reference/resized_crop";
   uint64_t sample = 0;
@@ -378,6 +383,7 @@ TEST(DecodeEngine, CropAwareMatchesFullDecodeWithinBound) {
 // Awkward images: 1x1, 3x7, grayscale, CMYK (transcoded at convert), PNG named .JPEG (kept),
 // 4000x3000; every pipeline decodes them with windows inside the image.
 TEST(DecodeEngine, AwkwardImagesDecodeInEveryPipeline) {
+  SLIP_REQUIRE_SHARED();
   test::TempDir tmp;
   const fs::path src = tmp.path() / "src/c";
   fs::create_directories(src);
@@ -425,6 +431,7 @@ TEST(DecodeEngine, AwkwardImagesDecodeInEveryPipeline) {
 }
 
 TEST(DecodeEngine, CorruptJpegIsAnErrorNamingTheSample) {
+  SLIP_REQUIRE_SHARED();
   test::TempDir tmp;
   const fs::path src = tmp.path() / "src/c";
   fs::create_directories(src);
@@ -466,6 +473,7 @@ namespace {
 // chroma and the truncating forward transform cost about 1 level on average). And the two
 // YUV420 paths against each other: mean <= 1.5, PSNR >= 36 dB.
 TEST(DecodeEngine, Yuv420FixtureDecodesCloseToItsJpegTwin) {
+  SLIP_REQUIRE_SHARED();
   const Cache jpeg = Cache::open(test::shared_dir() / "fixtures/pyslipstream/slipcache-3131b662");
   const Cache yuv = Cache::open(test::shared_dir() / "fixtures/pyslipstream/slipcache-3131b662-yuv420");
   ASSERT_EQ(jpeg.size(), yuv.size());
@@ -510,6 +518,7 @@ TEST(DecodeEngine, Yuv420FixtureDecodesCloseToItsJpegTwin) {
 // PSNR >= 36 dB per crop (chroma resized from its stored resolution instead of libjpeg's
 // upsampled chroma, colour transform after resizing, 14-bit taps).
 TEST(DecodePixels, PlanarPathWithinBoundOfPillow) {
+  SLIP_REQUIRE_SHARED();
   ReferenceCache ref;
   const fs::path dir = test::shared_dir() / "reference/resized_crop";
   uint64_t sample = 0;
@@ -543,6 +552,7 @@ TEST(DecodePixels, PlanarPathWithinBoundOfPillow) {
 // same windows, within the documented bound (mean <= 1, PSNR >= 40 dB); 4:1:1 (chroma at 1/4, not planar-capable) takes
 // the RGB path and is identical.
 TEST(DecodeEngine, PlanarPathOnEveryChromaSubsampling) {
+  SLIP_REQUIRE_SHARED();
   const auto windows = nlohmann::json::parse(test::read_file(test::shared_dir() / "reference/resized_crop/windows.json"));
   const RgbImage photo =
       decode_to_rgb(file_bytes(test::shared_dir() / "corpus/imagenet_like" / windows["images"][0]["image"].get<std::string>()));

@@ -41,6 +41,7 @@ std::string hex_bits(double d) {
 class FfcvFixture : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(FfcvFixture, ConvertsToWhatFfcvReads) {
+  SLIP_REQUIRE_SHARED();
   test::TempDir tmp;
   const json expected = json::parse(test::read_file(fixtures() / (GetParam() + ".expected.json")));
   const fs::path beton = fixture_file(GetParam(), tmp.path());
@@ -139,6 +140,7 @@ Errc open_and_read(const fs::path& file, std::string* message = nullptr, std::op
 }
 
 TEST(FfcvErrors, UnfinishedWriterAndCustomTypes) {
+  SLIP_REQUIRE_SHARED();
   std::string msg;
   EXPECT_EQ(open_and_read(fixtures() / "unfinished_writer.beton", &msg), Errc::bad_input);
   EXPECT_NE(msg.find("never finished"), std::string::npos) << msg;
@@ -161,6 +163,7 @@ TEST(FfcvErrors, UnfinishedWriterAndCustomTypes) {
 }
 
 TEST(FfcvErrors, TruncatedCopiesAreRejectedNeverCrash) {
+  SLIP_REQUIRE_SHARED();
   test::TempDir tmp;
   const std::string bytes = test::read_file(fixtures() / "small_pages.beton");
   size_t rejected = 0, total = 0;
@@ -179,6 +182,7 @@ TEST(FfcvErrors, TruncatedCopiesAreRejectedNeverCrash) {
 }
 
 TEST(FfcvErrors, LyingHeadersAndPointers) {
+  SLIP_REQUIRE_SHARED();
   test::TempDir tmp;
   const std::string good = test::read_file(fixtures() / "all_fields.beton");
   const json expected = json::parse(test::read_file(fixtures() / "all_fields.expected.json"));

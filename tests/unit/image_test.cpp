@@ -235,6 +235,7 @@ std::string error_of(F&& f) {
 // ---- sniffing ----------------------------------------------------------------------------
 
 TEST(ImageSniff, MagicBytesOnly) {
+  SLIP_REQUIRE_SHARED();
   EXPECT_EQ(sniff_image_format(lit("\xFF\xD8")), ImageFormat::jpeg);
   EXPECT_EQ(sniff_image_format(lit("\x89PNG\r\n\x1a\n")), ImageFormat::png);
   EXPECT_EQ(sniff_image_format(lit("\x89PNG\r\n\x1a")), ImageFormat::unknown);
@@ -262,6 +263,7 @@ TEST(ImageSniff, MagicBytesOnly) {
 // ---- the SOF walk ------------------------------------------------------------------------
 
 TEST(ImageJpegHeader, Baseline) {
+  SLIP_REQUIRE_SHARED();
   const Bytes b = load(imagenet(kBaseline));
   const JpegHeader h = header_of(b);
   EXPECT_EQ(h.width, 500u);
@@ -277,6 +279,7 @@ TEST(ImageJpegHeader, Baseline) {
 }
 
 TEST(ImageJpegHeader, Progressive) {
+  SLIP_REQUIRE_SHARED();
   JpegHeader h = header_of(load(imagenet(kProgressive)));
   EXPECT_EQ(h.width, 500u);
   EXPECT_EQ(h.height, 375u);
@@ -293,6 +296,7 @@ TEST(ImageJpegHeader, Progressive) {
 }
 
 TEST(ImageJpegHeader, Grayscale) {
+  SLIP_REQUIRE_SHARED();
   const Bytes b = load(imagenet(kGray));
   const JpegHeader h = header_of(b);
   EXPECT_EQ(h.width, 500u);
@@ -303,6 +307,7 @@ TEST(ImageJpegHeader, Grayscale) {
 }
 
 TEST(ImageJpegHeader, CmykHasAdobeMarkerAndFourComponents) {
+  SLIP_REQUIRE_SHARED();
   const std::vector<std::pair<uint32_t, uint32_t>> sizes = {{657, 657}, {500, 375}, {204, 272}, {500, 456}};
   for (size_t i = 0; i < kCmyk.size(); ++i) {
     const Bytes b = load(imagenet(kCmyk[i]));
@@ -316,6 +321,7 @@ TEST(ImageJpegHeader, CmykHasAdobeMarkerAndFourComponents) {
 }
 
 TEST(ImageJpegHeader, ExifThumbnailWithEarlyEoiIsSkipped) {
+  SLIP_REQUIRE_SHARED();
   const Bytes b = load(imagenet(kExif));
   const JpegHeader h = header_of(b);
   EXPECT_EQ(h.width, 594u);
@@ -405,6 +411,7 @@ TEST(ImageJpegHeader, SpecWalkRules) {
 // Every prefix of a small JPEG: the header is found exactly when marker+9 is inside the
 // prefix, and then equals the full file's; decoding fails cleanly for every proper prefix.
 TEST(ImageJpegHeader, TruncatedAtEveryByte) {
+  SLIP_REQUIRE_SHARED();
   const Bytes b = load(imagenet(kTiny));
   const JpegHeader full = header_of(b);
   EXPECT_EQ(full.width, 3u);
@@ -445,6 +452,7 @@ TEST(ImageJpegHeader, TruncatedAtEveryByte) {
 // All 800 corpus files against the manifest (written by an independent parser, cross-checked
 // with Pillow): JPEGs through the SOF walk, PNGs through probe_image_size.
 TEST(ImageJpegHeader, WholeCorpusMatchesManifest) {
+  SLIP_REQUIRE_SHARED();
   const auto rows = manifest();
   ASSERT_EQ(rows.size(), 800u);
   std::map<std::string, int> counts;
@@ -481,6 +489,7 @@ TEST(ImageJpegHeader, WholeCorpusMatchesManifest) {
 // ---- corpus/bad: every file has a documented outcome -------------------------------------
 
 TEST(ImageBadFiles, EachHasItsDocumentedOutcome) {
+  SLIP_REQUIRE_SHARED();
   struct Expect {
     ImageFormat format;
     bool header;               // parse_jpeg_header succeeds
@@ -537,6 +546,8 @@ TEST(ImageBadFiles, EachHasItsDocumentedOutcome) {
 // as must the CMYK JPEGs (same libjpeg-turbo 2.1.5, ISLOW DCT, fancy upsampling) and a
 // sample of ordinary JPEGs of each kind.
 TEST(ImageDecode, CorpusMatchesPillowExactly) {
+  SLIP_REQUIRE_SHARED();
+  SLIP_REQUIRE_PYTHON();
   TempDir tmp;
   std::vector<std::string> rel = kPng;
   rel.insert(rel.end(), kCmyk.begin(), kCmyk.end());
@@ -570,6 +581,7 @@ TEST(ImageDecode, CorpusMatchesPillowExactly) {
 // Every PNG colour type and bit depth (tRNS, interlace, odd sizes), and the GIF/BMP/PPM that
 // go through stb_image, against Pillow's convert("RGB").
 TEST(ImageDecode, SyntheticFormatsMatchPillow) {
+  SLIP_REQUIRE_PYTHON();
   TempDir tmp;
   const auto ref = run_pillow(tmp, "synth");
   ASSERT_GE(ref.size(), 30u);
@@ -585,6 +597,8 @@ TEST(ImageDecode, SyntheticFormatsMatchPillow) {
 }
 
 TEST(ImageDecode, RejectsBombsAndUnsupportedFormats) {
+  SLIP_REQUIRE_SHARED();
+  SLIP_REQUIRE_PYTHON();
   // The baseline JPEG's frame header rewritten to 13380x13375: 178,957,500 pixels, just over
   // Pillow's DecompressionBombError threshold (2 x 89,478,485 = 178,956,970).
   Bytes b = load(imagenet(kBaseline));
@@ -634,6 +648,7 @@ TEST(ImageDecode, RejectsBombsAndUnsupportedFormats) {
 // TurboJPEG 2.1 leaves a handle unusable after some header errors; the next good image on the
 // same thread must still decode (it failed with "Bogus DQT index 15" before handles were reset).
 TEST(ImageDecode, GoodImageDecodesAfterEveryKindOfFailure) {
+  SLIP_REQUIRE_SHARED();
   const Bytes good = load(imagenet(kTiny));
   const RgbImage expected = decode_jpeg_rgb(good);
   for (const auto& entry : fs::directory_iterator(corpus() / "bad")) {
@@ -650,6 +665,7 @@ TEST(ImageDecode, GoodImageDecodesAfterEveryKindOfFailure) {
 // Random damage to real JPEG and PNG files: the parsers and decoders never crash, and a
 // decode either throws slip::Error or returns a consistent image.
 TEST(ImageDecode, SurvivesMutatedInputs) {
+  SLIP_REQUIRE_SHARED();
   std::mt19937 rng(42);
   const std::vector<Bytes> seeds = {load(imagenet(kTiny)), load(imagenet(kExif)), load(imagenet(kCmyk[2])), load(imagenet(kPng[5])),
                                     load(imagenet(kGrayProgressive))};
@@ -680,6 +696,7 @@ TEST(ImageDecode, SurvivesMutatedInputs) {
 // ---- encoding ----------------------------------------------------------------------------
 
 TEST(ImageEncode, RoundTripPsnrAbove40dB) {
+  SLIP_REQUIRE_SHARED();
   for (const char* rel : {kBaseline, kExif}) {
     const RgbImage src = decode_to_rgb(load(imagenet(rel)));
     const Bytes jpeg = encode_rgb_jpeg(src, 100);

@@ -24,6 +24,7 @@ fs::path fixtures() { return test::shared_dir() / "fixtures/litdata"; }
 class LitDataFixture : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(LitDataFixture, ConvertsToWhatLitDataReads) {
+  SLIP_REQUIRE_SHARED();
   test::TempDir tmp;
   const json expected = json::parse(test::read_file(fixtures() / (GetParam() + ".expected.json")));
   auto source = open_source((fixtures() / GetParam()).string());
@@ -110,6 +111,7 @@ Errc read_all(const fs::path& dir, std::string* msg = nullptr) {
 }
 
 TEST(LitDataErrors, DamagedDatasets) {
+  SLIP_REQUIRE_SHARED();
   test::TempDir tmp;
   auto copy = [&](const std::string& name) {
     const fs::path d = tmp.path() / name;

@@ -50,6 +50,7 @@ std::string captured_output(const test::TempDir& dir, F&& body) {
 }
 
 TEST(LibraryLog, PrintsNothingWithoutAHandlerAndForwardsWithOne) {
+  SLIP_REQUIRE_SHARED();
   test::TempDir dir;
   const std::string tar = tar_with_a_warning(dir);
   set_log_handler({});

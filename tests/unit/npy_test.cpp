@@ -36,6 +36,7 @@ std::vector<Case> cases() {
 }
 
 TEST(Npy, HeaderMatchesNumpySave) {
+  SLIP_REQUIRE_PYTHON();
   TempDir tmp;
   std::string script = "import numpy as np, sys\nout = sys.argv[1]\n";
   for (const auto& c : cases()) script += "np.save(out + '/" + c.name + ".npy', " + c.numpy_expr + ")\n";

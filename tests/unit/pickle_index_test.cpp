@@ -55,6 +55,7 @@ TEST(PickledIndex, ReadsWhatSlipWritesForIntFloatAndStrKeys) {
 }
 
 TEST(PickledIndex, ReadsThePythonSlipstreamFixture) {
+  SLIP_REQUIRE_SHARED();
   const auto path = test::shared_dir() / "fixtures/pyslipstream/slipcache-3131b662/label_index.npy";
   const MappedFile f(path);
   const PickledIndex got = read_pickled_index(f.bytes(), path.string());

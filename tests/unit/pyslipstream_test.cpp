@@ -34,6 +34,7 @@ std::string hex(std::span<const std::byte> b) {
 class PyFixture : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(PyFixture, ReadsEverySampleAsTheUpstreamLoader) {
+  SLIP_REQUIRE_SHARED();
   const json expected = json::parse(test::read_file(fixture(GetParam() + ".expected.json")));
   const Cache cache = Cache::open(fixture(GetParam()));
   ASSERT_EQ(cache.size(), expected["num_samples"].get<uint64_t>());
@@ -65,6 +66,7 @@ TEST_P(PyFixture, ReadsEverySampleAsTheUpstreamLoader) {
 }
 
 TEST_P(PyFixture, VerifiesCleanAndSaysChecksumsAreAbsent) {
+  SLIP_REQUIRE_SHARED();
   const VerifyReport r = verify_cache(fixture(GetParam()));
   for (const auto& i : r.issues) ADD_FAILURE() << i.file << ": " << i.message;
   EXPECT_TRUE(r.ok());
@@ -77,6 +79,7 @@ TEST_P(PyFixture, VerifiesCleanAndSaysChecksumsAreAbsent) {
 }
 
 TEST_P(PyFixture, ManifestTextIsWhatOurSerialiserWrites) {
+  SLIP_REQUIRE_SHARED();
   // slip writes manifests with nlohmann's dump(2, ' ', ensure_ascii); upstream with Python's
   // json.dump(indent=2). Same text for the same object:
   const std::string text = test::read_file(fixture(GetParam()) / "manifest.json");
@@ -89,6 +92,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, PyFixture, ::testing::Values("slipcache-3131b
 // files verbatim, `path` gives their names), convert it with slip, and compare every
 // storage file byte for byte with what the Python writer produced.
 TEST(PyFixtureRoundTrip, SlipWritesTheSameStorageFilesAsPython) {
+  SLIP_REQUIRE_SHARED();
   const fs::path fx = fixture("slipcache-3131b662");
   const Cache py = Cache::open(fx);
   test::TempDir tmp;
@@ -130,6 +134,7 @@ namespace {
 // Only slip::Error crosses the library boundary: a field number the cache does not have is a
 // usage error, not std::out_of_range.
 TEST(CacheBoundary, BadFieldNumberIsSlipErrorNotOutOfRange) {
+  SLIP_REQUIRE_SHARED();
   const Cache cache = Cache::open(test::shared_dir() / "fixtures/pyslipstream/slipcache-3131b662");
   const size_t missing = cache.fields().size() + 3;
   for (auto call : std::vector<std::function<void()>>{[&] { (void)cache.record(missing, 0); }, [&] { (void)cache.payload(missing, 0); },

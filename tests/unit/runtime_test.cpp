@@ -4,11 +4,14 @@
 #include <atomic>
 #include <map>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "slip/convert.hpp"
 #include "slip/error.hpp"
 #include "slip/runtime.hpp"
 #include "test_support.hpp"
+#include "util/worker_pool.hpp"
 
 namespace slip {
 namespace {
@@ -30,6 +33,24 @@ TEST(ParallelFor, FirstExceptionPropagatesAfterAllThreadsStop) {
                             }),
                Error);
   EXPECT_GE(ran.load(), 11);
+}
+
+TEST(WorkerPool, FirstExceptionIsRethrownAndThePoolStaysUsable) {
+  detail::WorkerPool pool(4);
+  std::atomic<size_t> ran{0};
+  EXPECT_THROW(pool.run(100000,
+                        [&](unsigned, size_t i) {
+                          ran.fetch_add(1);
+                          if (i == 10) throw std::runtime_error("boom");
+                        }),
+               std::runtime_error);
+  EXPECT_LT(ran.load(), 100000u);  // stopped handing out indices
+  std::vector<std::atomic<int>> seen(1000);
+  pool.run(seen.size(), [&](unsigned thread, size_t i) {
+    EXPECT_LT(thread, pool.size());
+    seen[i].fetch_add(1);
+  });
+  for (const auto& s : seen) EXPECT_EQ(s.load(), 1);
 }
 
 TEST(Runtime, AvailableCpusHonoursSlurmOnlyThroughTheGivenEnvironment) {
@@ -68,7 +89,7 @@ TEST(Runtime, InterruptUnwindsConvertAndRemovesItsTemporaryDirectory) {
 TEST(Runtime, OneAndTwoThreadsWriteIdenticalCaches) {
   test::TempDir tmp;
   ::setenv("SOURCE_DATE_EPOCH", "1700000000", 1);
-  std::string first;
+  std::vector<std::string> caches;  // one per thread count: every file, concatenated
   for (unsigned threads : {1u, 2u}) {
     auto src = open_source((std::filesystem::path(SLIP_SOURCE_DIR) / "examples/sample").string());
     ConvertOptions opt;
@@ -76,13 +97,15 @@ TEST(Runtime, OneAndTwoThreadsWriteIdenticalCaches) {
     opt.threads = threads;
     const auto r = convert(*src, opt);
     std::string all;
-    for (const char* f : {"manifest.json", "image.bin", "image.meta.npy", "image.xxh3.npy", "label.npy", "path.bin"})
-      all += test::read_file(r.cache_path / f);
-    if (first.empty())
-      first = all;
-    else
-      EXPECT_TRUE(all == first) << "threads=" << threads;
+    for (const char* f : {"manifest.json", "image.bin", "image.meta.npy", "image.xxh3.npy", "label.npy", "path.bin"}) {
+      const std::string bytes = test::read_file(r.cache_path / f);
+      ASSERT_FALSE(bytes.empty()) << f << " is empty (threads=" << threads << ")";  // two empty reads are not "identical"
+      all += bytes;
+    }
+    caches.push_back(std::move(all));
   }
+  ASSERT_EQ(caches.size(), 2u);
+  EXPECT_TRUE(caches[0] == caches[1]) << "1 and 2 threads wrote different caches";
   ::unsetenv("SOURCE_DATE_EPOCH");
 }
 

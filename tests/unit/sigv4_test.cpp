@@ -207,6 +207,50 @@ TEST(S3Listing, RejectsMalformedResponses) {
                slip::Error);
 }
 
+TEST(S3Listing, RefusesDtdsEntityExpansionAndDeepNesting) {
+  using slip::net::parse_list_objects_v2;
+  const auto message = [](const std::string& xml) {
+    try {
+      parse_list_objects_v2(xml);
+    } catch (const slip::Error& e) {
+      EXPECT_EQ(e.code(), slip::Errc::bad_input);
+      return std::string(e.what());
+    }
+    return std::string("parsed");
+  };
+  // Billion laughs: refused at the DOCTYPE, before any entity is defined.
+  std::string laughs = "<?xml version=\"1.0\"?><!DOCTYPE r [<!ENTITY l0 \"lol\">";
+  for (int i = 1; i < 10; ++i) {
+    laughs += "<!ENTITY l" + std::to_string(i) + " \"";
+    for (int k = 0; k < 10; ++k) laughs += "&l" + std::to_string(i - 1) + ";";
+    laughs += "\">";
+  }
+  laughs += "]><ListBucketResult><Contents><Key>&l9;</Key><Size>1</Size></Contents></ListBucketResult>";
+  EXPECT_NE(message(laughs).find("DTD"), std::string::npos) << message(laughs);
+  // An external entity (XXE) never reads a file.
+  EXPECT_NE(message("<!DOCTYPE r [<!ENTITY x SYSTEM \"file:///etc/passwd\">]><ListBucketResult><Contents><Key>&x;</Key>"
+                    "<Size>1</Size></Contents></ListBucketResult>")
+                .find("DTD"),
+            std::string::npos);
+  std::string deep = "<ListBucketResult>";
+  for (int i = 0; i < 100; ++i) deep += "<a>";
+  EXPECT_NE(message(deep).find("nested deeper"), std::string::npos) << message(deep);
+  EXPECT_NE(message("<ListBucketResult><Contents>").find("not well-formed"), std::string::npos);
+  EXPECT_NE(message("").find("not well-formed"), std::string::npos);
+  EXPECT_NE(message("<ListBucketResult><Contents><Key>&#0;</Key><Size>1</Size></Contents></ListBucketResult>").find("not well-formed"),
+            std::string::npos);
+}
+
+TEST(S3Listing, ErrorBodiesNameTheirCode) {
+  slip::net::TransferResult r;
+  r.status = 403;
+  r.error_body = R"(<?xml version="1.0" encoding="UTF-8"?>)"
+                 "\n<Error><Code>AccessDenied</Code><Message>Access &amp; Denied</Message><RequestId>1</RequestId></Error>";
+  EXPECT_NE(slip::net::describe_failure(r).find("(AccessDenied: Access & Denied)"), std::string::npos) << slip::net::describe_failure(r);
+  r.error_body = "<html><body>not XML<br></body></html>";
+  EXPECT_EQ(slip::net::describe_failure(r).find('('), std::string::npos) << slip::net::describe_failure(r);
+}
+
 TEST(RemoteUris, RedactionAndLocalPaths) {
   EXPECT_EQ(slip::net::redact("https://user:secret@host:8443/a/b.tar?X-Amz-Signature=abc"), "https://host:8443/a/b.tar");
   EXPECT_EQ(slip::net::redact("s3://bucket/key"), "s3://bucket/key");

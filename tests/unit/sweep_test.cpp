@@ -103,6 +103,7 @@ TEST_F(Sweep, PayloadFlipsAreCaughtAndNameTheSample) {
 }
 
 TEST(TruncationSweep, TruncatedJpegSourcesAreBadInputAndLeaveNoCache) {
+  SLIP_REQUIRE_SHARED();
   test::TempDir tmp;
   const fs::path small = test::shared_dir() / "corpus/imagenet_like/n03888605/n03888605_7974.JPEG";  // 3x7
   const fs::path big = test::shared_dir() / "corpus/imagenet_like/n01440764/n01440764_10235.JPEG";
@@ -163,6 +164,8 @@ uint64_t convert_fails(const fs::path& src, const fs::path& out) {
 }
 
 TEST(TruncationSweep, TarShardAndLitDataChunkAndIndex) {
+  SLIP_REQUIRE_SHARED();
+  SLIP_REQUIRE_PYTHON();
   test::TempDir tmp;
   // A small WebDataset shard made by GNU tar.
   const fs::path stage = tmp.path() / "stage";

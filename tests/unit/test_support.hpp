@@ -1,6 +1,8 @@
 // Shared helpers for the unit tests: paths to reference data, running commands, temp dirs.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -8,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -39,11 +42,39 @@ inline CommandResult run(const std::string& command) {
   return r;
 }
 
+// A whole file. A missing or unreadable file throws (the test fails naming it): an empty
+// string would let two missing files compare equal.
+// Why tests needing the reference data (../shared) or Python cannot run here; "" when they can.
+inline std::string shared_missing() {
+  static const std::string why = std::filesystem::is_directory(shared_dir() / "corpus")
+                                     ? std::string()
+                                     : "needs the reference data (" + shared_dir().string() + "/corpus not found; set SLIP_SHARED_DIR)";
+  return why;
+}
+
+#define SLIP_REQUIRE_SHARED()                                                                                        \
+  do {                                                                                                               \
+    if (const std::string slip_why_ = ::slip::test::shared_missing(); !slip_why_.empty()) GTEST_SKIP() << slip_why_; \
+  } while (0)
+#define SLIP_REQUIRE_PYTHON()                                                                                        \
+  do {                                                                                                               \
+    if (const std::string slip_why_ = ::slip::test::python_missing(); !slip_why_.empty()) GTEST_SKIP() << slip_why_; \
+  } while (0)
+
 inline std::string read_file(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
+  if (!in) throw std::runtime_error("test::read_file: cannot open " + p.string());
   std::stringstream ss;
   ss << in.rdbuf();
+  if (in.bad()) throw std::runtime_error("test::read_file: cannot read " + p.string());
   return ss.str();
+}
+
+inline std::string python_missing() {
+  static const std::string why = run(python() + " -c 'import numpy, PIL' 2>/dev/null").status == 0
+                                     ? std::string()
+                                     : "needs " + python() + " with numpy and Pillow (SLIP_PYTHON)";
+  return why;
 }
 
 // A whole file as bytes (the form the library's span<const std::byte> APIs take).

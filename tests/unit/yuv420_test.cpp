@@ -50,6 +50,8 @@ fs::path corpus(const std::string& rel) { return test::shared_dir() / "corpus/im
 // computes from the same RGB pixels: random images of odd and tiny sizes, and real photos of
 // every awkward kind (grayscale, CMYK, PNG named .JPEG, 1x1) after slip's decode.
 TEST(Yuv420, ConversionIsByteIdenticalToNumpyReference) {
+  SLIP_REQUIRE_SHARED();
+  SLIP_REQUIRE_PYTHON();
   test::TempDir tmp;
   std::vector<std::pair<std::string, RgbImage>> images;
   const uint32_t sizes[][2] = {{1, 1}, {3, 7}, {7, 3}, {2, 2}, {499, 375}, {64, 33}};
@@ -95,6 +97,7 @@ TEST(Yuv420, RejectsEmptyAndMismatchedBuffers) {
 // both are libjpeg-turbo (ISLOW IDCT, fancy upsampling), so on Debian 12 they agree exactly;
 // the documented bound (docs/YUV420.md) is <= 0.1% of bytes differing by at most 2.
 TEST(Yuv420, SiblingsOfJpegFixtureMatchPythonYuv420Fixture) {
+  SLIP_REQUIRE_SHARED();
   test::TempDir tmp;
   const fs::path fixtures = test::shared_dir() / "fixtures/pyslipstream";
   test::writable_copy(fixtures / "slipcache-3131b662", tmp.path() / "jpeg");
@@ -143,6 +146,7 @@ TEST(Yuv420, SiblingsOfJpegFixtureMatchPythonYuv420Fixture) {
 // JPEG cache of the same ImageFolder hold the same payloads (both decode each JPEG once with
 // TurboJPEG); the slip-written siblings are checksummed, verified, and rebuilt when damaged.
 TEST(Yuv420, ConvertedCacheEqualsSiblingsAndBothVerify) {
+  SLIP_REQUIRE_SHARED();
   test::TempDir tmp;
   const fs::path src = tmp.path() / "src";
   const char* files[] = {"n01440764/n01440764_2578.JPEG",  "n01440764/n01440764_10026.JPEG", "n01440764/n01440764_10235.JPEG",
@@ -214,6 +218,7 @@ TEST(Yuv420, ConvertedCacheEqualsSiblingsAndBothVerify) {
 // first 120 corpus images: per image mean absolute difference <= 2.5 and PSNR >= 30 dB (4:2:0
 // chroma, the truncating forward transform and nearest-neighbour upsampling all cost a little).
 TEST(Yuv420, RoundTripStaysCloseToTheJpegDecode) {
+  SLIP_REQUIRE_SHARED();
   std::vector<fs::path> paths;
   for (const auto& e : fs::recursive_directory_iterator(test::shared_dir() / "corpus/imagenet_like"))
     if (e.is_regular_file()) paths.push_back(e.path());
@@ -255,6 +260,7 @@ TEST(Yuv420, RoundTripStaysCloseToTheJpegDecode) {
 // Sibling files are untrusted input: each malformation is one error naming the file, the
 // sample and the byte offset, never an out-of-bounds read.
 TEST(Yuv420, SiblingReaderRejectsMalformedFiles) {
+  SLIP_REQUIRE_SHARED();
   test::TempDir tmp;
   const fs::path dir = tmp.path() / "c";
   test::writable_copy(test::shared_dir() / "fixtures/pyslipstream/slipcache-3131b662", dir);
@@ -299,6 +305,7 @@ TEST(Yuv420, SiblingReaderRejectsMalformedFiles) {
 // The engine decodes sibling files exactly as it decodes a dedicated YUV420 cache holding the
 // same payloads.
 TEST(Yuv420, EngineOnSiblingsEqualsEngineOnDedicatedCache) {
+  SLIP_REQUIRE_SHARED();
   test::TempDir tmp;
   const fs::path fixtures = test::shared_dir() / "fixtures/pyslipstream";
   test::writable_copy(fixtures / "slipcache-3131b662", tmp.path() / "jpeg");

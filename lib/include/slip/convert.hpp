@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "slip/image.hpp"
 #include "slip/source.hpp"
 
 SLIP_API_BEGIN
@@ -50,9 +51,9 @@ struct ConvertOptions {
   // A conversion that leaves no sample (an empty source, or every sample skipped) is an error
   // (Error(bad_input)) unless this is set. Part caches of a job array may always be empty.
   bool allow_empty = false;
-  // Images whose header claims more pixels are refused (decompression bombs); Pillow's
-  // default MAX_IMAGE_PIXELS warning threshold.
-  uint64_t max_image_pixels = 89478485;
+  // Images whose header claims more pixels are refused (decompression bombs). Decoding is
+  // refused above kDecodePixelLimit whatever this says (slip/image.hpp).
+  uint64_t max_image_pixels = kDefaultMaxImagePixels;
   // Sample bytes held between reading and writing (read ahead, being prepared, being written);
   // one sample larger than a quarter of it still goes through, alone.
   uint64_t max_bytes_in_flight = uint64_t{256} << 20;

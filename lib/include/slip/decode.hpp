@@ -31,7 +31,7 @@ struct DecodeOptions;
 namespace detail {
 // Decodes one sample with these windows (one per crop, single thread).
 SLIP_HIDDEN std::vector<uint8_t> decode_crops_for_test(const Cache& cache, uint64_t sample, const DecodeOptions& options,
-                                           const std::vector<CropWindow>& windows);
+                                                       const std::vector<CropWindow>& windows);
 }  // namespace detail
 #endif
 

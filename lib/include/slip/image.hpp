@@ -12,6 +12,17 @@
 SLIP_API_BEGIN
 namespace slip {
 
+// Pixel limits (decompression bombs: a few hundred bytes can claim 65535x65535 pixels, 12 GiB
+// of RGB). Both follow Pillow so that slip refuses what a Pillow loader would:
+//  - kDefaultMaxImagePixels is Pillow's Image.MAX_IMAGE_PIXELS (its DecompressionBombWarning
+//    threshold): the default of ConvertOptions::max_image_pixels (slip convert
+//    --max-image-pixels), a policy the caller may raise or lower;
+//  - kDecodePixelLimit, twice that, is Pillow's DecompressionBombError threshold: no slip
+//    decoder (decode_to_rgb, the decode engine) allocates for an image with more pixels,
+//    whatever the options say.
+inline constexpr uint64_t kDefaultMaxImagePixels = 89'478'485;
+inline constexpr uint64_t kDecodePixelLimit = 2 * kDefaultMaxImagePixels;
+
 enum class ImageFormat { unknown, jpeg, png, gif, bmp, webp, tiff, ppm };
 const char* image_format_name(ImageFormat format) noexcept;
 
@@ -66,8 +77,8 @@ struct RgbImage {
 // convert("RGB"): alpha dropped (not composited), gray replicated, 16-bit gray clipped to 255
 // (Pillow's mode "I"), other 16-bit PNGs reduced to their high byte, CMYK inverted as Adobe
 // writes it. WebP, TIFF and PNM with maxval != 255 are refused. JPEG warnings (truncation)
-// are errors, as in Pillow. Images over 178,956,970 pixels (Pillow's DecompressionBombError limit) are
-// refused before any pixel is allocated.
+// are errors, as in Pillow. Images over kDecodePixelLimit pixels are refused before any pixel is
+// allocated.
 // Throws slip::Error(bad_input) with a reason when the bytes do not decode.
 RgbImage decode_to_rgb(std::span<const std::byte> data);
 

@@ -10,7 +10,7 @@
 #include <memory>
 #include <optional>
 
-#include "decode/worker_pool.hpp"
+#include "util/worker_pool.hpp"
 #include "slip/cache.hpp"
 #include "slip/error.hpp"
 #include "slip/image.hpp"

@@ -281,7 +281,7 @@ std::string default_cache_name(const SourceIdentity& identity, const ConvertOpti
 
 // The cache's name: --name (checked by the file-stem rule) or the source's safe default.
 std::string checked_cache_name(const SourceIdentity& identity, const ConvertOptions& options) {
-  const std::string name = options.name.empty() ? default_cache_name(identity, options) : options.name;
+  std::string name = options.name.empty() ? default_cache_name(identity, options) : options.name;
   if (const std::string problem = detail::file_stem_problem(name); !problem.empty())
     throw Error(Errc::usage, "invalid cache name \"" + detail::escape_for_terminal(name) + "\": " + problem);
   return name;
@@ -307,14 +307,16 @@ namespace {
 // The conversion pipeline: a reader thread pulls samples from the source (which itself keeps
 // --io-depth reads in flight) into batches; the calling thread prepares each batch on the
 // worker threads (parse, checksum, transcode); a writer thread appends them in sample order.
-// The three stages overlap, connected by bounded queues: at most four batches exist at once
-// (two read ahead, one being prepared, one being written), each bounded by a quarter of
-// options.max_bytes_in_flight, so memory does not depend on image sizes (one sample larger
-// than a batch still goes through alone). The output does not depend on the thread count.
+// The three stages overlap, connected by bounded queues. The sample bytes held by all stages
+// together (read ahead, being prepared, waiting for and being written) stay under
+// options.max_bytes_in_flight plus one sample: the reader waits for room before reading, and
+// ends its batch early when the budget is spent, so one sample larger than the budget still goes
+// through, alone. Memory does not depend on image sizes; the output not on the thread count.
 struct Batch {
   std::vector<Sample> samples;
   std::vector<Prepared> prepared;
   size_t count = 0;
+  uint64_t bytes = 0;  // sample bytes held, released to the budget once written
 };
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
@@ -326,6 +328,7 @@ void run_pipeline(Source& source, const Schema& schema, const ConvertOptions& op
   const size_t batch_size = std::max<size_t>(64, threads * 32);
   const uint64_t batch_bytes_limit = std::max<uint64_t>(options.max_bytes_in_flight / 4, 1);
   detail::BoundedQueue<Batch> read_queue(2), write_queue(1), free_batches(8);
+  detail::ByteBudget budget(std::max<uint64_t>(options.max_bytes_in_flight, 1));
   std::exception_ptr error;
   std::mutex error_mutex;
   auto fail = [&](std::exception_ptr e) {
@@ -336,6 +339,7 @@ void run_pipeline(Source& source, const Schema& schema, const ConvertOptions& op
     read_queue.abort();
     write_queue.abort();
     free_batches.abort();
+    budget.abort();
   };
   const std::atomic<bool>* cancel = detail::current_cancel_flag();
   ProgressUpdate progress;
@@ -351,11 +355,15 @@ void run_pipeline(Source& source, const Schema& schema, const ConvertOptions& op
         batch.samples.resize(batch_size);
         batch.prepared.resize(batch_size);
         batch.count = 0;
-        uint64_t bytes = 0;
+        batch.bytes = 0;
+        if (!budget.wait_for_room()) return;
         const auto t = std::chrono::steady_clock::now();
-        while (batch.count < batch_size && remaining > 0 && bytes < batch_bytes_limit &&
+        while (batch.count < batch_size && remaining > 0 && batch.bytes < batch_bytes_limit && !(batch.count > 0 && budget.full()) &&
                (more = source.next(batch.samples[batch.count]))) {
+          uint64_t bytes = 0;
           for (const Value& v : batch.samples[batch.count].values) bytes += v.bytes.size();
+          batch.bytes += bytes;
+          budget.add(bytes);
           ++batch.count;
           --remaining;
         }
@@ -406,6 +414,7 @@ void run_pipeline(Source& source, const Schema& schema, const ConvertOptions& op
           for (Value& v : batch->samples[i].values) std::vector<std::byte>().swap(v.bytes);
           batch->prepared[i] = Prepared{};
         }
+        budget.release(batch->bytes);
         free_batches.push(std::move(*batch));
       }
     } catch (...) {

@@ -16,6 +16,10 @@
 
 namespace slip {
 
+namespace {
+__extension__ using Uint128 = unsigned __int128;  // GCC/Clang; __extension__ keeps -Wpedantic quiet
+}  // namespace
+
 ShardSpec parse_shard(const std::string& text, const Environment& env) {
   ShardSpec s;
   if (text == "auto") {
@@ -112,8 +116,8 @@ PartInfo plan_part(const Source& source, const ShardSpec& shard, const std::stri
   // Sources of unknown size are sliced by file in convert() (select_files).
   if (const auto total = source.size()) {
     p.total = *total;
-    p.start = static_cast<uint64_t>(static_cast<unsigned __int128>(*total) * shard.index / shard.count);
-    p.end = static_cast<uint64_t>(static_cast<unsigned __int128>(*total) * (shard.index + 1) / shard.count);
+    p.start = static_cast<uint64_t>(static_cast<Uint128>(*total) * shard.index / shard.count);
+    p.end = static_cast<uint64_t>(static_cast<Uint128>(*total) * (shard.index + 1) / shard.count);
   } else {
     p.unit = "files";
   }

@@ -9,7 +9,7 @@
 #include "decode/jpeg_region.hpp"
 #include "decode/resample.hpp"
 #include "decode/resample_planar.hpp"
-#include "decode/worker_pool.hpp"
+#include "util/worker_pool.hpp"
 #include "image/yuv420_kernels.hpp"
 #include "slip/cache.hpp"
 #include "slip/decode.hpp"
@@ -53,9 +53,9 @@ int choose_denominator(std::span<const CropWindow> windows, std::span<const uint
   return 1;
 }
 
-// JPEGs the engine refuses before decoding (the same cap as everywhere it decodes).
+// JPEGs the engine refuses before decoding (the same cap as every slip decoder, slip/image.hpp).
 bool oversized(const JpegImageInfo& info) {
-  return info.width <= 0 || info.height <= 0 || static_cast<uint64_t>(info.width) * static_cast<uint64_t>(info.height) > (1ull << 28);
+  return info.width <= 0 || info.height <= 0 || static_cast<uint64_t>(info.width) * static_cast<uint64_t>(info.height) > kDecodePixelLimit;
 }
 std::string refused_message(const JpegImageInfo& info) {
   return "JPEG of " + std::to_string(info.width) + "x" + std::to_string(info.height) + " refused";

@@ -171,7 +171,7 @@ Cache Cache::open(const fs::path& dir) {
       if (!present(p)) throw Error(Errc::bad_input, "storage file of field \"" + f.name + "\" is missing").with_path(p.string());
       m.files.emplace(name, detail::MappedFile(p, detail::Open::cache_file));
     }
-    auto check_npy = [&](const std::string& name, std::string_view want_descr, std::vector<uint64_t> want_shape) {
+    auto check_npy = [&](const std::string& name, std::string_view want_descr, const std::vector<uint64_t>& want_shape) {
       const auto& file = m.file(name);
       NpyHeader h = parse_npy_header(file.bytes(), file.path());
       if (!want_descr.empty() && h.descr != want_descr)

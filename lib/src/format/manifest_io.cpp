@@ -1,9 +1,9 @@
 #include "format/manifest_io.hpp"
 
 #include "format/layout.hpp"
-#include "format/staging.hpp"
 #include "slip/error.hpp"
 #include "slip/hash.hpp"
+#include "util/atomic_file.hpp"
 #include "util/file_io.hpp"
 #include "util/untrusted.hpp"
 
@@ -15,23 +15,10 @@ std::string manifest_text(const nlohmann::ordered_json& manifest) {
   return manifest.dump(2, ' ', true, nlohmann::json::error_handler_t::replace);
 }
 
-void replace_file(const fs::path& path, std::string_view text) {
-  // A locked, unpredictable temporary name (staging.hpp): a fixed "<file>.tmp" could be a link
-  // planted in the cache, and a killed run's leftover is recognised as abandoned.
-  remove_stale_temporaries(path.parent_path(), path.filename().string());
-  TempLock tmp(path.parent_path(), path.filename().string());
-  write_text_file(tmp.path(), text);
-  std::error_code ec;
-  fs::rename(tmp.path(), path, ec);
-  if (ec) throw Error(Errc::io, "cannot rename into place: " + ec.message()).with_path(path.string());
-  tmp.release();
-}
-
 void write_manifest(const fs::path& dir, const nlohmann::ordered_json& manifest) {
   const std::string text = manifest_text(manifest);
   replace_file(dir / kManifestName, text);
   replace_file(dir / kManifestSumName, hex64(xxh3_64(std::as_bytes(std::span(text.data(), text.size())))) + "\n");
-  fsync_directory(dir);
 }
 
 nlohmann::ordered_json read_manifest(const fs::path& dir) {

@@ -6,9 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-
 #include "format/manifest_io.hpp"
-#include "format/staging.hpp"
+#include "util/atomic_file.hpp"
 #include "slip/error.hpp"
 #include "slip/hash.hpp"
 #include "slip/npy.hpp"
@@ -98,23 +97,6 @@ std::span<const std::byte> Yuv420Siblings::payload(uint64_t sample) const {
 
 namespace {
 
-// A file being written under a locked temporary name (staging.hpp); removed unless committed.
-class TempFile {
- public:
-  TempFile(const fs::path& dir, const std::string& name) : final_(dir / name), lock_(dir, name) {}
-  const fs::path& path() const noexcept { return lock_.path(); }
-  void commit() {
-    std::error_code ec;
-    fs::rename(lock_.path(), final_, ec);
-    if (ec) throw Error(Errc::io, "cannot rename into place: " + ec.message()).with_path(final_.string());
-    lock_.release();
-  }
-
- private:
-  fs::path final_;
-  detail::TempLock lock_;
-};
-
 const nlohmann::ordered_json* find_path(const nlohmann::ordered_json& j, std::initializer_list<const char*> keys) {
   const nlohmann::ordered_json* at = &j;
   for (const char* k : keys) {
@@ -191,8 +173,8 @@ std::vector<SiblingResult> add_yuv420_siblings(const fs::path& dir, const Siblin
       results.push_back(result);
       continue;
     }
-    TempFile bin_file(dir, stem + ".bin"), meta_file(dir, stem + ".meta.npy");
-    detail::FileWriter bin(bin_file.path());
+    detail::AtomicFile bin_file(dir / (stem + ".bin")), meta_file(dir / (stem + ".meta.npy"));
+    detail::FileWriter bin(bin_file.temp_path());
     std::vector<MetaRecord> table(n);
     const size_t batch = std::max<size_t>(64, size_t{threads} * 16);
     std::vector<Yuv420Image> converted(batch);
@@ -229,7 +211,7 @@ std::vector<SiblingResult> add_yuv420_siblings(const fs::path& dir, const Siblin
       if (options.progress) options.progress(start + count, n);
     }
     bin.close();
-    detail::FileWriter meta(meta_file.path());
+    detail::FileWriter meta(meta_file.temp_path());
     meta.write(npy_header(kMetaRecordDescr, std::vector<uint64_t>{n}));
     meta.write(std::as_bytes(std::span(table)));
     meta.close();
@@ -239,7 +221,6 @@ std::vector<SiblingResult> add_yuv420_siblings(const fs::path& dir, const Siblin
     fs::remove(dir / (stem + ".meta.npy"), ec);
     bin_file.commit();
     meta_file.commit();
-    detail::fsync_directory(dir);
     if (slip_written) {
       auto& slip = manifest["slip"];
       if (!slip.contains("checksums") || !slip["checksums"].is_object())

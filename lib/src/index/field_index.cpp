@@ -11,6 +11,7 @@
 
 #include "format/layout.hpp"
 #include "format/manifest_io.hpp"
+#include "util/atomic_file.hpp"
 #include "slip/error.hpp"
 #include "slip/hash.hpp"
 #include "slip/npy.hpp"
@@ -370,7 +371,7 @@ std::string npy_of(std::string_view descr, const std::vector<T>& v) {
 }  // namespace
 
 void write_field_index(const Cache& cache, const FieldIndex& idx) {
-  const fs::path dir = cache.path();
+  const fs::path& dir = cache.path();
   std::vector<std::pair<std::string, std::string>> files;
   files.emplace_back(pickled_index_name(idx.field), pickled_index_npy(idx));
   const auto names = csr_index_names(idx.field);

@@ -11,6 +11,7 @@
 #include "slip/error.hpp"
 #include "slip/hash.hpp"
 #include "slip/runtime.hpp"
+#include "util/atomic_file.hpp"
 #include "util/file_io.hpp"
 #include "util/file_lock.hpp"
 #include "util/untrusted.hpp"
@@ -47,11 +48,9 @@ std::optional<Validators> read_validators(const fs::path& path) {
 void write_validators(const fs::path& path, const Validators& v, const std::string& uri) {
   nlohmann::ordered_json j{{"uri", uri}, {"etag", v.etag}, {"last_modified", v.last_modified}};
   if (v.size) j["size"] = *v.size;
-  const fs::path tmp = path.string() + ".tmp";
-  detail::write_text_file(tmp, j.dump(2) + "\n");
-  std::error_code ec;
-  fs::rename(tmp, path, ec);  // a slip::Error, never a filesystem_error, leaves the library
-  if (ec) throw_errno("cannot rename", tmp.string(), ec.value());
+  // No sweep: a download directory holds thousands of records; a killed run leaves at most a
+  // few bytes under a dot name.
+  detail::replace_file(path, j.dump(2) + "\n", detail::AtomicFile::Sweep::none);
 }
 
 std::string header(const Headers& h, const char* name) {

@@ -7,7 +7,9 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <utility>
 
+#include "net/xml.hpp"
 #include "slip/error.hpp"
 #include "slip/runtime.hpp"
 
@@ -110,12 +112,17 @@ int on_progress(void* user, curl_off_t, curl_off_t downloaded, curl_off_t, curl_
   return 0;
 }
 
-std::string xml_tag(const std::string& xml, const std::string& tag) {
-  const auto a = xml.find("<" + tag + ">");
-  if (a == std::string::npos) return {};
-  const auto start = a + tag.size() + 2;
-  const auto b = xml.find("</" + tag + ">", start);
-  return b == std::string::npos ? std::string() : xml.substr(start, std::min<size_t>(b - start, 300));
+// An S3-style error body's <Error><Code/><Message/></Error>, each cut to 300 bytes; empty
+// strings when the body is not such a document (an HTML page, a truncated body).
+std::pair<std::string, std::string> error_code_and_message(const std::string& body) {
+  if (body.empty()) return {};
+  try {
+    const XmlElement doc = parse_xml(body, "error body");
+    const XmlElement *code = doc.child("Code"), *message = doc.child("Message");
+    return {code ? code->text.substr(0, 300) : std::string(), message ? message->text.substr(0, 300) : std::string()};
+  } catch (const Error&) {
+    return {};
+  }
 }
 
 }  // namespace
@@ -252,7 +259,7 @@ bool is_transient(const TransferResult& r) {
 std::string describe_failure(const TransferResult& r) {
   if (r.curl != CURLE_OK) return r.curl_error;
   std::string text = "HTTP " + std::to_string(r.status);
-  const std::string code = xml_tag(r.error_body, "Code"), message = xml_tag(r.error_body, "Message");
+  const auto [code, message] = error_code_and_message(r.error_body);
   if (!code.empty()) text += " (" + code + (message.empty() ? "" : ": " + message) + ")";
   return text;
 }

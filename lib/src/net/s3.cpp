@@ -6,6 +6,7 @@
 #include <ctime>
 
 #include "net/retry.hpp"
+#include "net/xml.hpp"
 #include "slip/error.hpp"
 #include "slip/runtime.hpp"
 #include "slip/hash.hpp"
@@ -33,17 +34,6 @@ bool virtual_host_ok(const std::string& bucket) {
   return bucket.front() != '-' && bucket.back() != '-';
 }
 
-// The text between <tag> and </tag> at or after `from`; npos-safe.
-std::optional<std::string_view> element(std::string_view xml, std::string_view tag, size_t from = 0, size_t* end_out = nullptr) {
-  const std::string open = "<" + std::string(tag) + ">", close = "</" + std::string(tag) + ">";
-  const auto a = xml.find(open, from);
-  if (a == std::string_view::npos) return std::nullopt;
-  const auto b = xml.find(close, a + open.size());
-  if (b == std::string_view::npos) return std::nullopt;
-  if (end_out) *end_out = b + close.size();
-  return xml.substr(a + open.size(), b - a - open.size());
-}
-
 }  // namespace
 
 S3Location parse_s3_uri(std::string_view uri) {
@@ -55,77 +45,32 @@ S3Location parse_s3_uri(std::string_view uri) {
   return loc;
 }
 
-std::string xml_unescape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '&') {
-      out += text[i];
-      continue;
-    }
-    const auto semi = text.find(';', i);
-    if (semi == std::string_view::npos || semi - i > 10) throw Error(Errc::bad_input, "S3 listing: malformed XML entity");
-    const std::string_view name = text.substr(i + 1, semi - i - 1);
-    if (name == "amp")
-      out += '&';
-    else if (name == "lt")
-      out += '<';
-    else if (name == "gt")
-      out += '>';
-    else if (name == "quot")
-      out += '"';
-    else if (name == "apos")
-      out += '\'';
-    else if (name.size() > 1 && name[0] == '#') {
-      const bool hex = name[1] == 'x' || name[1] == 'X';
-      const std::string digits(name.substr(hex ? 2 : 1));
-      char* end = nullptr;
-      const unsigned long cp = std::strtoul(digits.c_str(), &end, hex ? 16 : 10);
-      if (digits.empty() || *end || cp == 0 || cp > 0x10FFFF) throw Error(Errc::bad_input, "S3 listing: bad character reference");
-      // UTF-8 encode.
-      if (cp < 0x80)
-        out += static_cast<char>(cp);
-      else if (cp < 0x800)
-        out += {static_cast<char>(0xC0 | (cp >> 6)), static_cast<char>(0x80 | (cp & 0x3F))};
-      else if (cp < 0x10000)
-        out += {static_cast<char>(0xE0 | (cp >> 12)), static_cast<char>(0x80 | ((cp >> 6) & 0x3F)), static_cast<char>(0x80 | (cp & 0x3F))};
-      else
-        out += {static_cast<char>(0xF0 | (cp >> 18)), static_cast<char>(0x80 | ((cp >> 12) & 0x3F)),
-                static_cast<char>(0x80 | ((cp >> 6) & 0x3F)), static_cast<char>(0x80 | (cp & 0x3F))};
-    } else {
-      throw Error(Errc::bad_input, "S3 listing: unknown XML entity &" + std::string(name) + ";");
-    }
-    i = semi;
-  }
-  return out;
-}
-
 S3ListPage parse_list_objects_v2(std::string_view xml) {
-  if (xml.find("<ListBucketResult") == std::string_view::npos)
-    throw Error(Errc::bad_input, "S3 listing: the response is not a ListBucketResult");
+  constexpr std::string_view kWhat = "S3 listing";
+  const XmlElement doc = parse_xml(xml, kWhat);
+  if (doc.name != "ListBucketResult") throw Error(Errc::bad_input, "S3 listing: the response is not a ListBucketResult");
   S3ListPage page;
-  size_t pos = 0, end = 0;
-  while (auto contents = element(xml, "Contents", pos, &end)) {
-    pos = end;
-    const auto key = element(*contents, "Key"), size = element(*contents, "Size"), etag = element(*contents, "ETag");
+  for (const XmlElement& contents : doc.children) {
+    if (contents.name != "Contents") continue;
+    const XmlElement *key = contents.child("Key"), *size = contents.child("Size"), *etag = contents.child("ETag");
     if (!key || !size) throw Error(Errc::bad_input, "S3 listing: an object without Key or Size");
     S3Object o;
-    o.key = xml_unescape(*key);
-    const std::string size_text(*size);
+    o.key = key->text;
+    const std::string& size_text = size->text;
     char* size_end = nullptr;
     o.size = std::strtoull(size_text.c_str(), &size_end, 10);
     if (size_text.empty() || *size_end || size_text[0] == '-') throw Error(Errc::bad_input, "S3 listing: bad Size \"" + size_text + "\"");
     if (etag) {
-      o.etag = xml_unescape(*etag);
+      o.etag = etag->text;
       if (o.etag.size() >= 2 && o.etag.front() == '"' && o.etag.back() == '"') o.etag = o.etag.substr(1, o.etag.size() - 2);
     }
     page.objects.push_back(std::move(o));
   }
-  const auto truncated = element(xml, "IsTruncated");
-  if (truncated && *truncated == "true") {
-    const auto token = element(xml, "NextContinuationToken");
-    if (!token || token->empty()) throw Error(Errc::bad_input, "S3 listing: truncated without a NextContinuationToken");
-    page.next_token = xml_unescape(*token);
+  const XmlElement* truncated = doc.child("IsTruncated");
+  if (truncated && truncated->text == "true") {
+    const XmlElement* token = doc.child("NextContinuationToken");
+    if (!token || token->text.empty()) throw Error(Errc::bad_input, "S3 listing: truncated without a NextContinuationToken");
+    page.next_token = token->text;
   }
   return page;
 }

@@ -31,10 +31,9 @@ struct S3ListPage {
   std::vector<S3Object> objects;
   std::optional<std::string> next_token;
 };
-// Throws Error(bad_input) for a body that is not a ListBucketResult.
+// Throws Error(bad_input) for a body that is not a well-formed ListBucketResult (net/xml.hpp:
+// no DTD, bounded depth).
 S3ListPage parse_list_objects_v2(std::string_view xml);
-// XML character data with its five entities and numeric references decoded.
-std::string xml_unescape(std::string_view text);
 
 class S3Client {
  public:

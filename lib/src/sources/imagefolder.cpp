@@ -19,6 +19,7 @@
 #include "slip/hash.hpp"
 #include "slip/runtime.hpp"
 #include "slip/source.hpp"
+#include "sources/image_extensions.hpp"
 #include "sources/source_registry.hpp"
 #include "format/manifest_io.hpp"
 #include "util/log.hpp"
@@ -32,16 +33,6 @@ namespace slip {
 namespace fs = std::filesystem;
 
 namespace {
-
-constexpr std::string_view kImageExtensions[] = {".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp"};
-
-bool has_image_extension(std::string_view name) {
-  std::string lower(name);
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-  for (auto ext : kImageExtensions)
-    if (lower.size() >= ext.size() && lower.compare(lower.size() - ext.size(), ext.size(), ext) == 0) return true;
-  return false;
-}
 
 // The images in sample order: relative paths (class/.../file) packed in one string, with a
 // label each. At 1.28M images this is ~60 MB where a std::string per image took twice that.
@@ -166,7 +157,7 @@ class ImageFolderSource final : public Source {
           continue;
         }
         const std::string name = e.path().filename().string();
-        if (has_image_extension(name)) out.files_by_dir[dir.string()].push_back(name);
+        if (detail::has_image_folder_extension(name)) out.files_by_dir[dir.string()].push_back(name);
       }
     }
     std::sort(out.warnings.begin(), out.warnings.end());

@@ -130,7 +130,7 @@ class LitDataSource final : public Source {
       // Whatever typed access the checks above missed: a wrong JSON type is bad input too.
       throw Error(Errc::bad_input, std::string("index.json has an unexpected structure: ") + e.what()).with_path(index_path_);
     }
-    identity_ = {"litdata", dir_.string(), "sha256:" + sha256_hex(text), dir_.filename().string()};
+    identity_ = {"litdata", dir_.string(), "sha256:" + sha256_hex(text), dir_.filename().string(), {}};
     prescan_arrays();
   }
 
@@ -252,10 +252,9 @@ class LitDataSource final : public Source {
         leaf.array = true;
         leaf.type = FieldType::ndarray;
       } else if (b == "bytes" || b == "file" || b == "pickle" || b == "jpeg_array" || b == "video" || b == "audio" || b == "nifti" ||
-                 b == "mesh" || b == "pdf" || b == "tifffile" || b == "tiff") {
-        leaf.type = FieldType::bytes;  // verbatim payload (never unpickled)
-      } else if (std::find(raw_fields.begin(), raw_fields.end(), leaf.name) != raw_fields.end()) {
-        leaf.type = FieldType::bytes;
+                 b == "mesh" || b == "pdf" || b == "tifffile" || b == "tiff" ||
+                 std::find(raw_fields.begin(), raw_fields.end(), leaf.name) != raw_fields.end()) {
+        leaf.type = FieldType::bytes;  // verbatim payload (never unpickled): a known serializer, or --raw-field
       } else {
         throw bad("field \"" + leaf.name + "\" has serializer \"" + leaf.format + "\", which slip does not know (--raw-field " + leaf.name +
                   " keeps its bytes)");

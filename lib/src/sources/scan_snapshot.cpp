@@ -7,6 +7,7 @@
 #include "slip/error.hpp"
 #include "slip/hash.hpp"
 #include "slip/runtime.hpp"
+#include "util/atomic_file.hpp"
 #include "util/file_io.hpp"
 
 namespace slip::detail {

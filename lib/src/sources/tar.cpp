@@ -21,6 +21,7 @@
 #include "slip/hash.hpp"
 #include "slip/runtime.hpp"
 #include "slip/source.hpp"
+#include "sources/image_extensions.hpp"
 #include "sources/shard_list.hpp"
 #include "sources/source_registry.hpp"
 #include "util/cancel.hpp"
@@ -33,6 +34,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// WebDataset: a member is an image by its exact key extension (not ImageFolder's list,
+// sources/image_extensions.hpp, which is case-insensitive and has no gif).
 constexpr const char* kImageExts[] = {"jpg", "jpeg", "png", "webp", "ppm", "pgm", "bmp", "tif", "tiff", "gif"};
 constexpr const char* kLabelExts[] = {"cls", "label", "cls2", "index", "id"};
 
@@ -404,8 +407,11 @@ class TarSource final : public Source {
                   std::to_string(fs::last_write_time(abs, ec).time_since_epoch().count()) + "\n");
       }
     }
-    identity_ = {"tar", uri, (content || !spooled_.empty() ? "sha256-shards:" : "stat-shards:") + fp.hex_digest(),
-                 spooled_.count(shards_.front()) ? std::string("stdin") : pattern_name(shards_)};
+    identity_ = {"tar",
+                 uri,
+                 (content || !spooled_.empty() ? "sha256-shards:" : "stat-shards:") + fp.hex_digest(),
+                 spooled_.count(shards_.front()) ? std::string("stdin") : pattern_name(shards_),
+                 {}};
     identity_.uris = std::move(uris);
     infer_schema();
   }
@@ -640,7 +646,7 @@ class TarImageFolderSource final : public Source {
               .with_path(shard)
               .with_offset(static_cast<uint64_t>(std::max<la_int64_t>(0, archive_read_header_position(a.get()))));
         std::string clean = name.rfind("./", 0) == 0 ? name.substr(2) : name;
-        if (!is_image_name(clean)) continue;
+        if (!detail::has_image_folder_extension(clean)) continue;
         const auto slash = clean.rfind('/');
         if (slash == std::string::npos) continue;  // files at the root belong to no class
         if (clean[0] == '/' || clean.find("..") != std::string::npos)
@@ -673,7 +679,8 @@ class TarImageFolderSource final : public Source {
     }
     if (names_.empty()) throw Error(Errc::bad_input, "no <class>/<image> members (--layout imagefolder)").with_path(shards_.front());
     root_name_ = spooled_.count(shards_.front()) ? "stdin" : shard_stem(shards_.front());
-    identity_ = {"tar-imagefolder", uri, (content || !spooled_.empty() ? "sha256-shards:" : "stat-shards:") + fp.hex_digest(), root_name_};
+    identity_ = {
+        "tar-imagefolder", uri, (content || !spooled_.empty() ? "sha256-shards:" : "stat-shards:") + fp.hex_digest(), root_name_, {}};
     identity_.uris = uris_;
     schema_.fields = {{"image", FieldType::image, {}, {}},
                       {"label", FieldType::int64, {}, {}},
@@ -707,13 +714,6 @@ class TarImageFolderSource final : public Source {
   }
 
  private:
-  static bool is_image_name(const std::string& n) {
-    std::string l = n;
-    for (char& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    for (const char* ext : {".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp"})
-      if (l.size() > std::strlen(ext) && l.compare(l.size() - std::strlen(ext), std::strlen(ext), ext) == 0) return true;
-    return false;
-  }
   static std::string shard_stem(const std::string& s) {
     std::string n = fs::path(s).filename().string();
     const auto dot = n.find('.');

@@ -143,7 +143,7 @@ class CacheSubsetSource final : public Source {
   }
 
   const Schema& schema() const override { return schema_; }
-  SourceIdentity identity() const override { return {"subset", uri_, fingerprint_, name_}; }
+  SourceIdentity identity() const override { return {"subset", uri_, fingerprint_, name_, {}}; }
   std::optional<uint64_t> size() const override { return ids_.size(); }
 
   bool next(Sample& out) override {

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <condition_variable>
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <mutex>
 #include <optional>
@@ -63,6 +65,44 @@ class BoundedQueue {
   std::deque<T> items_;
   size_t capacity_;
   bool closed_ = false, aborted_ = false;
+};
+
+// Bytes held by a pipeline, across all its stages: acquire() before reading more waits while
+// `limit` or more are held; release() when they are written. abort() wakes the waiter for good.
+class ByteBudget {
+ public:
+  explicit ByteBudget(uint64_t limit) : limit_(limit) {}
+  // Waits until fewer than `limit` bytes are held; false when aborted.
+  bool wait_for_room() {
+    std::unique_lock lock(mutex_);
+    room_.wait(lock, [&] { return aborted_ || held_ < limit_; });
+    return !aborted_;
+  }
+  bool full() const {
+    std::lock_guard lock(mutex_);
+    return held_ >= limit_;
+  }
+  void add(uint64_t bytes) {
+    std::lock_guard lock(mutex_);
+    held_ += bytes;
+  }
+  void release(uint64_t bytes) {
+    std::lock_guard lock(mutex_);
+    held_ -= std::min(bytes, held_);
+    room_.notify_all();
+  }
+  void abort() {
+    std::lock_guard lock(mutex_);
+    aborted_ = true;
+    room_.notify_all();
+  }
+
+ private:
+  const uint64_t limit_;
+  mutable std::mutex mutex_;
+  std::condition_variable room_;
+  uint64_t held_ = 0;
+  bool aborted_ = false;
 };
 
 }  // namespace slip::detail

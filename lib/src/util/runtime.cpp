@@ -22,6 +22,7 @@
 #include "slip/error.hpp"
 #include "util/cancel.hpp"
 #include "slip_version_config.hpp"
+#include "util/worker_pool.hpp"
 
 namespace slip {
 
@@ -126,31 +127,13 @@ void parallel_for(size_t count, unsigned threads, const std::function<void(size_
     for (size_t i = 0; i < count; ++i) body(i);
     return;
   }
-  std::atomic<size_t> next{0};
-  std::atomic<bool> failed{false};
-  std::exception_ptr error;
-  std::mutex error_mutex;
+  // The engine's pool, with the same exception rule; the caller's cancel flag follows the work.
   const std::atomic<bool>* cancel = t_cancel;
-  auto worker = [&] {
+  detail::WorkerPool pool(threads);
+  pool.run(count, [&](unsigned, size_t i) {
     const detail::CancelScope scope(cancel);
-    while (!failed.load(std::memory_order_relaxed)) {
-      const size_t i = next.fetch_add(1, std::memory_order_relaxed);
-      if (i >= count) return;
-      try {
-        body(i);
-      } catch (...) {
-        std::lock_guard lock(error_mutex);
-        if (!error) error = std::current_exception();
-        failed = true;
-      }
-    }
-  };
-  std::vector<std::jthread> pool;
-  pool.reserve(threads - 1);
-  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  pool.clear();  // joins
-  if (error) std::rethrow_exception(error);
+    body(i);
+  });
 }
 
 std::string version() { return SLIP_VERSION_STRING; }

@@ -400,8 +400,8 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
           per = npy_dtype_size(f.dtype);
           for (size_t d = 1; d < f.shape.size() && per; ++d) per = f.shape[d] > UINT64_MAX / per ? 0 : per * f.shape[d];
         }
-        if (per && (per > UINT64_MAX / std::max<uint64_t>(1, cache->size()) ||
-                    cache->npy_data_offset(name) + per * cache->size() != actual))
+        if (per &&
+            (per > UINT64_MAX / std::max<uint64_t>(1, cache->size()) || cache->npy_data_offset(name) + per * cache->size() != actual))
           sink.add(
               name, std::nullopt, f.name,
               "has " + std::to_string(actual) + " bytes, expected " + std::to_string(cache->npy_data_offset(name) + per * cache->size()));

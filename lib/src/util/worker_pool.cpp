@@ -1,4 +1,7 @@
-#include "decode/worker_pool.hpp"
+#include "util/worker_pool.hpp"
+
+#include <algorithm>
+#include <utility>
 
 namespace slip::detail {
 
@@ -16,8 +19,17 @@ WorkerPool::~WorkerPool() {
 }
 
 void WorkerPool::work(unsigned thread) {
-  for (size_t i = next_.fetch_add(1, std::memory_order_relaxed); i < count_; i = next_.fetch_add(1, std::memory_order_relaxed))
-    (*body_)(thread, i);
+  while (!failed_.load(std::memory_order_relaxed)) {
+    const size_t i = next_.fetch_add(1, std::memory_order_relaxed);
+    if (i >= count_) return;
+    try {
+      (*body_)(thread, i);
+    } catch (...) {
+      std::lock_guard lock(error_mutex_);
+      if (!error_) error_ = std::current_exception();
+      failed_.store(true, std::memory_order_relaxed);
+    }
+  }
 }
 
 void WorkerPool::loop(unsigned thread) {
@@ -41,6 +53,7 @@ void WorkerPool::run(size_t count, const Body& body) {
     body_ = &body;
     count_ = count;
     next_.store(0, std::memory_order_relaxed);
+    failed_.store(false, std::memory_order_relaxed);
     active_ = static_cast<unsigned>(threads_.size());
     ++generation_;
   }
@@ -49,6 +62,8 @@ void WorkerPool::run(size_t count, const Body& body) {
   std::unique_lock lock(mutex_);
   done_.wait(lock, [&] { return active_ == 0; });
   body_ = nullptr;
+  // Every worker wrote error_ before its last decrement of active_ under mutex_.
+  if (std::exception_ptr e = std::exchange(error_, nullptr)) std::rethrow_exception(e);
 }
 
 }  // namespace slip::detail
