@@ -181,8 +181,8 @@ class Loader {
     uint32_t index = crop;
     for (const slip::CropGroup& g : config_.decode.groups) {
       if (index < g.count) {
-        const slip::CropWindow w =
-            slip::sample_crop_window(g, r.width, r.height, config_.decode.seed, config_.epoch, sample, crop, config_.decode.flip_probability);
+        const slip::CropWindow w = slip::sample_crop_window(g, r.width, r.height, config_.decode.seed, config_.epoch, sample, crop,
+                                                            config_.decode.flip_probability);
         return py::make_tuple(w.x, w.y, w.width, w.height, w.flip);
       }
       index -= g.count;
@@ -269,9 +269,8 @@ class Loader {
     out["image"] = groups.size() == 1 ? py::object(images[0]) : py::object(images);
     for (size_t k = 0; k < field_ids_.size(); ++k) {
       const bool is_int = cache_->fields()[field_ids_[k]].type == slip::FieldType::int64;
-      out[py::str(config_.fields[k])] =
-          py::array(is_int ? py::dtype::of<int64_t>() : py::dtype::of<double>(), {static_cast<py::ssize_t>(b->count)}, {},
-                    b->fields[k].data(), owner);
+      out[py::str(config_.fields[k])] = py::array(is_int ? py::dtype::of<int64_t>() : py::dtype::of<double>(),
+                                                  {static_cast<py::ssize_t>(b->count)}, {}, b->fields[k].data(), owner);
     }
     return out;
   }
@@ -380,7 +379,8 @@ class Loader {
 
 std::pair<double, double> pair_of(const py::object& o, const char* what) {
   const auto t = o.cast<std::vector<double>>();
-  if (t.size() != 2 || !(t[0] > 0) || t[0] > t[1]) throw slip::Error(slip::Errc::usage, std::string(what) + " wants (low, high), 0 < low <= high");
+  if (t.size() != 2 || !(t[0] > 0) || t[0] > t[1])
+    throw slip::Error(slip::Errc::usage, std::string(what) + " wants (low, high), 0 < low <= high");
   return {t[0], t[1]};
 }
 
@@ -413,7 +413,8 @@ PYBIND11_MODULE(slip, m) {
              if (i < 0) i += static_cast<int64_t>(c.size());
              if (i < 0 || static_cast<uint64_t>(i) >= c.size()) throw py::index_error("sample index out of range");
              py::dict d;
-             for (size_t fi = 0; fi < c.fields().size(); ++fi) d[py::str(c.fields()[fi].name)] = field_value(c, fi, static_cast<uint64_t>(i));
+             for (size_t fi = 0; fi < c.fields().size(); ++fi)
+               d[py::str(c.fields()[fi].name)] = field_value(c, fi, static_cast<uint64_t>(i));
              return d;
            })
       .def("column", &column, py::arg("field"), "A read-only numpy view (no copy) of an int, float or ndarray field")
@@ -448,9 +449,10 @@ PYBIND11_MODULE(slip, m) {
   py::class_<Loader>(m, "Loader", "Batches of decoded, cropped images (and fields) from a cache, prefetched on slip's engine")
       .def(py::init([](py::object cache, size_t batch_size, const std::string& pipeline, uint32_t size, py::object scale, py::object ratio,
                        bool flip, uint64_t seed, uint64_t epoch, bool shuffle, uint32_t rank, uint32_t world_size, bool drop_last,
-                       unsigned threads, const std::string& layout, const std::string& dtype, std::vector<float> mean, std::vector<float> std,
-                       std::optional<std::vector<uint64_t>> indices, std::vector<std::string> fields, bool yuv420_siblings,
-                       uint64_t block_size, size_t prefetch, const std::string& resample, const std::string& filter, bool crop_aware) {
+                       unsigned threads, const std::string& layout, const std::string& dtype, std::vector<float> mean,
+                       std::vector<float> std, std::optional<std::vector<uint64_t>> indices, std::vector<std::string> fields,
+                       bool yuv420_siblings, uint64_t block_size, size_t prefetch, const std::string& resample, const std::string& filter,
+                       bool crop_aware) {
              CachePtr c = py::isinstance<py::str>(cache) ? std::make_shared<slip::Cache>(slip::Cache::open(cache.cast<std::string>()))
                                                          : cache.cast<CachePtr>();
              if (batch_size == 0) throw slip::Error(slip::Errc::usage, "batch_size must be >= 1");
@@ -462,8 +464,10 @@ PYBIND11_MODULE(slip, m) {
                                      : slip::parse_crop_groups(pipeline);
              for (auto& g : cfg.decode.groups) {
                if (cfg.decode.groups.size() == 1 && g.count == 1) g.size = size;
-               if ((pipeline == "rrc" || pipeline == "direct-rrc") && !scale.is_none()) std::tie(g.scale_lo, g.scale_hi) = pair_of(scale, "scale");
-               if ((pipeline == "rrc" || pipeline == "direct-rrc") && !ratio.is_none()) std::tie(g.ratio_lo, g.ratio_hi) = pair_of(ratio, "ratio");
+               if ((pipeline == "rrc" || pipeline == "direct-rrc") && !scale.is_none())
+                 std::tie(g.scale_lo, g.scale_hi) = pair_of(scale, "scale");
+               if ((pipeline == "rrc" || pipeline == "direct-rrc") && !ratio.is_none())
+                 std::tie(g.ratio_lo, g.ratio_hi) = pair_of(ratio, "ratio");
                if (pipeline == "center") g.center_ratio = 224.0 / 256.0;
              }
              cfg.decode.flip_probability = flip && pipeline != "center" ? 0.5 : 0.0;
@@ -478,11 +482,16 @@ PYBIND11_MODULE(slip, m) {
              std::copy(std.begin(), std.end(), cfg.decode.std.begin());
              cfg.decode.yuv420_siblings = yuv420_siblings;
              cfg.decode.crop_aware = crop_aware;
-             if (resample == "rgb") cfg.decode.resample = slip::ResampleMode::rgb;
-             else if (resample == "planar") cfg.decode.resample = slip::ResampleMode::planar;
-             else if (resample != "auto") throw slip::Error(slip::Errc::usage, "resample must be auto, rgb or planar");
-             if (filter == "bicubic") cfg.decode.filter = slip::ResampleFilter::bicubic;
-             else if (filter != "bilinear") throw slip::Error(slip::Errc::usage, "filter must be bilinear or bicubic");
+             if (resample == "rgb")
+               cfg.decode.resample = slip::ResampleMode::rgb;
+             else if (resample == "planar")
+               cfg.decode.resample = slip::ResampleMode::planar;
+             else if (resample != "auto")
+               throw slip::Error(slip::Errc::usage, "resample must be auto, rgb or planar");
+             if (filter == "bicubic")
+               cfg.decode.filter = slip::ResampleFilter::bicubic;
+             else if (filter != "bilinear")
+               throw slip::Error(slip::Errc::usage, "filter must be bilinear or bicubic");
              cfg.shuffle = shuffle;
              cfg.epoch = epoch;
              cfg.rank = rank;
@@ -496,8 +505,8 @@ PYBIND11_MODULE(slip, m) {
            }),
            py::arg("cache"), py::arg("batch_size") = 256, py::arg("pipeline") = "rrc", py::arg("size") = 224, py::arg("scale") = py::none(),
            py::arg("ratio") = py::none(), py::arg("flip") = true, py::arg("seed") = 0, py::arg("epoch") = 0, py::arg("shuffle") = true,
-           py::arg("rank") = 0, py::arg("world_size") = 1, py::arg("drop_last") = false, py::arg("threads") = 0,
-           py::arg("layout") = "NHWC", py::arg("dtype") = "uint8", py::arg("mean") = std::vector<float>{0.485f, 0.456f, 0.406f},
+           py::arg("rank") = 0, py::arg("world_size") = 1, py::arg("drop_last") = false, py::arg("threads") = 0, py::arg("layout") = "NHWC",
+           py::arg("dtype") = "uint8", py::arg("mean") = std::vector<float>{0.485f, 0.456f, 0.406f},
            py::arg("std") = std::vector<float>{0.229f, 0.224f, 0.225f}, py::arg("indices") = py::none(),
            py::arg("fields") = std::vector<std::string>{"label"}, py::arg("yuv420_siblings") = false, py::arg("block_size") = 1,
            py::arg("prefetch") = 2, py::arg("resample") = "auto", py::arg("filter") = "bilinear", py::arg("crop_aware") = true)

@@ -82,7 +82,7 @@ Action setup_subset(CLI::App& sub, const GlobalOptions& global) {
         auto source = open_cache_subset(a->cache, ids);
         ConvertOptions options;
         options.output_dir = output_root(a->output);
-      options.created = source_date_epoch();
+        options.created = source_date_epoch();
         options.name = a->name;
         path = planned_cache_path(*source, options).string();
       }

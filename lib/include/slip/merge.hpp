@@ -23,7 +23,7 @@ struct MergeOptions {
   // otherwise double the disk a conversion takes. Also when the merged cache already existed.
   bool clean = false;
   std::function<void(uint64_t done, uint64_t total)> progress;
-  CancelToken cancel;  // cancel() from any thread stops the merge (slip/runtime.hpp)
+  CancelToken cancel;              // cancel() from any thread stops the merge (slip/runtime.hpp)
   std::optional<int64_t> created;  // the manifest's "created" time (ConvertOptions::created); default now
 };
 

@@ -393,8 +393,7 @@ void run_pipeline(Source& source, const Schema& schema, const ConvertOptions& op
             continue;
           }
           if (p.problem) {
-            if (options.on_error == OnError::fail)
-              throw Error(Errc::bad_input, *p.problem).with_path(s.origin).with_sample(s.source_index);
+            if (options.on_error == OnError::fail) throw Error(Errc::bad_input, *p.problem).with_path(s.origin).with_sample(s.source_index);
             result.ledger.push_back({s.source_index, std::nullopt, s.origin, p.problem_field, "skipped", *p.problem});
             ++result.skipped;
             continue;
@@ -426,9 +425,8 @@ void run_pipeline(Source& source, const Schema& schema, const ConvertOptions& op
     while (auto batch = read_queue.pop()) {
       throw_if_interrupted();
       const auto t = std::chrono::steady_clock::now();
-      parallel_for(batch->count, threads, [&](size_t i) {
-        prepare(batch->samples[i], schema, options.non_jpeg, options.max_image_pixels, batch->prepared[i]);
-      });
+      parallel_for(batch->count, threads,
+                   [&](size_t i) { prepare(batch->samples[i], schema, options.non_jpeg, options.max_image_pixels, batch->prepared[i]); });
       result.stage_seconds.prepare += seconds_since(t);
       if (!write_queue.push(std::move(*batch))) break;
     }

@@ -123,7 +123,7 @@ class ImageFolderSource final : public Source {
   // would recurse until the path is too long, duplicating every image on the way).
   struct ClassWalk {
     std::map<std::string, std::vector<std::string>> files_by_dir;  // directory -> image names
-    std::vector<std::pair<std::string, int64_t>> dir_mtimes;        // each directory entered, its mtime (ns)
+    std::vector<std::pair<std::string, int64_t>> dir_mtimes;       // each directory entered, its mtime (ns)
     std::vector<std::string> warnings;
   };
 
@@ -269,7 +269,9 @@ class ImageFolderSource final : public Source {
     snapshot_.mode = mode;
     snapshot_.fingerprint = fingerprint_;
     try {
-      detail::save_scan_snapshot(file, snapshot_, entries_.size(), [this](size_t i) { return std::pair{entries_.label(i), entries_.relative(i)}; });
+      detail::save_scan_snapshot(file, snapshot_, entries_.size(), [this](size_t i) {
+        return std::pair{entries_.label(i), entries_.relative(i)};
+      });
     } catch (const Error& e) {  // sharing is an optimisation: a read-only output directory only costs time
       detail::warn("cannot save the scan for the other tasks: {}", e.describe());
     }

@@ -73,7 +73,8 @@ const std::map<std::string_view, std::vector<std::string_view>>& keys_of_kind() 
   static const std::map<std::string_view, std::vector<std::string_view>> keys = {
       {"ffcv", {"fingerprint", "rename", "raw-field"}},
       {"litdata", {"fields", "raw-field"}},
-      {"tar", {"fingerprint", "field", "image-field", "label-field", "missing", "layout", "max-sample-bytes", "allow-truncated", "io-depth"}},
+      {"tar",
+       {"fingerprint", "field", "image-field", "label-field", "missing", "layout", "max-sample-bytes", "allow-truncated", "io-depth"}},
       {"imagefolder", {"fingerprint", "io-depth"}},
   };
   return keys;

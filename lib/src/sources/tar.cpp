@@ -199,8 +199,7 @@ class ShardReader {
           if (!limits_.allow_truncated)
             throw fail("", at,
                        "the shard ends without tar's end-of-archive blocks: it was cut short (--allow-truncated converts what is there)");
-          detail::warn("{}: byte {}: the shard ends without tar's end-of-archive blocks (cut short?); converted what is there",
-                       path_, at);
+          detail::warn("{}: byte {}: the shard ends without tar's end-of-archive blocks (cut short?); converted what is there", path_, at);
         }
         at_end_ = true;
         return false;
@@ -378,7 +377,8 @@ class TarSource final : public Source {
     missing_ = options.get("missing").value_or("error");
     if (missing_ != "error" && missing_ != "skip" && missing_ != "empty") throw Error(Errc::usage, "--missing wants error, skip or empty");
     limits_ = tar_limits(options);
-    if (auto depth = options.get("io-depth")) parallel_shards_ = static_cast<unsigned>(std::min<uint64_t>(detail::parse_io_depth(*depth), 64));
+    if (auto depth = options.get("io-depth"))
+      parallel_shards_ = static_cast<unsigned>(std::min<uint64_t>(detail::parse_io_depth(*depth), 64));
     for (const auto& f : options.get_all("field")) {
       const auto eq = f.find('=');
       if (eq == std::string::npos) throw Error(Errc::usage, "--field wants NAME=TYPE, got \"" + f + "\"");
@@ -598,7 +598,7 @@ class TarSource final : public Source {
   std::vector<std::string> ext_of_field_;
   std::set<std::string> warned_;
   std::unique_ptr<ShardPipeline> pipeline_;
-  size_t shard_ = 0;    // of the last group returned
+  size_t shard_ = 0;   // of the last group returned
   bool done_ = false;  // an empty slice of a job array
   uint64_t index_ = 0;
 };
