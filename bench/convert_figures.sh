@@ -65,17 +65,19 @@ row() {  # row CASE "slip args" "baseline label" baseline-command...
 echo "| case | slip convert (peak RSS) | baseline (peak RSS) | slip vs baseline | slip stage busy time |"
 echo "| --- | ---: | ---: | ---: | --- |"
 cat "$work/list" > /dev/null; find "$src" -type f -exec cat {} + > /dev/null  # warm the page cache
-row "(a) page cache, ImageFolder" "$src" "find | xargs cat > FILE" "cd $src && find . -type f | xargs cat > $work/cat.out"
+row "(a) page cache, ImageFolder" "$src" 'find \| xargs cat > FILE' "cd $src && find . -type f | xargs cat > $work/cat.out"
+# slip fsyncs what it publishes; the same baseline made durable too.
+row "(a) page cache, ImageFolder" "$src" 'find \| xargs cat > FILE; sync FILE' "cd $src && find . -type f | xargs cat > $work/cat.out && sync $work/cat.out"
 row "(c) 100 tar shards" "$work/shards/s{000..099}.tar" "cat, 2 at a time" \
   "ls $work/shards/*.tar | xargs -P 2 -n 1 sh -c 'cat \"\$0\" > $work/cat.\$\$'"
 row "(c) 100 tar.gz shards" "$work/gz/s{000..099}.tar.gz" "zcat, 2 at a time" \
   "ls $work/gz/*.tar.gz | xargs -P 2 -n 1 sh -c 'zcat \"\$0\" > $work/cat.\$\$'"
 if [ -x "$SLOWFS" ] && [ -e /dev/fuse ] && mkdir -p "$mnt" && "$SLOWFS" "$src" "$mnt" --delay-us 1000; then
   for i in $(seq 50); do mountpoint -q "$mnt" && break; sleep 0.1; done
-  row "(b) slow FS (1 ms), ImageFolder" "$mnt" "find | xargs -P 32 cat > FILE" \
+  row "(b) slow FS (1 ms), ImageFolder" "$mnt" 'find \| xargs -P 32 cat > FILE' \
     "cd $mnt && find . -type f | xargs -P 32 -n 64 cat > $work/cat.out"
   parallel=$last_slip
-  row "(b) slow FS (1 ms), --io-depth 1" "$mnt --io-depth 1" "find | xargs -P 32 cat > FILE" \
+  row "(b) slow FS (1 ms), --io-depth 1" "$mnt --io-depth 1" 'find \| xargs -P 32 cat > FILE' \
     "cd $mnt && find . -type f | xargs -P 32 -n 64 cat > $work/cat.out"
   printf '\nslow FS: the default --io-depth 32 is %.1fx --io-depth 1 (the serial reader)\n' "$(echo "$last_slip / $parallel" | bc -l)"
 else
