@@ -38,7 +38,7 @@ i=0
 for p in "$work"/part-*; do
   n=$(printf '%03d' $i)
   # WebDataset keys: one member per sample, <key>.jpg (the class is not needed here).
-  (cd "$src" && tar cf "$work/shards/s$n.tar" --transform 's|/|_|g' --transform 's|\.JPEG$|.jpg|' -T "$p")
+  (cd "$src" && tar cf "$work/shards/s$n.tar" --hard-dereference --transform 's|/|_|g' --transform 's|\.JPEG$|.jpg|' -T "$p")
   gzip -1 -c "$work/shards/s$n.tar" > "$work/gz/s$n.tar.gz"
   i=$((i + 1))
 done

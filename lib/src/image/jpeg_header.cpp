@@ -145,6 +145,9 @@ bool jpeg_decodes_to_rgb(std::span<const std::byte> data) noexcept {
 
 bool jpeg_has_eoi_after(std::span<const std::byte> data, uint64_t from) noexcept {
   const auto* p = reinterpret_cast<const unsigned char*>(data.data());
+  // Nearly every file ends with its EOI: no need to walk the entropy data for it (that walk
+  // was 8% of a page-cache conversion).
+  if (data.size() >= 2 && data.size() - 2 >= from && p[data.size() - 2] == 0xFF && p[data.size() - 1] == 0xD9) return true;
   uint64_t i = from;
   while (i + 1 < data.size()) {
     const void* hit = std::memchr(p + i, 0xFF, data.size() - 1 - i);

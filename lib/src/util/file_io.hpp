@@ -68,11 +68,13 @@ class FileWriter {
 
  private:
   void flush();
+  void write_behind() noexcept;
   int fd_ = -1;
   std::string path_;
   std::vector<std::byte> buffer_;
   size_t used_ = 0;
   uint64_t written_ = 0;
+  uint64_t synced_ = 0;  // bytes whose writeback was started (write_behind)
   Xxh3 hash_;
 };
 

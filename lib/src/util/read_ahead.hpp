@@ -58,7 +58,10 @@ class ReadAhead {
   uint64_t first_, end_;
   ReadAheadOptions options_;
   mutable std::mutex mutex_;
-  std::condition_variable slot_ready_, room_;
+  std::condition_variable slot_ready_;  // take() waits for the oldest file
+  std::condition_variable claim_;       // workers wait for a free ring slot
+  std::condition_variable budget_;      // workers wait for bytes in flight to drop
+  unsigned budget_waiters_ = 0;
   std::vector<Slot> ring_;  // slot of file i: ring_[(i - first_) % ring_.size()]
   uint64_t next_to_read_;   // the next file a worker claims
   uint64_t next_to_take_;   // the next file take() returns
