@@ -1,10 +1,13 @@
 #!/usr/bin/python3
 """The Python module's Loader against `slip bench` (the same engine without Python) and against
 torchvision's ImageFolder + DataLoader (2 workers), RandomResizedCrop(224) + flip, on the same
-images in one run. Prints images/s (best of EPOCHS epochs) and the ratios.
+images in one run, for both outputs a training loop takes: uint8 HWC images (torchvision's
+PILToTensor) and normalised float32 CHW (ToTensor + Normalize). Prints images/s (best of EPOCHS
+epochs) and the ratios.
 
 Usage: bench/python_loader.py SLIP CACHE IMAGEFOLDER [EPOCHS]
-  (PYTHONPATH must reach the built module, e.g. build/python; Debian's python3-torchvision)"""
+  CACHE is IMAGEFOLDER converted by slip; PYTHONPATH must reach the built module (build/python);
+  torchvision is Debian's python3-torchvision."""
 import json
 import subprocess
 import sys
@@ -26,36 +29,40 @@ def best(run):
     return max(rates)
 
 
-loader = slip.Loader(cache, batch_size=batch, pipeline="rrc", size=224, flip=True, threads=threads, shuffle=True)
+def module_rate(**kw):
+    loader = slip.Loader(cache, batch_size=batch, pipeline="rrc", size=224, flip=True, threads=threads, shuffle=True, **kw)
+
+    def epoch(e):
+        loader.set_epoch(e)
+        return sum(b["image"].shape[0] for b in loader)  # numpy arrays, ready for torch.from_numpy
+
+    return best(epoch)
 
 
-def module_epoch(e):
-    loader.set_epoch(e)
-    n = 0
-    for b in loader:
-        n += b["image"].shape[0]  # the batch is a numpy array, ready for torch.from_numpy
-    return n
+def bench_rate(*flags):
+    out = subprocess.run([slip_bin, "bench", cache, "-p", "rrc", "-j", str(threads), "-b", str(batch), "-e", str(epochs), "--order",
+                          "shuffle", "--no-limit", "--json", *flags], check=True, capture_output=True).stdout
+    return json.loads(out)["best_images_per_second"]
 
-
-ours = best(module_epoch)
-cli = json.loads(subprocess.run([slip_bin, "bench", cache, "-p", "rrc", "-j", str(threads), "-b", str(batch), "-e", str(epochs),
-                                 "--order", "shuffle", "--no-limit", "--json"], check=True, capture_output=True).stdout)
-cli_rate = cli["best_images_per_second"]
 
 import torch  # noqa: E402
 import torchvision.datasets as datasets  # noqa: E402
 import torchvision.transforms as T  # noqa: E402
 
-dataset = datasets.ImageFolder(folder, T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.PILToTensor()]))
-tv_loader = torch.utils.data.DataLoader(dataset, batch_size=batch, shuffle=True, num_workers=threads, persistent_workers=True)
+
+def torchvision_rate(*to_tensor):
+    dataset = datasets.ImageFolder(folder, T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), *to_tensor]))
+    loader = torch.utils.data.DataLoader(dataset, batch_size=batch, shuffle=True, num_workers=threads, persistent_workers=True)
+    return best(lambda _: sum(x.shape[0] for x, _ in loader))
 
 
-def tv_epoch(_):
-    return sum(x.shape[0] for x, _ in tv_loader)
-
-
-tv = best(tv_epoch)
-print(f"{'loader (2 threads / workers)':40} {'img/s':>9}")
-print(f"{'slip.Loader rrc (Python module)':40} {ours:9.1f}")
-print(f"{'slip bench -p rrc (same engine, no Python)':40} {cli_rate:9.1f}   module/bench = {ours / cli_rate:.2f}")
-print(f"{'torchvision DataLoader RRC+flip':40} {tv:9.1f}   module/torchvision = {ours / tv:.1f}x")
+norm = T.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
+rows = [
+    ("uint8 NHWC / PILToTensor", module_rate(), bench_rate(), torchvision_rate(T.PILToTensor())),
+    ("float32 NCHW normalised / ToTensor+Normalize", module_rate(layout="NCHW", dtype="float32"),
+     bench_rate("--layout", "chw", "--dtype", "float32"), torchvision_rate(T.ToTensor(), norm)),
+]
+print(f"RandomResizedCrop(224) + flip, {threads} threads / workers, batch {batch}, best of {epochs} epochs (img/s)")
+print(f"{'output':46} {'slip.Loader':>11} {'slip bench':>10} {'torchvision':>11} {'Loader/bench':>12} {'Loader/torchvision':>18}")
+for name, ours, cli, tv in rows:
+    print(f"{name:46} {ours:11.1f} {cli:10.1f} {tv:11.1f} {ours / cli:12.2f} {ours / tv:17.1f}x")

@@ -461,7 +461,16 @@ PYBIND11_MODULE(slip, m) {
              cfg.batch_size = batch_size;
              cfg.decode.groups = pipeline == "rrc" || pipeline == "center" || pipeline == "direct-rrc" || pipeline == "multicrop"
                                      ? slip::pipeline_crop_groups(pipeline)
-                                     : slip::parse_crop_groups(pipeline);
+                                     : [&] {
+                                         try {
+                                           return slip::parse_crop_groups(pipeline);
+                                         } catch (const slip::Error& e) {
+                                           throw slip::Error(slip::Errc::usage,
+                                                             "pipeline must be rrc, center, direct-rrc, multicrop or crop groups "
+                                                             "such as 2x224@0.32-1,8x96@0.05-0.32 (" +
+                                                                 std::string(e.what()) + ")");
+                                         }
+                                       }();
              for (auto& g : cfg.decode.groups) {
                if (cfg.decode.groups.size() == 1 && g.count == 1) g.size = size;
                if ((pipeline == "rrc" || pipeline == "direct-rrc") && !scale.is_none())

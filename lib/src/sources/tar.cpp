@@ -82,20 +82,32 @@ std::string member_header_problem(archive_entry* e, uint64_t max_bytes) {
 // Reads the current member's data (in blocks: the header's size is not trusted for the
 // allocation) up to `max_bytes`; returns a problem ("" when read whole). On a problem the rest
 // of the member is skipped and `out` is empty. Throws on a read error.
-std::string read_member_data(archive* a, uint64_t max_bytes, std::vector<std::byte>& out) {
+// What the header says a member holds (0 when unset): only a first allocation, never trusted.
+uint64_t member_size_hint(archive_entry* e) {
+  return archive_entry_size_is_set(e) ? static_cast<uint64_t>(std::max<la_int64_t>(archive_entry_size(e), 0)) : 0;
+}
+
+std::string read_member_data(archive* a, uint64_t max_bytes, std::vector<std::byte>& out, uint64_t size_hint) {
+  // Read straight into `out` (no bounce buffer): it grows by what was really read, starting
+  // from the header's size capped at 1 MiB, so a lying header costs at most that.
+  constexpr uint64_t kBlock = 1 << 16;
   out.clear();
-  std::byte block[1 << 16];
+  out.reserve(static_cast<size_t>(std::min<uint64_t>({size_hint, max_bytes, uint64_t{1} << 20})) + 1);
   while (true) {
-    const la_ssize_t n = archive_read_data(a, block, sizeof block);
+    if (out.capacity() - out.size() < kBlock / 4) out.reserve(static_cast<size_t>(std::min<uint64_t>(out.capacity() * 2, max_bytes + kBlock)));
+    const size_t used = out.size();
+    const size_t room = std::max<size_t>(out.capacity() - used, 1);
+    out.resize(used + room);
+    const la_ssize_t n = archive_read_data(a, out.data() + used, room);
+    out.resize(used + static_cast<size_t>(std::max<la_ssize_t>(n, 0)));
     if (n < 0) throw Error(Errc::bad_input, std::string("cannot read member data: ") + archive_error_string(a));
     if (n == 0) return {};
-    if (out.size() + static_cast<uint64_t>(n) > max_bytes) {
+    if (out.size() > max_bytes) {
       out.clear();
       out.shrink_to_fit();
       archive_read_data_skip(a);
       return "member exceeds --max-sample-bytes " + std::to_string(max_bytes);
     }
-    out.insert(out.end(), block, block + n);
   }
 }
 
@@ -235,7 +247,7 @@ class ShardReader {
         return true;  // the sample is bad; the data is skipped with the next header
       }
       try {
-        m.problem = read_member_data(archive_.get(), limits_.max_member_bytes, m.data);
+        m.problem = read_member_data(archive_.get(), limits_.max_member_bytes, m.data, member_size_hint(e));
       } catch (const Error& err) {
         throw fail(m.name, offset, err.message());
       }
@@ -754,7 +766,7 @@ class TarImageFolderSource final : public Source {
       std::vector<std::byte> data;
       std::string problem;
       try {
-        problem = read_member_data(archive_.get(), limits_.max_member_bytes, data);
+        problem = read_member_data(archive_.get(), limits_.max_member_bytes, data, member_size_hint(e));
       } catch (const Error& err) {
         throw Error(Errc::bad_input, "member " + name + ": " + err.message()).with_path(shards_[shard_]);
       }
