@@ -55,7 +55,10 @@ stages() { $PY -c 'import json,sys; d=json.load(open(sys.argv[1])); s=d["stage_s
 row() {  # row CASE "slip args" "baseline label" baseline-command...
   local case=$1 args=$2 blabel=$3; shift 3
   rm -rf "$work/caches" "$work/cat.out"
+  # Each side starts with no dirty pages: otherwise the second one pays for the first one's writeback.
+  sync
   read -r bs brss < <(measure bash -c "$*")
+  sync
   read -r ss srss < <(measure bash -c "$SLIP convert $args --non-jpeg keep --force --json")
   local st; st=$(stages)
   printf '| %s | %.2f s (%s MB) | %s: %.2f s (%s MB) | %.2fx | %s |\n' "$case" "$ss" "$srss" "$blabel" "$bs" "$brss" \
