@@ -94,7 +94,8 @@ std::string read_member_data(archive* a, uint64_t max_bytes, std::vector<std::by
   out.clear();
   out.reserve(static_cast<size_t>(std::min<uint64_t>({size_hint, max_bytes, uint64_t{1} << 20})) + 1);
   while (true) {
-    if (out.capacity() - out.size() < kBlock / 4) out.reserve(static_cast<size_t>(std::min<uint64_t>(out.capacity() * 2, max_bytes + kBlock)));
+    if (out.capacity() - out.size() < kBlock / 4)
+      out.reserve(static_cast<size_t>(std::min<uint64_t>(out.capacity() * 2, max_bytes + kBlock)));
     const size_t used = out.size();
     const size_t room = std::max<size_t>(out.capacity() - used, 1);
     out.resize(used + room);

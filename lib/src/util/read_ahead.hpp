@@ -20,11 +20,11 @@
 namespace slip::detail {
 
 struct ReadAheadOptions {
-  unsigned depth = 32;                          // files being read at once (threads)
+  unsigned depth = 32;  // files being read at once (threads)
   // Read but not yet taken. 64 MiB hides the latency of 32 requests of files up to 2 MiB each;
   // the conversion pipeline holds its own --max-in-flight behind it.
   uint64_t max_bytes_in_flight = 64ull << 20;
-  uint64_t max_file_bytes = UINT64_MAX;         // larger files are not read: a problem instead
+  uint64_t max_file_bytes = UINT64_MAX;  // larger files are not read: a problem instead
 };
 
 struct ReadResult {
