@@ -94,8 +94,17 @@ std::string read_member_data(archive* a, uint64_t max_bytes, std::vector<std::by
   out.clear();
   out.reserve(static_cast<size_t>(std::min<uint64_t>({size_hint, max_bytes, uint64_t{1} << 20})) + 1);
   while (true) {
-    if (out.capacity() - out.size() < kBlock / 4)
-      out.reserve(static_cast<size_t>(std::min<uint64_t>(out.capacity() * 2, max_bytes + kBlock)));
+    // Grow when full, or when little room is left short of the header's size (at that size,
+    // the spare byte of the first allocation is enough to see the end without a copy).
+    const size_t spare = out.capacity() - out.size();
+    if (spare == 0 || (spare < kBlock / 4 && out.size() < size_hint)) {
+      // Doubling, but never past what the header announced while the data agrees with it: an
+      // honest 16 MiB member ends in a 16 MiB buffer, not 32; a lying one costs at most 2x
+      // what it really holds.
+      uint64_t target = std::max<uint64_t>(out.capacity() * 2, kBlock);
+      if (out.size() < size_hint) target = std::min<uint64_t>(target, size_hint + 1);
+      out.reserve(static_cast<size_t>(std::min<uint64_t>(target, max_bytes + kBlock)));
+    }
     const size_t used = out.size();
     const size_t room = std::max<size_t>(out.capacity() - used, 1);
     out.resize(used + room);
