@@ -1,8 +1,9 @@
 // The `slip` Python module: caches and a batch loader on slip's decode engine, for training
-// loops. Uses only libslipstream's public API. Batches come from a small pool of preallocated
-// buffers handed to numpy without copying; a buffer goes back to the pool when Python drops
-// the last array that views it. The next batches are decoded on a background thread, with the
-// GIL released, while Python trains on the current one.
+// loops. Uses only libslipstream's public API. Batches are buffers handed to numpy without
+// copying; a buffer goes back to a pool when Python drops the last array that views it, and is
+// reused for a later batch (new ones are allocated only while Python holds the others). The next
+// `prefetch` batches are decoded on a background thread, with the GIL released, while Python
+// trains on the current one.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -200,7 +201,6 @@ class Loader {
   void start() {
     stop_worker();
     stop_ = false;
-    next_batch_ = 0;
     worker_ = std::thread([this] { produce(); });
   }
 
@@ -373,7 +373,6 @@ class Loader {
   std::deque<BufferPtr> ready_;
   bool stop_ = false, finished_ = false;
   std::exception_ptr error_;
-  size_t next_batch_ = 0;
   std::thread worker_;
 };
 
