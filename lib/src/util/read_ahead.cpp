@@ -132,7 +132,6 @@ void ReadAhead::work() {
     slot.ready = true;
     // Only take() waits here, and only for the oldest file: waking it for any other is wasted.
     if (index == next_to_take_) slot_ready_.notify_one();
-    // A worker that claimed nothing yet may go on when the ring has room (nothing changed).
   }
 }
 
