@@ -5,19 +5,42 @@ images in one run, for both outputs a training loop takes: uint8 HWC images (tor
 PILToTensor) and normalised float32 CHW (ToTensor + Normalize). Prints images/s (best of EPOCHS
 epochs) and the ratios.
 
-Usage: bench/python_loader.py SLIP CACHE IMAGEFOLDER [EPOCHS]
-  CACHE is IMAGEFOLDER converted by slip; PYTHONPATH must reach the built module (build/python);
-  torchvision is Debian's python3-torchvision."""
+Usage: bench/python_loader.py SLIP IMAGEFOLDER [EPOCHS]
+  The images of IMAGEFOLDER of at most 10 MPix (the set the peer figures use: the README's
+  "Against the peers"), as a symlinked ImageFolder, converted by SLIP into a temporary cache.
+  PYTHONPATH must reach the built module (build/python); torchvision is Debian's
+  python3-torchvision."""
 import json
+import os
 import subprocess
 import sys
+import tempfile
 import time
+
+from PIL import Image
 
 import slip
 
-slip_bin, cache, folder = sys.argv[1:4]
-epochs = int(sys.argv[4]) if len(sys.argv) > 4 else 3
-threads, batch = 2, 64
+slip_bin, source = sys.argv[1:3]
+epochs = int(sys.argv[3]) if len(sys.argv) > 3 else 3
+threads, batch, max_pixels = 2, 64, 10_000_000
+
+work = tempfile.TemporaryDirectory()
+folder = os.path.join(work.name, "set")
+kept = 0
+for cls in sorted(os.listdir(source)):
+    if not os.path.isdir(os.path.join(source, cls)):
+        continue
+    for name in sorted(os.listdir(os.path.join(source, cls))):
+        path = os.path.abspath(os.path.join(source, cls, name))
+        with Image.open(path) as im:
+            if im.width * im.height > max_pixels:
+                continue
+        os.makedirs(os.path.join(folder, cls), exist_ok=True)
+        os.symlink(path, os.path.join(folder, cls, name))
+        kept += 1
+cache = subprocess.run([slip_bin, "convert", folder, "-o", os.path.join(work.name, "c"), "-q"], check=True, capture_output=True,
+                       text=True).stdout.strip()
 
 
 def best(run):
@@ -62,7 +85,8 @@ rows = [
     ("float32 NCHW normalised / ToTensor+Normalize", module_rate(layout="NCHW", dtype="float32"),
      bench_rate("--layout", "chw", "--dtype", "float32"), torchvision_rate(T.ToTensor(), norm)),
 ]
-print(f"RandomResizedCrop(224) + flip, {threads} threads / workers, batch {batch}, best of {epochs} epochs (img/s)")
+print(f"{kept} images of at most {max_pixels:,} pixels; RandomResizedCrop(224) + flip, {threads} threads / workers, batch {batch}, "
+      f"best of {epochs} epochs (img/s)")
 print(f"{'output':46} {'slip.Loader':>11} {'slip bench':>10} {'torchvision':>11} {'Loader/bench':>12} {'Loader/torchvision':>18}")
 for name, ours, cli, tv in rows:
     print(f"{name:46} {ours:11.1f} {cli:10.1f} {tv:11.1f} {ours / cli:12.2f} {ours / tv:17.1f}x")
