@@ -105,12 +105,14 @@ struct LoaderConfig {
   std::vector<uint64_t> indices;  // empty: every sample
   std::vector<std::string> fields;
   size_t prefetch = 2;
+  bool full_decode = false;  // pipeline "decode": whole images, each its own size
 };
 
 // One batch's memory: the crop groups' pixels and the requested fields' values.
 struct Buffer {
   std::vector<std::vector<std::byte>> groups;
   std::vector<std::vector<std::byte>> fields;  // int64 or float64, batch_size each
+  std::vector<slip::RgbImage> full;            // pipeline "decode"
   size_t count = 0;
 };
 
@@ -142,7 +144,15 @@ class Pool {
 class Loader {
  public:
   Loader(CachePtr cache, LoaderConfig config) : cache_(std::move(cache)), config_(std::move(config)) {
-    decoder_ = std::make_unique<slip::BatchDecoder>(*cache_, config_.decode);
+    if (config_.full_decode) {
+      image_field_ = image_field();
+      if (cache_->fields()[image_field_].image_format == "yuv420" || config_.decode.yuv420_siblings)
+        throw slip::Error(slip::Errc::usage, "the decode pipeline reads encoded images; this field is YUV420 planes");
+      if (config_.decode.type != slip::PixelType::uint8 || config_.decode.layout != slip::PixelLayout::hwc)
+        throw slip::Error(slip::Errc::usage, "the decode pipeline returns uint8 HWC images");
+    } else {
+      decoder_ = std::make_unique<slip::BatchDecoder>(*cache_, config_.decode);
+    }
     for (const std::string& name : config_.fields) {
       const auto fi = cache_->field_index(name);
       if (!fi) throw slip::Error(slip::Errc::usage, "no field \"" + name + "\"").with_path(cache_->path().string());
@@ -169,16 +179,20 @@ class Loader {
   }
   uint64_t epoch() const { return config_.epoch; }
 
+  // The image field the pipelines read: DecodeOptions::field, else the first image field.
+  size_t image_field() const {
+    if (!config_.decode.field.empty()) return *cache_->field_index(config_.decode.field);
+    size_t fi = 0;
+    while (fi < cache_->fields().size() && cache_->fields()[fi].type != slip::FieldType::image) ++fi;
+    if (fi == cache_->fields().size())
+      throw slip::Error(slip::Errc::usage, "the cache has no image field").with_path(cache_->path().string());
+    return fi;
+  }
+
   // The source window of crop `crop` of `sample` in the current epoch (what the engine decodes).
   py::tuple window(uint64_t sample, uint32_t crop) const {
     if (sample >= cache_->size()) throw slip::Error(slip::Errc::usage, "sample " + std::to_string(sample) + " is beyond the cache");
-    size_t fi = 0;
-    if (config_.decode.field.empty()) {
-      while (fi < cache_->fields().size() && cache_->fields()[fi].type != slip::FieldType::image) ++fi;
-    } else {
-      fi = *cache_->field_index(config_.decode.field);
-    }
-    const slip::MetaRecord r = cache_->record(fi, sample);
+    const slip::MetaRecord r = cache_->record(image_field(), sample);
     uint32_t index = crop;
     for (const slip::CropGroup& g : config_.decode.groups) {
       if (index < g.count) {
@@ -255,6 +269,14 @@ class Loader {
     const bool f32 = config_.decode.type == slip::PixelType::float32;
     const py::dtype pixel = f32 ? py::dtype::of<float>() : py::dtype::of<uint8_t>();
     py::list images;
+    if (config_.full_decode) {  // a list of (H, W, 3) arrays, one per sample
+      for (size_t i = 0; i < b->count; ++i) {
+        const slip::RgbImage& im = b->full[i];
+        images.append(py::array(pixel, {static_cast<py::ssize_t>(im.height), static_cast<py::ssize_t>(im.width), py::ssize_t{3}}, {},
+                                im.pixels.data(), owner));
+      }
+      out["image"] = images;
+    }
     for (size_t g = 0; g < groups.size(); ++g) {
       const auto s = static_cast<py::ssize_t>(groups[g].size);
       const auto c = static_cast<py::ssize_t>(groups[g].count);
@@ -266,7 +288,7 @@ class Loader {
         shape = c == 1 ? std::vector<py::ssize_t>{n, 3, s, s} : std::vector<py::ssize_t>{n, c, 3, s, s};
       images.append(py::array(pixel, shape, {}, b->groups[g].data(), owner));
     }
-    out["image"] = groups.size() == 1 ? py::object(images[0]) : py::object(images);
+    if (!config_.full_decode) out["image"] = groups.size() == 1 ? py::object(images[0]) : py::object(images);
     for (size_t k = 0; k < field_ids_.size(); ++k) {
       const bool is_int = cache_->fields()[field_ids_[k]].type == slip::FieldType::int64;
       out[py::str(config_.fields[k])] = py::array(is_int ? py::dtype::of<int64_t>() : py::dtype::of<double>(),
@@ -313,9 +335,21 @@ class Loader {
         const size_t count = static_cast<size_t>(std::min<uint64_t>(config_.batch_size, n - k * config_.batch_size));
         std::span<uint64_t> batch(ids.data(), count);
         fill_ids(k * config_.batch_size, batch);
-        std::vector<std::span<std::byte>> outs;
-        for (auto& g : b->groups) outs.emplace_back(g);
-        decoder_->decode(batch, config_.epoch, outs);
+        if (config_.full_decode) {
+          b->full.resize(count);
+          slip::parallel_for(count, config_.decode.threads ? config_.decode.threads : slip::available_cpus(), [&](size_t i) {
+            try {
+              b->full[i] = slip::engine_decode_full(cache_->payload(image_field_, batch[i]));
+            } catch (slip::Error& e) {
+              e.with_sample(batch[i]).with_path((cache_->path() / (cache_->fields()[image_field_].name + ".bin")).string());
+              throw;
+            }
+          });
+        } else {
+          std::vector<std::span<std::byte>> outs;
+          for (auto& g : b->groups) outs.emplace_back(g);
+          decoder_->decode(batch, config_.epoch, outs);
+        }
         for (size_t f = 0; f < field_ids_.size(); ++f) {
           const bool is_int = cache_->fields()[field_ids_[f]].type == slip::FieldType::int64;
           for (size_t i = 0; i < count; ++i) {
@@ -365,7 +399,8 @@ class Loader {
 
   CachePtr cache_;
   LoaderConfig config_;
-  std::unique_ptr<slip::BatchDecoder> decoder_;
+  std::unique_ptr<slip::BatchDecoder> decoder_;  // the crop pipelines
+  size_t image_field_ = 0;                       // the decode pipeline's field
   std::vector<size_t> field_ids_;
   std::shared_ptr<Pool> pool_;
   std::mutex mutex_;
@@ -458,14 +493,16 @@ PYBIND11_MODULE(slip, m) {
              if (world_size == 0 || rank >= world_size) throw slip::Error(slip::Errc::usage, "rank must be < world_size");
              LoaderConfig cfg;
              cfg.batch_size = batch_size;
-             cfg.decode.groups = pipeline == "rrc" || pipeline == "center" || pipeline == "direct-rrc" || pipeline == "multicrop"
+             cfg.full_decode = pipeline == "decode";
+             cfg.decode.groups = cfg.full_decode ? std::vector<slip::CropGroup>{}
+                                 : pipeline == "rrc" || pipeline == "center" || pipeline == "direct-rrc" || pipeline == "multicrop"
                                      ? slip::pipeline_crop_groups(pipeline)
                                      : [&] {
                                          try {
                                            return slip::parse_crop_groups(pipeline);
                                          } catch (const slip::Error& e) {
                                            throw slip::Error(slip::Errc::usage,
-                                                             "pipeline must be rrc, center, direct-rrc, multicrop or crop groups "
+                                                             "pipeline must be rrc, center, direct-rrc, multicrop, decode or crop groups "
                                                              "such as 2x224@0.32-1,8x96@0.05-0.32 (" +
                                                                  std::string(e.what()) + ")");
                                          }

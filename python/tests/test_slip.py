@@ -229,3 +229,21 @@ def test_example_training_loop_runs(sample_cache):
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert [l.split(":")[0] for l in lines] == ["epoch 0", "epoch 1"] and all("3 batches" in l for l in lines), out.stdout
+
+
+def test_decode_pipeline_gives_whole_images_equal_to_pillow(sample_cache):
+    # pipeline="decode": a list of whole images, each its own size, equal to Pillow's
+    # Image.open().convert("RGB") (CMYK, PNG and grayscale files of the sample included).
+    c = slip.Cache(sample_cache)
+    loader = slip.Loader(sample_cache, batch_size=16, pipeline="decode", shuffle=False)
+    seen = 0
+    for batch in loader:
+        assert isinstance(batch["image"], list) and len(batch["image"]) == len(batch["label"])
+        for k, image in enumerate(batch["image"]):
+            reference = np.asarray(Image.open(io.BytesIO(c[seen + k]["image"])).convert("RGB"))
+            assert image.dtype == np.uint8 and image.shape == reference.shape, (seen + k, image.shape)
+            assert np.array_equal(image, reference), seen + k
+        seen += len(batch["image"])
+    assert seen == 40
+    with pytest.raises(slip.Error, match="uint8 HWC"):
+        slip.Loader(sample_cache, pipeline="decode", dtype="float32")
