@@ -52,6 +52,28 @@ expect_status 0 "$SLIP" convert "$WORK/if-cut.tar" --layout imagefolder -o "$WOR
 expect_status 0 "$SLIP" convert "$WORK/if.tar" --layout imagefolder -o "$WORK/o5"
 pass "shards cut at a member boundary: exit 3 unless --allow-truncated (plain, gzip, ImageFolder layout)"
 
+# A member whose header claims 200 MiB (under --max-sample-bytes) in a shard that ends 64 KiB
+# into its data: the header's size only sizes the first allocation (capped), so refusing it
+# costs what was really read, not what was claimed.
+liar_at=$($PY - "$WORK/liar.tar" "$img" <<'PY'
+import sys, tarfile, io
+out, img = sys.argv[1], sys.argv[2]
+data = open(img, "rb").read()
+with open(out, "wb") as f:
+    for name, payload in (("s0.jpg", data), ("s0.cls", b"1")):
+        ti = tarfile.TarInfo(name); ti.size = len(payload)
+        f.write(ti.tobuf(format=tarfile.USTAR_FORMAT)); f.write(payload + bytes(-len(payload) % 512))
+    ti = tarfile.TarInfo("s1.jpg"); ti.size = 200 << 20
+    print(f.tell())  # where the lying header starts
+    f.write(ti.tobuf(format=tarfile.USTAR_FORMAT)); f.write(bytes(64 << 10))
+PY
+)
+rss=$(peak "$SLIP" convert "$WORK/liar.tar" -o "$WORK/o7")
+grep -q "liar.tar: byte $liar_at: member s1.jpg: .*[Tt]runcated" "$WORK/err" || { cat "$WORK/err"; fail "a member cut short of its header's size is not named at byte $liar_at"; }
+expect_status 3 "$SLIP" convert "$WORK/liar.tar" -o "$WORK/o7"
+[ "$rss" -lt "$(rss_limit 100000)" ] || fail "peak RSS ${rss} KiB for a member claiming 200 MiB with 64 KiB of data"
+pass "a member claiming 200 MiB with 64 KiB of data: exit 3, peak RSS ${rss} KiB"
+
 # A batch is bounded by bytes too: 40 samples of 16 MiB each are never all held at once
 # (before: a batch of 64 samples held all 640 MiB; then six batches of 64 MiB could be
 # held across the pipeline's stages, up to 480 MiB). 256 MiB in flight + one sample + the program.
