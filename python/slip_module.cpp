@@ -45,7 +45,11 @@ py::object field_value(const slip::Cache& cache, size_t fi, uint64_t i) {
     case slip::FieldType::ndarray: {
       const auto a = cache.array_bytes(fi, i);
       std::vector<py::ssize_t> shape(f.shape.begin() + 1, f.shape.end());
-      py::array out(py::dtype(f.dtype), shape);
+      py::array out(py::dtype(f.dtype), shape);           // dtype: one of the numeric ones Cache::open admits
+      if (static_cast<size_t>(out.nbytes()) != a.size())  // never copy past the array
+        throw slip::Error(slip::Errc::bad_input, "field \"" + f.name + "\": " + std::to_string(a.size()) + " bytes for its shape")
+            .with_path(cache.path().string())
+            .with_sample(i);
       std::memcpy(out.mutable_data(), a.data(), a.size());
       return out;
     }
