@@ -29,7 +29,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!jpeg.planar_capable()) return 0;
     slip::detail::DecodedPlanes planes;
     const int rows = (control & 8) ? height / 2 + 1 : height;
-    if (!jpeg.decode_planes(denom, rows, scratch, planes)) return 0;
+    const int left = (control & 64) ? width / 3 : 0, top = (control & 128) ? height / 4 : 0;
+    if (!jpeg.decode_planes(denom, left, std::min(top, rows - 1), std::max(left + 1, width - left / 2), rows, scratch, planes)) return 0;
     if (planes.planes != 1 && planes.planes != 3) __builtin_trap();
     for (int p = 0; p < planes.planes; ++p) {
       if (planes.width[p] <= 0 || planes.height[p] <= 0) continue;

@@ -174,10 +174,16 @@ struct BatchDecoder::Impl {
     }
     make_sample_windows(w, id, info.width, info.height, false);
     const int denom = options.crop_aware ? choose_denominator(w.windows, w.sizes) : 1;
-    int bottom = 0;
-    for (const CropWindow& win : w.windows) bottom = std::max(bottom, win.y + win.height);
+    // The windows' hull in scaled pixels: the decoder transforms only the iMCUs under it.
+    int x0 = info.width, y0 = info.height, x1 = 0, y1 = 0;
+    for (const CropWindow& win : w.windows) {
+      x0 = std::min(x0, win.x);
+      y0 = std::min(y0, win.y);
+      x1 = std::max(x1, win.x + win.width);
+      y1 = std::max(y1, win.y + win.height);
+    }
     DecodedPlanes planes;
-    if (!w.jpeg.decode_planes(denom, (bottom + denom - 1) / denom, w.region, planes)) {
+    if (!w.jpeg.decode_planes(denom, x0 / denom, y0 / denom, (x1 + denom - 1) / denom, (y1 + denom - 1) / denom, w.region, planes)) {
       fail(w, slot, id, "corrupt JPEG: " + w.jpeg.message());
       return true;
     }
@@ -223,6 +229,10 @@ struct BatchDecoder::Impl {
       double x0, y0, x1, y1;  // the box relative to the view
     };
     auto hull_of = [&](int plane, double x0, double y0, double x1, double y1) {
+      // To the decoded part's coordinates (its origin is on the iMCU grid, so exact for chroma).
+      const double ox = plane == 0 ? planes.x_origin : planes.x_origin * planes.chroma_scale_x;
+      const double oy = plane == 0 ? planes.y_origin : planes.y_origin * planes.chroma_scale_y;
+      x0 -= ox, x1 -= ox, y0 -= oy, y1 -= oy;
       x1 = std::min<double>(x1, planes.width[plane]);
       y1 = std::min<double>(y1, planes.height[plane]);
       const int hx0 = std::max(0, static_cast<int>(std::floor(x0))), hy0 = std::max(0, static_cast<int>(std::floor(y0)));

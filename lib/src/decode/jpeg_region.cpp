@@ -3,6 +3,15 @@
 #include <algorithm>
 #include <cstring>
 
+// jpeg_decomp_master's partial-decompression fields (libjpeg-turbo >= 1.5, installed with its
+// headers): without them the planar path transforms every block it reads.
+#if __has_include(<jpegint.h>) && defined(LIBJPEG_TURBO_VERSION_NUMBER) && LIBJPEG_TURBO_VERSION_NUMBER >= 2000000
+#include <jpegint.h>
+#define SLIP_JPEG_PARTIAL_RAW 1
+#else
+#define SLIP_JPEG_PARTIAL_RAW 0
+#endif
+
 namespace slip::detail {
 
 void JpegRegionDecoder::on_error(j_common_ptr info) {
@@ -117,13 +126,36 @@ bool JpegRegionDecoder::planar_capable() const {
   return true;
 }
 
-bool JpegRegionDecoder::decode_planes(int denom, int rows, std::vector<uint8_t>& scratch, DecodedPlanes& out) {
-  const bool ok = decode_planes_impl(denom, rows, scratch, out);
+bool JpegRegionDecoder::decode_planes(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch, DecodedPlanes& out) {
+  const bool ok = decode_planes_impl(denom, x0, y0, x1, y1, scratch, out);
   jpeg_abort_decompress(&cinfo_);
   return ok && !warned_;
 }
 
-bool JpegRegionDecoder::decode_planes_impl(int denom, int rows, std::vector<uint8_t>& scratch, DecodedPlanes& out) {
+namespace {
+
+// Which iMCU columns the IDCT transforms, in both of libjpeg-turbo's coefficient controllers:
+// the single-scan one reads first/last_iMCU_col (in MCUs), the multi-scan one first/last_MCU_col
+// (in blocks of each component). These are the fields jpeg_crop_scanline sets; it refuses raw
+// data output, whose controllers honour them all the same. first > last transforms nothing.
+void set_transformed_columns(jpeg_decompress_struct& cinfo, JDIMENSION first, JDIMENSION last) {
+#if SLIP_JPEG_PARTIAL_RAW
+  cinfo.master->first_iMCU_col = first;
+  cinfo.master->last_iMCU_col = last;
+  for (int c = 0; c < cinfo.num_components; ++c) {
+    const jpeg_component_info& comp = cinfo.comp_info[c];
+    const JDIMENSION hsf = cinfo.num_components == 1 ? 1 : static_cast<JDIMENSION>(comp.h_samp_factor);
+    cinfo.master->first_MCU_col[c] = first > last ? 1 : first * hsf;
+    cinfo.master->last_MCU_col[c] = first > last ? 0 : std::min((last + 1) * hsf, comp.width_in_blocks) - 1;
+  }
+#else
+  (void)cinfo, (void)first, (void)last;
+#endif
+}
+
+}  // namespace
+
+bool JpegRegionDecoder::decode_planes_impl(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch, DecodedPlanes& out) {
   if (setjmp(error_.jump)) return false;
   cinfo_.scale_num = 1;
   cinfo_.scale_denom = static_cast<unsigned>(denom);
@@ -131,7 +163,26 @@ bool JpegRegionDecoder::decode_planes_impl(int denom, int rows, std::vector<uint
   cinfo_.dct_method = JDCT_ISLOW;
   jpeg_start_decompress(&cinfo_);
   const int planes = cinfo_.num_components;
-  // Each plane padded to whole blocks and whole iMCU rows, as jpeg_read_raw_data writes them.
+  // The iMCU grid in scaled luma pixels (a lone component's MCU is one block, as in
+  // jpeg_crop_scanline).
+  const int imcu_width = cinfo_.min_DCT_scaled_size * (planes == 1 ? 1 : cinfo_.max_h_samp_factor);
+  const int imcu_height = cinfo_.max_v_samp_factor * cinfo_.min_DCT_scaled_size;
+  const int imcu_columns = (static_cast<int>(cinfo_.output_width) + imcu_width - 1) / imcu_width;
+  // (Clamped copies: the arguments must not change after setjmp.)
+  const int left = std::clamp(x0, 0, static_cast<int>(cinfo_.output_width) - 1);
+  const int right = std::clamp(x1, left + 1, static_cast<int>(cinfo_.output_width));
+  const int bottom = std::clamp(y1, 1, static_cast<int>(cinfo_.output_height));
+  const int top = std::clamp(y0, 0, bottom - 1);
+#if SLIP_JPEG_PARTIAL_RAW
+  const int first_column = left / imcu_width, last_column = (right - 1) / imcu_width;
+  const int first_row = top / imcu_height;
+#else
+  const int first_column = 0, last_column = imcu_columns - 1, first_row = 0;
+#endif
+  const int end_row = std::min((bottom + imcu_height - 1) / imcu_height, static_cast<int>(cinfo_.total_iMCU_rows));
+  const int band_rows = end_row - first_row;
+  // Each plane: whole blocks of the transformed columns, whole iMCU rows of the region, as
+  // jpeg_read_raw_data writes them.
   size_t offsets[4] = {0, 0, 0, 0};
   int rows_per_imcu[3] = {};
   for (int c = 0; c < planes; ++c) {
@@ -141,34 +192,51 @@ bool JpegRegionDecoder::decode_planes_impl(int denom, int rows, std::vector<uint
       message_ = "unsupported JPEG sampling for planar decoding";
       return false;
     }
-    out.stride[c] = static_cast<size_t>(comp.width_in_blocks) * static_cast<size_t>(comp.DCT_scaled_size);
-    offsets[c + 1] = offsets[c] + out.stride[c] * static_cast<size_t>(cinfo_.total_iMCU_rows) * static_cast<size_t>(rows_per_imcu[c]);
+    const int blocks_per_imcu = planes == 1 ? 1 : comp.h_samp_factor;
+    out.stride[c] = static_cast<size_t>(last_column - first_column + 1) * static_cast<size_t>(blocks_per_imcu) *
+                    static_cast<size_t>(comp.DCT_scaled_size);
+    offsets[c + 1] = offsets[c] + out.stride[c] * static_cast<size_t>(band_rows) * static_cast<size_t>(rows_per_imcu[c]);
   }
   if (scratch.size() < offsets[planes]) scratch.resize(offsets[planes]);
-  const int wanted = std::min(rows, static_cast<int>(cinfo_.output_height));
-  const int luma_rows_per_imcu = cinfo_.max_v_samp_factor * cinfo_.min_DCT_scaled_size;
-  JDIMENSION imcu = 0;
-  while (static_cast<int>(imcu) * luma_rows_per_imcu < wanted && imcu < cinfo_.total_iMCU_rows) {
-    JSAMPARRAY arrays[3];
+  auto point_rows = [&](int band, JSAMPARRAY arrays[3]) {
     for (int c = 0; c < planes; ++c) {
-      uint8_t* first = scratch.data() + offsets[c] + static_cast<size_t>(imcu) * rows_per_imcu[c] * out.stride[c];
+      uint8_t* first = scratch.data() + offsets[c] + static_cast<size_t>(band) * rows_per_imcu[c] * out.stride[c];
       for (int r = 0; r < rows_per_imcu[c]; ++r) raw_rows_[c][r] = first + static_cast<size_t>(r) * out.stride[c];
       arrays[c] = raw_rows_[c];
     }
-    if (jpeg_read_raw_data(&cinfo_, arrays, static_cast<JDIMENSION>(luma_rows_per_imcu)) == 0) {
+  };
+  // Rows above the region: entropy-decoded (the bit stream has no other way past them), not
+  // transformed, nothing written.
+  JSAMPARRAY arrays[3];
+  if (first_row > 0) {
+    set_transformed_columns(cinfo_, static_cast<JDIMENSION>(imcu_columns), 0);
+    point_rows(0, arrays);
+    for (int row = 0; row < first_row; ++row)
+      if (jpeg_read_raw_data(&cinfo_, arrays, static_cast<JDIMENSION>(imcu_height)) == 0) {
+        message_ = "no raw data returned";
+        return false;
+      }
+  }
+  set_transformed_columns(cinfo_, static_cast<JDIMENSION>(first_column), static_cast<JDIMENSION>(last_column));
+  for (int band = 0; band < band_rows; ++band) {
+    point_rows(band, arrays);
+    if (jpeg_read_raw_data(&cinfo_, arrays, static_cast<JDIMENSION>(imcu_height)) == 0) {
       message_ = "no raw data returned";
       return false;
     }
-    ++imcu;
   }
   out.planes = planes;
+  out.x_origin = first_column * imcu_width;
+  out.y_origin = first_row * imcu_height;
   const double luma_h = cinfo_.comp_info[0].h_samp_factor * cinfo_.comp_info[0].DCT_scaled_size;
   const double luma_v = cinfo_.comp_info[0].v_samp_factor * cinfo_.comp_info[0].DCT_scaled_size;
   for (int c = 0; c < planes; ++c) {
     const jpeg_component_info& comp = cinfo_.comp_info[c];
+    const int blocks_per_imcu = planes == 1 ? 1 : comp.h_samp_factor;
+    const int column0 = first_column * blocks_per_imcu * comp.DCT_scaled_size;
     out.data[c] = scratch.data() + offsets[c];
-    out.width[c] = static_cast<int>(comp.downsampled_width);
-    out.height[c] = std::min(static_cast<int>(comp.downsampled_height), static_cast<int>(imcu) * rows_per_imcu[c]);
+    out.width[c] = std::min(static_cast<int>(comp.downsampled_width) - column0, static_cast<int>(out.stride[c]));
+    out.height[c] = std::min(static_cast<int>(comp.downsampled_height) - first_row * rows_per_imcu[c], band_rows * rows_per_imcu[c]);
   }
   if (planes == 3) {
     out.chroma_scale_x = cinfo_.comp_info[1].h_samp_factor * cinfo_.comp_info[1].DCT_scaled_size / luma_h;

@@ -31,15 +31,18 @@ struct DecodedRegion {
   int scaled_width = 0, scaled_height = 0;  // the whole image at the chosen scale
 };
 
-// A JPEG's own planes (raw_data_out: no chroma upsampling, no colour conversion). Plane 0 is
-// luma at the (DCT-scaled) image size; planes 1 and 2 (absent for grayscale) are Cb and Cr at
-// chroma_scale_x/y chroma samples per luma sample (0.5 for 4:2:0). `height` counts the rows
-// decoded, which stop below the last row asked for.
+// A part of a JPEG's own planes (raw_data_out: no chroma upsampling, no colour conversion).
+// Plane 0 is luma at the (DCT-scaled) image size; planes 1 and 2 (absent for grayscale) are Cb
+// and Cr at chroma_scale_x/y chroma samples per luma sample (0.5 for 4:2:0). The part covers
+// the asked region grown to whole iMCUs: its first sample is luma pixel (x_origin, y_origin)
+// of the scaled image (chroma sample (x_origin, y_origin) x chroma_scale), and width/height
+// count the samples decoded from there.
 struct DecodedPlanes {
   int planes = 0;  // 1 (grayscale) or 3 (YCbCr)
   const uint8_t* data[3] = {};
   size_t stride[3] = {};
   int width[3] = {}, height[3] = {};
+  int x_origin = 0, y_origin = 0;
   double chroma_scale_x = 1, chroma_scale_y = 1;
 };
 
@@ -60,9 +63,11 @@ class JpegRegionDecoder {
   // True when the image read by read_header has planes decode_planes can hand out: YCbCr with
   // luma at the full sampling rate and chroma at 1/1 or 1/2 of it per axis, or grayscale.
   bool planar_capable() const;
-  // Decodes the image scaled by 1/denom to its planes in `scratch`, rows from the top down to
-  // at least scaled row `rows` (then stops). Same error rules as decode_region.
-  bool decode_planes(int denom, int rows, std::vector<uint8_t>& scratch, DecodedPlanes& out);
+  // Decodes columns [x0, x1) and rows [y0, y1) of the image scaled by 1/denom (scaled luma
+  // pixels), grown to whole iMCUs, to its planes in `scratch`. Rows above the region are
+  // entropy-decoded only (no IDCT), blocks left and right of it are not transformed, and rows
+  // below it are never read. Same error rules as decode_region.
+  bool decode_planes(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch, DecodedPlanes& out);
   // The image size at scale 1/denom, valid after read_header.
   void scaled_size(int denom, int& width, int& height);
 
@@ -77,7 +82,7 @@ class JpegRegionDecoder {
   static void on_error(j_common_ptr info);
   static void on_message(j_common_ptr info, int level);
   bool decode_region_impl(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch, DecodedRegion& out);
-  bool decode_planes_impl(int denom, int rows, std::vector<uint8_t>& scratch, DecodedPlanes& out);
+  bool decode_planes_impl(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch, DecodedPlanes& out);
 
   jpeg_decompress_struct cinfo_{};
   ErrorManager error_{};

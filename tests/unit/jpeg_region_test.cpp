@@ -1,0 +1,158 @@
+// The planar decoder's regions (decode/jpeg_region.cpp): a region's planes are the same bytes
+// as the same samples of a whole-image decode, on every JPEG kind the corpus has (baseline and
+// progressive, 4:2:0, 4:2:2, 4:4:4, grayscale, restart markers, odd sizes) and on synthetic
+// samplings, at every DCT scale. The rows above a region are only entropy-decoded and the
+// blocks beside it are not transformed, so any slip in the iMCU arithmetic shows as moved,
+// missing or stale samples.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <turbojpeg.h>
+
+#include "decode/jpeg_region.hpp"
+#include "test_support.hpp"
+
+namespace slip::detail {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<std::byte> bytes_of(const std::string& s) {
+  std::vector<std::byte> out(s.size());
+  std::memcpy(out.data(), s.data(), s.size());
+  return out;
+}
+
+// A JPEG of `samp` (TurboJPEG subsampling) made from a smooth synthetic photo.
+std::vector<std::byte> synthetic_jpeg(int width, int height, int samp, bool progressive) {
+  std::vector<uint8_t> rgb(static_cast<size_t>(width) * height * 3);
+  std::mt19937 rng(static_cast<uint32_t>(width * 31 + height));
+  for (int y = 0; y < height; ++y)
+    for (int x = 0; x < width; ++x)
+      for (int c = 0; c < 3; ++c)
+        rgb[(static_cast<size_t>(y) * width + x) * 3 + c] = static_cast<uint8_t>((x * (c + 1) + y * (3 - c)) / 3 + rng() % 32);
+  tjhandle h = tjInitCompress();
+  unsigned char* jpeg = nullptr;
+  unsigned long size = 0;
+  const int flags = progressive ? TJFLAG_PROGRESSIVE : 0;
+  EXPECT_EQ(tjCompress2(h, rgb.data(), width, 0, height, TJPF_RGB, &jpeg, &size, samp, 90, flags), 0) << tjGetErrorStr2(h);
+  std::vector<std::byte> out(size);
+  std::memcpy(out.data(), jpeg, size);
+  tjFree(jpeg);
+  tjDestroy(h);
+  return out;
+}
+
+// Decodes random regions of `jpeg` at every scale and compares them with the whole image.
+// Returns the number of regions checked.
+int check_regions(const std::vector<std::byte>& jpeg, const std::string& name, uint32_t seed) {
+  JpegRegionDecoder decoder;
+  JpegImageInfo info;
+  if (!decoder.read_header(jpeg, info) || !decoder.planar_capable()) return 0;
+  std::mt19937 rng(seed);
+  int checked = 0;
+  std::vector<uint8_t> whole_scratch, region_scratch;
+  for (int denom : {1, 2, 4, 8}) {
+    EXPECT_TRUE(decoder.read_header(jpeg, info));
+    int width = 0, height = 0;
+    decoder.scaled_size(denom, width, height);
+    DecodedPlanes whole;
+    EXPECT_TRUE(decoder.decode_planes(denom, 0, 0, width, height, whole_scratch, whole)) << name << ": " << decoder.message();
+    EXPECT_EQ(whole.x_origin, 0);
+    EXPECT_EQ(whole.y_origin, 0);
+    EXPECT_EQ(whole.width[0], width) << name;
+    EXPECT_EQ(whole.height[0], height) << name;
+    for (int trial = 0; trial < 6; ++trial) {
+      // Regions from one pixel to the whole image, touching each edge now and then.
+      const int x0 = trial == 0 ? 0 : static_cast<int>(rng() % static_cast<uint32_t>(width));
+      const int y0 = trial == 1 ? 0 : static_cast<int>(rng() % static_cast<uint32_t>(height));
+      const int x1 = trial == 2 ? width : x0 + 1 + static_cast<int>(rng() % static_cast<uint32_t>(width - x0));
+      const int y1 = trial == 3 ? height : y0 + 1 + static_cast<int>(rng() % static_cast<uint32_t>(height - y0));
+      EXPECT_TRUE(decoder.read_header(jpeg, info));
+      DecodedPlanes part;
+      const bool ok = decoder.decode_planes(denom, x0, y0, x1, y1, region_scratch, part);
+      EXPECT_TRUE(ok) << name << ": " << decoder.message();
+      if (!ok) continue;
+      std::ostringstream where;
+      where << name << " 1/" << denom << " region [" << x0 << "," << x1 << ")x[" << y0 << "," << y1 << ")";
+      // The part covers the region, starts on the grid, and holds what the whole image holds.
+      EXPECT_LE(part.x_origin, x0) << where.str();
+      EXPECT_LE(part.y_origin, y0) << where.str();
+      EXPECT_GE(part.x_origin + part.width[0], x1) << where.str();
+      EXPECT_GE(part.y_origin + part.height[0], y1) << where.str();
+      EXPECT_EQ(part.planes, whole.planes);
+      EXPECT_EQ(part.chroma_scale_x, whole.chroma_scale_x);
+      EXPECT_EQ(part.chroma_scale_y, whole.chroma_scale_y);
+      for (int p = 0; p < part.planes; ++p) {
+        const double sx = p == 0 ? 1.0 : part.chroma_scale_x, sy = p == 0 ? 1.0 : part.chroma_scale_y;
+        const int ox = static_cast<int>(part.x_origin * sx), oy = static_cast<int>(part.y_origin * sy);
+        EXPECT_EQ(ox + part.width[p] <= whole.width[p], true) << where.str();
+        EXPECT_EQ(oy + part.height[p] <= whole.height[p], true) << where.str();
+        int mismatches = 0;
+        for (int y = 0; y < part.height[p]; ++y)
+          mismatches +=
+              std::memcmp(part.data[p] + static_cast<size_t>(y) * part.stride[p],
+                          whole.data[p] + static_cast<size_t>(oy + y) * whole.stride[p] + ox, static_cast<size_t>(part.width[p])) != 0;
+        EXPECT_EQ(mismatches, 0) << where.str() << " plane " << p;
+      }
+      ++checked;
+    }
+  }
+  return checked;
+}
+
+TEST(JpegRegion, RegionPlanesEqualWholeImagePlanesOnTheCorpus) {
+  SLIP_REQUIRE_SHARED();
+  // Every kind of JPEG the corpus manifest lists, a few of each (progressive, grayscale, each
+  // subsampling, odd sizes), plus the first images of the common kind.
+  const std::string tsv = test::read_file(test::shared_dir() / "corpus/imagenet_like.manifest.tsv");
+  std::istringstream lines(tsv);
+  std::string line;
+  std::getline(lines, line);  // header
+  std::map<std::string, int> per_kind;
+  int images = 0, regions = 0;
+  while (std::getline(lines, line)) {
+    std::vector<std::string> col;
+    std::istringstream fields(line);
+    for (std::string f; std::getline(fields, f, '\t');) col.push_back(f);
+    if (col.size() < 8 || col[4] != "jpeg") continue;
+    const std::string kind = col[5] + "/" + col[6] + "/" + col[7];
+    if (per_kind[kind]++ >= 6) continue;
+    const auto jpeg = bytes_of(test::read_file(test::shared_dir() / "corpus/imagenet_like" / col[0]));
+    const int n = check_regions(jpeg, col[0] + " (" + kind + ")", static_cast<uint32_t>(images));
+    regions += n;
+    images += n > 0;
+  }
+  EXPECT_GE(per_kind.size(), 4u) << "the corpus should hold several JPEG kinds";
+  EXPECT_GE(images, 20);
+  EXPECT_GE(regions, 20 * 24);
+}
+
+TEST(JpegRegion, RegionPlanesEqualWholeImagePlanesOnEverySampling) {
+  const std::pair<const char*, int> samplings[] = {{"420", TJSAMP_420}, {"422", TJSAMP_422},   {"444", TJSAMP_444},
+                                                   {"440", TJSAMP_440}, {"gray", TJSAMP_GRAY}, {"411", TJSAMP_411}};
+  int regions = 0;
+  for (const auto& [name, samp] : samplings)
+    for (bool progressive : {false, true})
+      for (const auto& [w, h] : {std::pair{333, 217}, std::pair{64, 48}, std::pair{17, 9}}) {
+        const auto jpeg = synthetic_jpeg(w, h, samp, progressive);
+        const std::string label =
+            std::string(name) + (progressive ? " progressive " : " baseline ") + std::to_string(w) + "x" + std::to_string(h);
+        const int n = check_regions(jpeg, label, static_cast<uint32_t>(w + samp));
+        if (samp != TJSAMP_411) {  // 4:1:1 is not planar-capable (chroma at 1/4 of luma)
+          EXPECT_EQ(n, 24) << label;
+        }
+        regions += n;
+      }
+  EXPECT_GE(regions, 5 * 2 * 3 * 24);
+}
+
+}  // namespace
+}  // namespace slip::detail
