@@ -9,6 +9,7 @@
 #include "decode/jpeg_region.hpp"
 #include "decode/resample.hpp"
 #include "decode/resample_planar.hpp"
+#include "util/scratch.hpp"
 #include "util/worker_pool.hpp"
 #include "image/yuv420_kernels.hpp"
 #include "slip/cache.hpp"
@@ -250,21 +251,22 @@ struct BatchDecoder::Impl {
       const CropGroup& group = options.groups[g];
       const int size = static_cast<int>(group.size);
       const size_t per_crop = crop_group_sample_bytes(group, options.type) / group.count;
-      w.crop.resize(static_cast<size_t>(size) * size * 3);
-      w.plane_y.resize(static_cast<size_t>(size) * size);
-      w.plane_cb.resize(w.plane_y.size());
-      w.plane_cr.resize(w.plane_y.size());
+      const size_t pixels = static_cast<size_t>(size) * size;
+      uint8_t* const crop = detail::scratch_of(w.crop, pixels * 3);
+      uint8_t* const plane_y = detail::scratch_of(w.plane_y, pixels);
+      uint8_t* const plane_cb = detail::scratch_of(w.plane_cb, pixels);
+      uint8_t* const plane_cr = detail::scratch_of(w.plane_cr, pixels);
       for (uint32_t c = 0; c < group.count; ++c, ++k) {
         const CropWindow& win = w.windows[k];
         const SourceBox box = source_box(win);
         const double x0 = box.x0 * inv, y0 = box.y0 * inv, x1 = box.x1 * inv, y1 = box.y1 * inv;
         std::byte* dst = outputs[g].data() + slot * crop_group_sample_bytes(group, options.type) + c * per_crop;
-        uint8_t* rgb = direct_layout ? reinterpret_cast<uint8_t*>(dst) : w.crop.data();
+        uint8_t* rgb = direct_layout ? reinterpret_cast<uint8_t*>(dst) : crop;
         const Hull y = hull_of(0, x0, y0, x1, y1);
-        detail::resample_plane(y.view, y.x0, y.y0, y.x1, y.y1, size, size, options.filter, w.planar, w.plane_y.data(),
+        detail::resample_plane(y.view, y.x0, y.y0, y.x1, y.y1, size, size, options.filter, w.planar, plane_y,
                                static_cast<size_t>(size), win.flip);
         if (planes.planes == 1) {
-          for (size_t i = 0; i < w.plane_y.size(); ++i) rgb[3 * i] = rgb[3 * i + 1] = rgb[3 * i + 2] = w.plane_y[i];
+          for (size_t i = 0; i < pixels; ++i) rgb[3 * i] = rgb[3 * i + 1] = rgb[3 * i + 2] = plane_y[i];
         } else {
           // Chroma is resized from its stored resolution straight to the output size: resizing
           // it to half the output and upsampling after cost 2 levels of mean error (4:2:0 at the
@@ -272,14 +274,14 @@ struct BatchDecoder::Impl {
           const double sx = planes.chroma_scale_x, sy = planes.chroma_scale_y;
           const Hull cb = hull_of(1, x0 * sx, y0 * sy, x1 * sx, y1 * sy);
           const Hull cr = hull_of(2, x0 * sx, y0 * sy, x1 * sx, y1 * sy);
-          detail::resample_plane(cb.view, cb.x0, cb.y0, cb.x1, cb.y1, size, size, options.filter, w.planar, w.plane_cb.data(),
+          detail::resample_plane(cb.view, cb.x0, cb.y0, cb.x1, cb.y1, size, size, options.filter, w.planar, plane_cb,
                                  static_cast<size_t>(size), win.flip);
-          detail::resample_plane(cr.view, cr.x0, cr.y0, cr.x1, cr.y1, size, size, options.filter, w.planar, w.plane_cr.data(),
+          detail::resample_plane(cr.view, cr.x0, cr.y0, cr.x1, cr.y1, size, size, options.filter, w.planar, plane_cr,
                                  static_cast<size_t>(size), win.flip);
-          detail::ycbcr_planes_to_rgb(w.plane_y.data(), w.plane_cb.data(), w.plane_cr.data(), static_cast<size_t>(size), size, size, rgb,
+          detail::ycbcr_planes_to_rgb(plane_y, plane_cb, plane_cr, static_cast<size_t>(size), size, size, rgb,
                                       static_cast<size_t>(size) * 3);
         }
-        if (rgb == w.crop.data()) emit(w.crop.data(), group.size, false, dst);
+        if (rgb == crop) emit(crop, group.size, false, dst);
       }
     }
   }
@@ -428,7 +430,7 @@ struct BatchDecoder::Impl {
     for (size_t g = 0; g < options.groups.size(); ++g) {
       const CropGroup& group = options.groups[g];
       const size_t per_crop = crop_group_sample_bytes(group, options.type) / group.count;
-      w.crop.resize(static_cast<size_t>(group.size) * group.size * 3);
+      uint8_t* const crop = detail::scratch_of(w.crop, static_cast<size_t>(group.size) * group.size * 3);
       for (uint32_t c = 0; c < group.count; ++c, ++k) {
         const CropWindow& win = w.windows[k];
         // Pillow crops first, then resizes: the filter never reads outside the crop. So the
@@ -447,8 +449,8 @@ struct BatchDecoder::Impl {
         // the caller's batch, other layouts go through emit().
         const bool direct = options.type == PixelType::uint8 && options.layout == PixelLayout::hwc;
         detail::resample_rgb(hull, x0 - hx0, y0 - hy0, x1 - hx0, y1 - hy0, static_cast<int>(group.size), static_cast<int>(group.size),
-                             options.filter, w.resample, direct ? reinterpret_cast<uint8_t*>(dst) : w.crop.data(), win.flip);
-        if (!direct) emit(w.crop.data(), group.size, false, dst);
+                             options.filter, w.resample, direct ? reinterpret_cast<uint8_t*>(dst) : crop, win.flip);
+        if (!direct) emit(crop, group.size, false, dst);
       }
     }
   }

@@ -6,6 +6,7 @@
 #include <immintrin.h>
 
 #include "util/cpu.hpp"
+#include "util/scratch.hpp"
 
 namespace slip::detail {
 namespace {
@@ -93,8 +94,8 @@ void plan_axis_with(PlaneAxis& axis, const PlaneAxisKey& k) {
   const int ksize = static_cast<int>(std::ceil(support)) * 2 + 1;
   const int stride = (ksize + 7) & ~7;
   axis.ksize = stride;
-  axis.bounds.resize(static_cast<size_t>(k.out_size) * 2);
-  axis.coeffs.resize(static_cast<size_t>(k.out_size) * stride);
+  scratch_of(axis.bounds, static_cast<size_t>(k.out_size) * 2);
+  scratch_of(axis.coeffs, static_cast<size_t>(k.out_size) * stride);
   // Windows over ~250x the output (rows longer than the AVX2 kernel's stack buffer) go scalar.
   const auto weights = kAvx2 && stride <= kMaxTapsOnStack ? output_weights_avx2<kFilter> : output_weights_scalar<kFilter>;
   for (int o = 0; o < k.out_size; ++o) {
@@ -309,16 +310,16 @@ void resample_plane(const PlaneView& in, double x0, double y0, double x1, double
   const int cx1 = s.horizontal.bounds[static_cast<size_t>(out_w - 1) * 2] + s.horizontal.bounds[static_cast<size_t>(out_w - 1) * 2 + 1];
   const int columns = cx1 - cx0;
   // Vertical first: out_h rows of the needed columns.
-  s.pass1.resize(static_cast<size_t>(out_h) * columns);
-  vertical_columns(in.data + cx0, in.stride, columns, s.vertical, 0, out_h, s.pass1.data(), columns);
+  uint8_t* const pass1 = scratch_of(s.pass1, static_cast<size_t>(out_h) * columns);
+  vertical_columns(in.data + cx0, in.stride, columns, s.vertical, 0, out_h, pass1, columns);
   // Transposed, the horizontal pass is the same contiguous kernel over columns instead of rows.
-  s.pass1_t.resize(static_cast<size_t>(columns) * out_h);
-  transpose_plane(s.pass1.data(), static_cast<size_t>(columns), columns, out_h, s.pass1_t.data(), static_cast<size_t>(out_h));
-  s.pass2.resize(static_cast<size_t>(out_w) * out_h);
-  uint8_t* first = mirror ? s.pass2.data() + static_cast<size_t>(out_w - 1) * out_h : s.pass2.data();
+  uint8_t* const pass1_t = scratch_of(s.pass1_t, static_cast<size_t>(columns) * out_h);
+  transpose_plane(pass1, static_cast<size_t>(columns), columns, out_h, pass1_t, static_cast<size_t>(out_h));
+  uint8_t* const pass2 = scratch_of(s.pass2, static_cast<size_t>(out_w) * out_h);
+  uint8_t* first = mirror ? pass2 + static_cast<size_t>(out_w - 1) * out_h : pass2;
   const ptrdiff_t step = mirror ? -static_cast<ptrdiff_t>(out_h) : static_cast<ptrdiff_t>(out_h);
-  vertical_columns(s.pass1_t.data(), static_cast<size_t>(out_h), out_h, s.horizontal, cx0, out_w, first, step);
-  transpose_plane(s.pass2.data(), static_cast<size_t>(out_h), out_h, out_w, out, out_stride);
+  vertical_columns(pass1_t, static_cast<size_t>(out_h), out_h, s.horizontal, cx0, out_w, first, step);
+  transpose_plane(pass2, static_cast<size_t>(out_h), out_h, out_w, out, out_stride);
 }
 
 }  // namespace slip::detail
