@@ -38,6 +38,8 @@ nlohmann::ordered_json report_json(const BenchReport& r) {
                       {"crops", e.crops}});
   j["epochs"] = epochs;
   j["best_images_per_second"] = r.best_images_per_second;
+  j["epoch_spread"] = r.epoch_spread;
+  j["noisy"] = r.noisy;
   if (!r.limit_kind.empty()) {
     j["limit"] = {{"kind", r.limit_kind},
                   {"images_per_second", r.limit_images_per_second},
@@ -142,6 +144,11 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
                     report.limit_single_thread_images_per_second, report.threads);
       std::printf("efficiency: %.2f (best epoch / limit)\n", report.efficiency);
     };
+    const auto print_noise = [&](const BenchReport& report) {
+      if (text && report.noisy)
+        std::printf("noisy:   epochs differ by %.0f%% (> %.0f%%): the machine was busy; too noisy to judge, run again\n",
+                    report.epoch_spread * 100, BenchReport::kNoisyEpochSpread * 100);
+    };
     if (!a->compare.empty()) {
       BenchOptions other_options = options;
       std::optional<Cache> other_cache;
@@ -171,6 +178,8 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
                     {"storage_ratio", c.storage_ratio}});
       } else if (!global.quiet) {
         print_limit(c.base);
+        print_noise(c.base);
+        print_noise(c.other);
         std::printf("%s vs %s, pipeline %s: %.1f vs %.1f img/s: %.2fx the speed at %.2fx the bytes\n",
                     c.other.yuv420_siblings ? "yuv420 siblings" : printable(c.other.image_format).c_str(),
                     printable(c.base.image_format).c_str(), c.base.pipeline.c_str(), c.other.best_images_per_second,
@@ -185,6 +194,7 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
       print_json(j);
     } else {
       print_limit(report);
+      print_noise(report);
     }
     return 0;
   };

@@ -16,6 +16,10 @@ assert len(d["epochs"]) == 2 and all(e["images_per_second"] > 0 and e["ms_per_ba
 assert d["limit"]["images_per_second"] > 0 and d["efficiency"] > 0, d
 assert d["limit"]["kind"] == ("memcpy" if p == "raw" else "tjDecompress2 x threads"), d
 assert d["crops_per_image"] == {"raw": 0, "decode": 0, "multicrop": 10}.get(p, 1), d
+# The spread is computed from the epochs it reports (two epochs: both judged).
+rates = [e["images_per_second"] for e in d["epochs"]]
+assert abs(d["epoch_spread"] - (max(rates) - min(rates)) / max(rates)) < 1e-9, d
+assert d["noisy"] == (d["epoch_spread"] > 0.10), d
 PY
   done
 done

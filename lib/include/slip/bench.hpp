@@ -58,6 +58,12 @@ struct BenchReport {
   double limit_single_thread_images_per_second = 0;
   double best_images_per_second = 0;  // the best epoch (warm)
   double efficiency = 0;              // best / limit
+  // (best - worst) / best over the timed epochs (the first one left out when there are three or
+  // more: it warms the page cache and the buffers). Above kNoisyEpochSpread the machine was
+  // busy and the run is too noisy to judge a ratio by.
+  double epoch_spread = 0;
+  bool noisy = false;
+  static constexpr double kNoisyEpochSpread = 0.10;
 };
 
 // Runs the benchmark; `on_epoch` (optional) is called after each epoch.

@@ -234,6 +234,14 @@ BenchReport run_bench(const Cache& cache, const BenchOptions& options, const std
     }
     if (report.limit_images_per_second > 0) report.efficiency = report.best_images_per_second / report.limit_images_per_second;
   }
+  const size_t first_judged = report.epochs.size() >= 3 ? 1 : 0;
+  double worst = report.best_images_per_second, best = 0;
+  for (size_t i = first_judged; i < report.epochs.size(); ++i) {
+    worst = std::min(worst, report.epochs[i].images_per_second);
+    best = std::max(best, report.epochs[i].images_per_second);
+  }
+  report.epoch_spread = best > 0 ? (best - worst) / best : 0;
+  report.noisy = report.epoch_spread > BenchReport::kNoisyEpochSpread;
   return report;
 }
 
