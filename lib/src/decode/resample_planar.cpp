@@ -80,6 +80,57 @@ __attribute__((target("avx2"))) void output_weights_avx2(float offset, float inv
   }
 }
 
+// Eight outputs' rows of exactly 8 Q14 weights at once (the common case: bilinear below 3.5x
+// reduction, bicubic below 1.75x), one output per lane: each lane sums its taps in the scalar
+// kernel's order, so the weights are output_weights_scalar's. offset[o], n[o]: output o's.
+template <ResampleFilter kFilter>
+__attribute__((target("avx2"))) void output_weights8_avx2(const float* offset, float inv, const int32_t* n, int16_t* q) {
+  const __m256 off = _mm256_loadu_ps(offset), vinv = _mm256_set1_ps(inv);
+  const __m256i taps = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(n));
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)), one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
+  __m256 w[8];
+  __m256 sum = zero;
+  for (int x = 0; x < 8; ++x) {
+    const __m256 t = _mm256_and_ps(_mm256_mul_ps(_mm256_add_ps(_mm256_set1_ps(static_cast<float>(x)), off), vinv), abs_mask);
+    __m256 v;
+    if constexpr (kFilter == ResampleFilter::bilinear) {
+      v = _mm256_max_ps(zero, _mm256_sub_ps(one, t));
+    } else {
+      const __m256 a = _mm256_set1_ps(-0.5f);
+      const __m256 near = _mm256_add_ps(
+          _mm256_mul_ps(_mm256_mul_ps(_mm256_sub_ps(_mm256_mul_ps(_mm256_set1_ps(1.5f), t), _mm256_set1_ps(2.5f)), t), t), one);
+      const __m256 far = _mm256_mul_ps(
+          _mm256_sub_ps(_mm256_mul_ps(_mm256_add_ps(_mm256_mul_ps(_mm256_sub_ps(t, _mm256_set1_ps(5.0f)), t), _mm256_set1_ps(8.0f)), t),
+                        _mm256_set1_ps(4.0f)),
+          a);
+      v = _mm256_blendv_ps(_mm256_blendv_ps(zero, far, _mm256_cmp_ps(t, _mm256_set1_ps(2.0f), _CMP_LT_OQ)), near,
+                           _mm256_cmp_ps(t, one, _CMP_LT_OQ));
+    }
+    v = _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_cmpgt_epi32(taps, _mm256_set1_epi32(x))));  // taps past n weigh 0
+    w[x] = v;
+    sum = _mm256_add_ps(sum, v);
+  }
+  const __m256 nonzero = _mm256_cmp_ps(sum, zero, _CMP_NEQ_OQ);
+  const __m256 norm = _mm256_and_ps(_mm256_div_ps(_mm256_set1_ps(static_cast<float>(1 << kBits)), sum), nonzero);
+  // w[x] lane o -> q[o][x]: pack to 16 bits, then an 8x8 transpose of 16-bit values.
+  __m128i r[8];
+  for (int x = 0; x < 8; ++x) {
+    const __m256i qi = _mm256_cvtps_epi32(_mm256_mul_ps(w[x], norm));  // nearest even, as lrint
+    r[x] = _mm_packs_epi32(_mm256_castsi256_si128(qi), _mm256_extracti128_si256(qi, 1));
+  }
+  const __m128i a0 = _mm_unpacklo_epi16(r[0], r[1]), a1 = _mm_unpackhi_epi16(r[0], r[1]);
+  const __m128i a2 = _mm_unpacklo_epi16(r[2], r[3]), a3 = _mm_unpackhi_epi16(r[2], r[3]);
+  const __m128i a4 = _mm_unpacklo_epi16(r[4], r[5]), a5 = _mm_unpackhi_epi16(r[4], r[5]);
+  const __m128i a6 = _mm_unpacklo_epi16(r[6], r[7]), a7 = _mm_unpackhi_epi16(r[6], r[7]);
+  const __m128i b0 = _mm_unpacklo_epi32(a0, a2), b1 = _mm_unpackhi_epi32(a0, a2);
+  const __m128i b2 = _mm_unpacklo_epi32(a1, a3), b3 = _mm_unpackhi_epi32(a1, a3);
+  const __m128i b4 = _mm_unpacklo_epi32(a4, a6), b5 = _mm_unpackhi_epi32(a4, a6);
+  const __m128i b6 = _mm_unpacklo_epi32(a5, a7), b7 = _mm_unpackhi_epi32(a5, a7);
+  const __m128i rows[8] = {_mm_unpacklo_epi64(b0, b4), _mm_unpackhi_epi64(b0, b4), _mm_unpacklo_epi64(b1, b5), _mm_unpackhi_epi64(b1, b5),
+                           _mm_unpacklo_epi64(b2, b6), _mm_unpackhi_epi64(b2, b6), _mm_unpacklo_epi64(b3, b7), _mm_unpackhi_epi64(b3, b7)};
+  for (int o = 0; o < 8; ++o) _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 8 * o), rows[o]);
+}
+
 const bool kAvx2 = cpu_has_avx2();
 
 // Pillow's geometry (precompute_axis in resample.cpp: the same support, bounds and
@@ -98,16 +149,33 @@ void plan_axis_with(PlaneAxis& axis, const PlaneAxisKey& k) {
   scratch_of(axis.coeffs, static_cast<size_t>(k.out_size) * stride);
   // Windows over ~250x the output (rows longer than the AVX2 kernel's stack buffer) go scalar.
   const auto weights = kAvx2 && stride <= kMaxTapsOnStack ? output_weights_avx2<kFilter> : output_weights_scalar<kFilter>;
+  const auto inv = static_cast<float>(inv_filterscale);
+  // Rows of 8 taps go eight outputs at a time (the scalar kernel's sums, lane by lane).
+  const bool batched = kAvx2 && stride == 8;
+  alignas(32) float offsets[8];
+  alignas(32) int32_t counts[8];
+  int pending = 0;
   for (int o = 0; o < k.out_size; ++o) {
     const double center = k.in0 + (o + 0.5) * scale;
     const int xmin = std::max(0, static_cast<int>(center - support + 0.5));          // NOLINT(bugprone-incorrect-roundings): Pillow's
     const int xmax = std::min(k.in_size, static_cast<int>(center + support + 0.5));  // NOLINT(bugprone-incorrect-roundings)
     const int n = std::clamp(xmax - xmin, 0, ksize);
-    int16_t* q = &axis.coeffs[static_cast<size_t>(o) * stride];
-    weights(static_cast<float>(xmin - center + 0.5), static_cast<float>(inv_filterscale), n, stride, q);
     axis.bounds[static_cast<size_t>(o) * 2] = xmin;
     axis.bounds[static_cast<size_t>(o) * 2 + 1] = n;
+    const auto offset = static_cast<float>(xmin - center + 0.5);
+    if (!batched) {
+      weights(offset, inv, n, stride, &axis.coeffs[static_cast<size_t>(o) * stride]);
+      continue;
+    }
+    offsets[pending] = offset;
+    counts[pending] = n;
+    if (++pending == 8) {
+      output_weights8_avx2<kFilter>(offsets, inv, counts, &axis.coeffs[static_cast<size_t>(o - 7) * 8]);
+      pending = 0;
+    }
   }
+  for (int i = 0; i < pending; ++i)
+    output_weights_scalar<kFilter>(offsets[i], inv, counts[i], stride, &axis.coeffs[static_cast<size_t>(k.out_size - pending + i) * stride]);
   axis.key = k;
 }
 
