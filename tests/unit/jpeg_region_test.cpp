@@ -3,10 +3,12 @@
 // progressive, 4:2:0, 4:2:2, 4:4:4, grayscale, restart markers, odd sizes) and on synthetic
 // samplings, at every DCT scale. The rows above a region are only entropy-decoded and the
 // blocks beside it are not transformed, so any slip in the iMCU arithmetic shows as moved,
-// missing or stale samples.
+// missing or stale samples. The same for parts of a region (multi-crop windows): the samples
+// under each part.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <random>
@@ -102,6 +104,35 @@ int check_regions(const std::vector<std::byte>& jpeg, const std::string& name, u
                           whole.data[p] + static_cast<size_t>(oy + y) * whole.stride[p] + ox, static_cast<size_t>(part.width[p])) != 0;
         EXPECT_EQ(mismatches, 0) << where.str() << " plane " << p;
       }
+      // Parts of the region (as multi-crop windows): only the samples under a part are
+      // promised, chroma under the part's chroma hull; the scratch is poisoned first so stale
+      // bytes cannot pass for right ones.
+      std::vector<PixelRect> parts;
+      for (int i = 0; i < 3; ++i) {
+        const int px0 = x0 + static_cast<int>(rng() % static_cast<uint32_t>(x1 - x0));
+        const int py0 = y0 + static_cast<int>(rng() % static_cast<uint32_t>(y1 - y0));
+        parts.push_back({px0, py0, px0 + 1 + static_cast<int>(rng() % static_cast<uint32_t>(x1 - px0)),
+                         py0 + 1 + static_cast<int>(rng() % static_cast<uint32_t>(y1 - py0))});
+      }
+      std::fill(region_scratch.begin(), region_scratch.end(), uint8_t{0xA5});
+      EXPECT_TRUE(decoder.read_header(jpeg, info));
+      DecodedPlanes sparse;
+      EXPECT_TRUE(decoder.decode_planes(denom, x0, y0, x1, y1, region_scratch, sparse, parts)) << where.str();
+      EXPECT_EQ(sparse.x_origin, part.x_origin);
+      EXPECT_EQ(sparse.y_origin, part.y_origin);
+      for (const PixelRect& r : parts)
+        for (int p = 0; p < sparse.planes; ++p) {
+          const double sx = p == 0 ? 1.0 : sparse.chroma_scale_x, sy = p == 0 ? 1.0 : sparse.chroma_scale_y;
+          const int ox = static_cast<int>(sparse.x_origin * sx), oy = static_cast<int>(sparse.y_origin * sy);
+          const int cx0 = static_cast<int>(std::floor(r.x0 * sx)), cy0 = static_cast<int>(std::floor(r.y0 * sy));
+          const int cx1 = std::min(whole.width[p], static_cast<int>(std::ceil(r.x1 * sx)));
+          const int cy1 = std::min(whole.height[p], static_cast<int>(std::ceil(r.y1 * sy)));
+          int mismatches = 0;
+          for (int y = cy0; y < cy1; ++y)
+            mismatches += std::memcmp(sparse.data[p] + static_cast<size_t>(y - oy) * sparse.stride[p] + (cx0 - ox),
+                                      whole.data[p] + static_cast<size_t>(y) * whole.stride[p] + cx0, static_cast<size_t>(cx1 - cx0)) != 0;
+          EXPECT_EQ(mismatches, 0) << where.str() << " part [" << r.x0 << "," << r.x1 << ")x[" << r.y0 << "," << r.y1 << ") plane " << p;
+        }
       ++checked;
     }
   }

@@ -82,6 +82,7 @@ struct Worker {
   PlaneResampleScratch planar;
   std::vector<uint8_t> plane_y, plane_cb, plane_cr;
   std::vector<CropWindow> windows;
+  std::vector<detail::PixelRect> parts;  // the windows in DCT-scaled pixels (planar multi-crop)
   std::vector<uint32_t> sizes;
   RgbImage fallback;
   uint64_t decoded_bytes = 0;
@@ -176,15 +177,21 @@ struct BatchDecoder::Impl {
     make_sample_windows(w, id, info.width, info.height, false);
     const int denom = options.crop_aware ? choose_denominator(w.windows, w.sizes) : 1;
     // The windows' hull in scaled pixels: the decoder transforms only the iMCUs under it.
+    // With several windows, only the iMCUs under one of them (their hull leaves much uncovered).
     int x0 = info.width, y0 = info.height, x1 = 0, y1 = 0;
+    w.parts.clear();
     for (const CropWindow& win : w.windows) {
       x0 = std::min(x0, win.x);
       y0 = std::min(y0, win.y);
       x1 = std::max(x1, win.x + win.width);
       y1 = std::max(y1, win.y + win.height);
+      if (w.windows.size() > 1)
+        w.parts.push_back(
+            {win.x / denom, win.y / denom, (win.x + win.width + denom - 1) / denom, (win.y + win.height + denom - 1) / denom});
     }
     DecodedPlanes planes;
-    if (!w.jpeg.decode_planes(denom, x0 / denom, y0 / denom, (x1 + denom - 1) / denom, (y1 + denom - 1) / denom, w.region, planes)) {
+    if (!w.jpeg.decode_planes(denom, x0 / denom, y0 / denom, (x1 + denom - 1) / denom, (y1 + denom - 1) / denom, w.region, planes,
+                              w.parts)) {
       fail(w, slot, id, "corrupt JPEG: " + w.jpeg.message());
       return true;
     }
@@ -263,8 +270,8 @@ struct BatchDecoder::Impl {
         std::byte* dst = outputs[g].data() + slot * crop_group_sample_bytes(group, options.type) + c * per_crop;
         uint8_t* rgb = direct_layout ? reinterpret_cast<uint8_t*>(dst) : crop;
         const Hull y = hull_of(0, x0, y0, x1, y1);
-        detail::resample_plane(y.view, y.x0, y.y0, y.x1, y.y1, size, size, options.filter, w.planar, plane_y,
-                               static_cast<size_t>(size), win.flip);
+        detail::resample_plane(y.view, y.x0, y.y0, y.x1, y.y1, size, size, options.filter, w.planar, plane_y, static_cast<size_t>(size),
+                               win.flip);
         if (planes.planes == 1) {
           for (size_t i = 0; i < pixels; ++i) rgb[3 * i] = rgb[3 * i + 1] = rgb[3 * i + 2] = plane_y[i];
         } else {

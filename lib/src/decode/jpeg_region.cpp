@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <span>
 
 // jpeg_decomp_master's partial-decompression fields (libjpeg-turbo >= 1.5, installed with its
 // headers): without them the planar path transforms every block it reads.
@@ -126,8 +127,9 @@ bool JpegRegionDecoder::planar_capable() const {
   return true;
 }
 
-bool JpegRegionDecoder::decode_planes(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch, DecodedPlanes& out) {
-  const bool ok = decode_planes_impl(denom, x0, y0, x1, y1, scratch, out);
+bool JpegRegionDecoder::decode_planes(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch, DecodedPlanes& out,
+                                      std::span<const PixelRect> parts) {
+  const bool ok = decode_planes_impl(denom, x0, y0, x1, y1, scratch, out, parts);
   jpeg_abort_decompress(&cinfo_);
   return ok && !warned_;
 }
@@ -155,7 +157,8 @@ void set_transformed_columns(jpeg_decompress_struct& cinfo, JDIMENSION first, JD
 
 }  // namespace
 
-bool JpegRegionDecoder::decode_planes_impl(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch, DecodedPlanes& out) {
+bool JpegRegionDecoder::decode_planes_impl(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch, DecodedPlanes& out,
+                                           std::span<const PixelRect> parts) {
   if (setjmp(error_.jump)) return false;
   cinfo_.scale_num = 1;
   cinfo_.scale_denom = static_cast<unsigned>(denom);
@@ -198,9 +201,13 @@ bool JpegRegionDecoder::decode_planes_impl(int denom, int x0, int y0, int x1, in
     offsets[c + 1] = offsets[c] + out.stride[c] * static_cast<size_t>(band_rows) * static_cast<size_t>(rows_per_imcu[c]);
   }
   if (scratch.size() < offsets[planes]) scratch.resize(offsets[planes]);
-  auto point_rows = [&](int band, JSAMPARRAY arrays[3]) {
+  // Band `band`'s rows, from iMCU column `column` on (jpeg_read_raw_data writes the first
+  // transformed column at the start of each row).
+  auto point_rows = [&](int band, int column, JSAMPARRAY arrays[3]) {
     for (int c = 0; c < planes; ++c) {
-      uint8_t* first = scratch.data() + offsets[c] + static_cast<size_t>(band) * rows_per_imcu[c] * out.stride[c];
+      const int blocks_per_imcu = planes == 1 ? 1 : cinfo_.comp_info[c].h_samp_factor;
+      uint8_t* first = scratch.data() + offsets[c] + static_cast<size_t>(band) * rows_per_imcu[c] * out.stride[c] +
+                       static_cast<size_t>(column - first_column) * blocks_per_imcu * cinfo_.comp_info[c].DCT_scaled_size;
       for (int r = 0; r < rows_per_imcu[c]; ++r) raw_rows_[c][r] = first + static_cast<size_t>(r) * out.stride[c];
       arrays[c] = raw_rows_[c];
     }
@@ -210,7 +217,7 @@ bool JpegRegionDecoder::decode_planes_impl(int denom, int x0, int y0, int x1, in
   JSAMPARRAY arrays[3];
   if (first_row > 0) {
     set_transformed_columns(cinfo_, static_cast<JDIMENSION>(imcu_columns), 0);
-    point_rows(0, arrays);
+    point_rows(0, first_column, arrays);
     for (int row = 0; row < first_row; ++row)
       if (jpeg_read_raw_data(&cinfo_, arrays, static_cast<JDIMENSION>(imcu_height)) == 0) {
         message_ = "no raw data returned";
@@ -219,7 +226,26 @@ bool JpegRegionDecoder::decode_planes_impl(int denom, int x0, int y0, int x1, in
   }
   set_transformed_columns(cinfo_, static_cast<JDIMENSION>(first_column), static_cast<JDIMENSION>(last_column));
   for (int band = 0; band < band_rows; ++band) {
-    point_rows(band, arrays);
+    int band_first = first_column, band_last = last_column;
+#if SLIP_JPEG_PARTIAL_RAW
+    if (!parts.empty()) {
+      // The iMCU columns of the parts that reach into this band's rows (none: no transform).
+      const int top_px = (first_row + band) * imcu_height, bottom_px = top_px + imcu_height;
+      band_first = imcu_columns;
+      band_last = -1;
+      for (const PixelRect& r : parts)
+        if (r.y0 < bottom_px && r.y1 > top_px && r.x1 > r.x0) {
+          band_first = std::min(band_first, std::max(first_column, r.x0 / imcu_width));
+          band_last = std::max(band_last, std::min(last_column, (r.x1 - 1) / imcu_width));
+        }
+      if (band_last < band_first)
+        set_transformed_columns(cinfo_, static_cast<JDIMENSION>(imcu_columns), 0);
+      else
+        set_transformed_columns(cinfo_, static_cast<JDIMENSION>(band_first), static_cast<JDIMENSION>(band_last));
+      band_first = std::min(band_first, last_column);
+    }
+#endif
+    point_rows(band, band_first, arrays);
     if (jpeg_read_raw_data(&cinfo_, arrays, static_cast<JDIMENSION>(imcu_height)) == 0) {
       message_ = "no raw data returned";
       return false;

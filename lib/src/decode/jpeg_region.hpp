@@ -46,6 +46,11 @@ struct DecodedPlanes {
   double chroma_scale_x = 1, chroma_scale_y = 1;
 };
 
+// A rectangle [x0, x1) x [y0, y1) of pixels.
+struct PixelRect {
+  int x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+};
+
 class JpegRegionDecoder {
  public:
   JpegRegionDecoder();
@@ -67,7 +72,11 @@ class JpegRegionDecoder {
   // pixels), grown to whole iMCUs, to its planes in `scratch`. Rows above the region are
   // entropy-decoded only (no IDCT), blocks left and right of it are not transformed, and rows
   // below it are never read. Same error rules as decode_region.
-  bool decode_planes(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch, DecodedPlanes& out);
+  // `parts` (optional, scaled pixels inside the region): only the iMCUs under one of these
+  // rectangles are transformed, row band by row band; the others of the region then hold stale
+  // bytes. Multi-crop windows leave much of their hull uncovered.
+  bool decode_planes(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch, DecodedPlanes& out,
+                     std::span<const PixelRect> parts = {});
   // The image size at scale 1/denom, valid after read_header.
   void scaled_size(int denom, int& width, int& height);
 
@@ -82,7 +91,8 @@ class JpegRegionDecoder {
   static void on_error(j_common_ptr info);
   static void on_message(j_common_ptr info, int level);
   bool decode_region_impl(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch, DecodedRegion& out);
-  bool decode_planes_impl(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch, DecodedPlanes& out);
+  bool decode_planes_impl(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch, DecodedPlanes& out,
+                          std::span<const PixelRect> parts);
 
   jpeg_decompress_struct cinfo_{};
   ErrorManager error_{};

@@ -175,7 +175,8 @@ void plan_axis_with(PlaneAxis& axis, const PlaneAxisKey& k) {
     }
   }
   for (int i = 0; i < pending; ++i)
-    output_weights_scalar<kFilter>(offsets[i], inv, counts[i], stride, &axis.coeffs[static_cast<size_t>(k.out_size - pending + i) * stride]);
+    output_weights_scalar<kFilter>(offsets[i], inv, counts[i], stride,
+                                   &axis.coeffs[static_cast<size_t>(k.out_size - pending + i) * stride]);
   axis.key = k;
 }
 
