@@ -4,6 +4,7 @@
 # efficiency reported is the minimum over the runs, each against the limit measured in its own
 # run. Then the decode engine's goals (issue 23) against those minima, and whether any run was
 # too noisy to judge (epochs more than 10% apart).
+# 1-thread rows show the thread scaling.
 # Usage: bench/figures.sh [path/to/slip] [path/to/shared] [--write-readme]
 #   --write-readme  also replaces the table between the bench-figures markers in README.md
 set -euo pipefail
@@ -17,16 +18,20 @@ PY=/usr/bin/python3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cache=$("$SLIP" convert "$SHARED/corpus/imagenet_like" -o "$work" -q)
+# Rows run on 2 threads; the "-j 1" rows show the thread scaling on the same images.
 rows=(
   "-p raw" "-p decode" "-p center" "-p center --resample rgb" "-p center --no-crop-aware"
   "-p rrc" "-p rrc --resample rgb" "-p rrc --no-crop-aware" "-p direct-rrc"
   "-p multicrop" "-p multicrop --resample rgb" "-p multicrop --filter bicubic" "-p rrc --order shuffle"
+  "-p decode -j 1" "-p rrc -j 1" "-p multicrop -j 1"
 )
 : >"$work/runs.jsonl"
 for run in $(seq "$RUNS"); do
   for args in "${rows[@]}"; do
     # shellcheck disable=SC2086 # the row's flags are words
-    "$SLIP" bench "$cache" -j 2 -e 3 --json $args |
+    threads=(-j 2)
+    [[ "$args" == *"-j "* ]] && threads=()
+    "$SLIP" bench "$cache" "${threads[@]}" -e 3 --json $args |
       $PY -c 'import json, sys; d = json.load(sys.stdin); d["row"] = sys.argv[1]; d["run"] = int(sys.argv[2]); print(json.dumps(d))' "$args" "$run" \
         >>"$work/runs.jsonl"
   done
@@ -41,8 +46,8 @@ for d in runs:
     if d["row"] not in by_row:
         order.append(d["row"])
     by_row.setdefault(d["row"], []).append(d)
-print("| pipeline | img/s | MB/s | ms/batch | limit | efficiency (min of %d runs) | all runs |" % n_runs)
-print("| --- | ---: | ---: | ---: | --- | ---: | --- |")
+print("| pipeline | threads | img/s | MB/s | ms/batch | limit | efficiency (min of %d runs) | all runs |" % n_runs)
+print("| --- | ---: | ---: | ---: | ---: | --- | ---: | --- |")
 minima = {}
 noisy = []
 for row in order:
@@ -55,10 +60,16 @@ for row in order:
     minima[row] = worst["efficiency"]
     marks = ["%.2f%s" % (d["efficiency"], "*" if d["noisy"] else "") for d in ds]
     noisy += [row for d in ds if d["noisy"]]
-    print("| %s | %.0f | %.0f | %.1f | %s | %.2f | %s |" % (row, e["images_per_second"], e["megabytes_per_second"], e["ms_per_batch"],
-                                                          lim, worst["efficiency"], " ".join(marks)))
+    label = row.replace(" -j 1", "")
+    print("| %s | %d | %.0f | %.0f | %.1f | %s | %.2f | %s |" % (label, worst["threads"], e["images_per_second"], e["megabytes_per_second"],
+                                                               e["ms_per_batch"], lim, worst["efficiency"], " ".join(marks)))
 print()
-print("%s; 2 threads, batch 256, best of 3 epochs per run; `*`: a run whose epochs were more than 10%% apart (noisy)." % machine)
+print("%s; batch 256, best of 3 epochs per run; `*`: a run whose epochs were more than 10%% apart (noisy)." % machine)
+scaling = [(p, by_row.get("-p %s -j 1" % p), by_row.get("-p %s" % p)) for p in ("decode", "rrc", "multicrop")]
+parts = ["%s %.2fx" % (p, max(d["best_images_per_second"] for d in two) / max(d["best_images_per_second"] for d in one))
+         for p, one, two in scaling if one and two]
+if parts:
+    print("Thread scaling, 2 threads over 1 (best runs): %s." % ", ".join(parts))
 goals = [("-p decode", 0.95), ("-p center", 1.4), ("-p rrc", 1.6), ("-p direct-rrc", 1.6), ("-p multicrop", 1.0),
          ("-p multicrop --filter bicubic", 0.9)]
 print()
