@@ -27,34 +27,63 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-// One-thread full TurboJPEG decodes of the JPEG samples among `ids` (for at least ~1.5 s or
-// every sample once): images per second.
-double turbojpeg_single_thread_rate(const Cache& cache, size_t field, const std::vector<uint64_t>& ids) {
-  std::unique_ptr<void, int (*)(tjhandle)> handle(tjInitDecompress(), tjDestroy);
-  if (!handle) throw Error(Errc::io, "tjInitDecompress failed");
-  std::vector<uint8_t> pixels;
-  uint64_t images = 0;
-  const auto start = Clock::now();
-  for (size_t round = 0;; ++round) {
-    for (uint64_t id : ids) {
-      const auto payload = cache.payload(field, id);
-      if (sniff_image_format(payload) != ImageFormat::jpeg) continue;
-      int width = 0, height = 0, subsamp = 0, colorspace = 0;
-      const auto* data = reinterpret_cast<const unsigned char*>(payload.data());
-      if (tjDecompressHeader3(handle.get(), data, static_cast<unsigned long>(payload.size()), &width, &height, &subsamp, &colorspace) !=
-              0 ||
-          colorspace == TJCS_CMYK || colorspace == TJCS_YCCK)
-        continue;
-      pixels.resize(static_cast<size_t>(width) * height * 3);
-      tjDecompress2(handle.get(), data, static_cast<unsigned long>(payload.size()), pixels.data(), width, 0, height, TJPF_RGB, 0);
-      ++images;
-      if (images >= 64 && seconds_since(start) > 1.5) break;
-    }
-    if ((images >= 64 && seconds_since(start) > 1.5) || round > 1000 || images == 0) break;
+// One-thread full TurboJPEG decodes of a cache's JPEG samples, measured in slices between the
+// epochs so that the limit and the epochs see the same machine (a shared machine's speed drifts
+// over seconds): the first slice decodes samples in order for at least kSliceSeconds (and 64
+// images), fixing the set; each later slice decodes that same set once. The limit is the best
+// slice, as the report's rate is the best epoch.
+class TurboJpegLimit {
+ public:
+  static constexpr double kSliceSeconds = 0.5;
+
+  TurboJpegLimit(const Cache& cache, size_t field, uint64_t samples)
+      : handle_(tjInitDecompress(), tjDestroy), cache_(cache), field_(field), samples_(samples) {
+    if (!handle_) throw Error(Errc::io, "tjInitDecompress failed");
   }
-  const double elapsed = seconds_since(start);
-  return images ? static_cast<double>(images) / elapsed : 0.0;
-}
+
+  // Runs one slice; returns its images per second (0 when the samples hold no such JPEG).
+  double slice() {
+    uint64_t images = 0;
+    const auto start = Clock::now();
+    if (set_size_ == 0) {
+      uint64_t id = 0;
+      for (; id < samples_ && !(images >= 64 && seconds_since(start) > kSliceSeconds); ++id) images += decode(id);
+      set_size_ = std::max<uint64_t>(id, 1);
+    } else {
+      for (uint64_t id = 0; id < set_size_; ++id) images += decode(id);
+    }
+    const double elapsed = seconds_since(start);
+    const double rate = images && elapsed > 0 ? static_cast<double>(images) / elapsed : 0.0;
+    best_ = std::max(best_, rate);
+    return rate;
+  }
+  double best() const { return best_; }
+
+ private:
+  // 1 when sample `id` is a JPEG TurboJPEG decodes to RGB (CMYK and non-JPEG payloads skipped).
+  uint64_t decode(uint64_t id) {
+    throw_if_interrupted();
+    const auto payload = cache_.payload(field_, id);
+    if (sniff_image_format(payload) != ImageFormat::jpeg) return 0;
+    int width = 0, height = 0, subsamp = 0, colorspace = 0;
+    const auto* data = reinterpret_cast<const unsigned char*>(payload.data());
+    if (tjDecompressHeader3(handle_.get(), data, static_cast<unsigned long>(payload.size()), &width, &height, &subsamp, &colorspace) != 0 ||
+        colorspace == TJCS_CMYK || colorspace == TJCS_YCCK ||
+        static_cast<uint64_t>(width) * static_cast<uint64_t>(height) > kDecodePixelLimit)
+      return 0;
+    pixels_.resize(static_cast<size_t>(width) * height * 3);
+    tjDecompress2(handle_.get(), data, static_cast<unsigned long>(payload.size()), pixels_.data(), width, 0, height, TJPF_RGB, 0);
+    return 1;
+  }
+
+  std::unique_ptr<void, int (*)(tjhandle)> handle_;
+  const Cache& cache_;
+  size_t field_;
+  uint64_t samples_;
+  uint64_t set_size_ = 0;
+  double best_ = 0;
+  std::vector<uint8_t> pixels_;
+};
 
 }  // namespace
 
@@ -139,7 +168,11 @@ BenchReport run_bench(const Cache& cache, const BenchOptions& options, const std
     }
   }
   std::vector<uint64_t> ids(options.batch_size);
+  // The JPEG limit's slices run before every epoch and after the last.
+  std::optional<TurboJpegLimit> jpeg_limit;
+  if (options.measure_limit && !raw && report.image_format == "jpeg") jpeg_limit.emplace(cache, field, report.samples);
   for (unsigned epoch = 0; epoch < options.epochs; ++epoch) {
+    if (jpeg_limit) jpeg_limit->slice();
     std::unique_ptr<EpochOrder> order;
     if (options.shuffle) {
       ShuffleSpec spec;
@@ -223,11 +256,10 @@ BenchReport run_bench(const Cache& cache, const BenchOptions& options, const std
       const double bytes_per_image = static_cast<double>(report.payload_bytes) / static_cast<double>(report.samples);
       report.limit_images_per_second = report.limit_megabytes_per_second * 1e6 / bytes_per_image;
       report.limit_single_thread_images_per_second = report.limit_images_per_second / threads;
-    } else if (report.image_format == "jpeg") {
-      std::vector<uint64_t> sample_ids(report.samples);
-      for (uint64_t i = 0; i < report.samples; ++i) sample_ids[i] = i;
+    } else if (jpeg_limit) {
+      jpeg_limit->slice();
       report.limit_kind = "tjDecompress2 x threads";
-      report.limit_single_thread_images_per_second = turbojpeg_single_thread_rate(cache, field, sample_ids);
+      report.limit_single_thread_images_per_second = jpeg_limit->best();
       report.limit_images_per_second = report.limit_single_thread_images_per_second * threads;
       report.limit_megabytes_per_second =
           report.limit_images_per_second * static_cast<double>(report.payload_bytes) / static_cast<double>(report.samples) / 1e6;
