@@ -6,8 +6,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <utility>
 
 #include "slip/error.hpp"
@@ -203,10 +205,13 @@ std::pair<uint64_t, uint64_t> xxh3_64_of_file(const std::filesystem::path& path,
   const int fd = open_regular_file(path.string(), mode, st);
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   Xxh3 hash;
-  std::vector<std::byte> buffer(4u << 20);
+  // Sized by the file (a small metadata file needs no 4 MiB buffer; its zero-filling was most
+  // of a verify of a small cache), never zero-filled; the file may grow: reads stop at EOF.
+  const size_t buffer_size = static_cast<size_t>(std::clamp<off_t>(st.st_size + 1, 4096, off_t{4} << 20));
+  const auto buffer = std::make_unique_for_overwrite<std::byte[]>(buffer_size);
   uint64_t total = 0;
   while (true) {
-    const ssize_t got = ::read(fd, buffer.data(), buffer.size());
+    const ssize_t got = ::read(fd, buffer.get(), buffer_size);
     if (got < 0) {
       if (errno == EINTR) continue;
       const int err = errno;
@@ -214,7 +219,7 @@ std::pair<uint64_t, uint64_t> xxh3_64_of_file(const std::filesystem::path& path,
       throw_errno("cannot read", path.string(), err);
     }
     if (got == 0) break;
-    hash.update(std::span(buffer.data(), static_cast<size_t>(got)));
+    hash.update(std::span(buffer.get(), static_cast<size_t>(got)));
     total += static_cast<uint64_t>(got);
   }
   ::close(fd);
