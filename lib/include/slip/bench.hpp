@@ -51,8 +51,9 @@ struct BenchReport {
   std::string resample;  // crop pipelines: "rgb" or "planar" (ResampleMode after automatic resolved)
   std::vector<BenchEpoch> epochs;
   // The limit measured in the same run on the same samples: decode pipelines, one-thread
-  // tjDecompress2 (full image to RGB) x threads, the best of slices of about 0.5 s run before
-  // every epoch and after the last (so the limit and the epochs see the same machine); raw,
+  // tjDecompress2 (full image to RGB) x threads, the best of slices run before every epoch and
+  // after the last (so the limit and the epochs see the same machine), each a pass over the
+  // epochs' images (at most ~2 s of them on a large cache); raw,
   // memcpy between heap buffers.
   std::string limit_kind;
   double limit_images_per_second = 0;
