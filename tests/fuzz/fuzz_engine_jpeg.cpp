@@ -29,8 +29,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!jpeg.planar_capable()) return 0;
     slip::detail::DecodedPlanes planes;
     const int rows = (control & 8) ? height / 2 + 1 : height;
-    const int left = (control & 64) ? width / 3 : 0, top = (control & 128) ? height / 4 : 0;
-    if (!jpeg.decode_planes(denom, left, std::min(top, rows - 1), std::max(left + 1, width - left / 2), rows, scratch, planes)) return 0;
+    const int left = (control & 64) ? width / 3 : 0, top = std::min((control & 128) ? height / 4 : 0, rows - 1);
+    const int right = std::max(left + 1, width - left / 2);
+    // Parts (multi-crop windows) inside the region, some reaching past its edges, one empty.
+    const slip::detail::PixelRect parts[] = {{left, top, left + 1, top + 1},
+                                             {(left + right) / 2, top, right + 7, (top + rows) / 2 + 1},
+                                             {left - 3, rows - 1, right, rows + 5},
+                                             {right, rows, right, rows}};
+    const std::span<const slip::detail::PixelRect> used = (control & 32) ? std::span(parts) : std::span<const slip::detail::PixelRect>();
+    if (!jpeg.decode_planes(denom, left, top, right, rows, scratch, planes, used)) return 0;
     if (planes.planes != 1 && planes.planes != 3) __builtin_trap();
     for (int p = 0; p < planes.planes; ++p) {
       if (planes.width[p] <= 0 || planes.height[p] <= 0) continue;
