@@ -41,30 +41,36 @@ void output_weights_scalar(float offset, float inv, int n, int stride, int16_t* 
   for (int x = 0; x < stride; ++x) q[x] = static_cast<int16_t>(_mm_cvtss_si32(_mm_set_ss(weight(x) * norm)));
 }
 
+// filter_weight on 8 values of |x| at once (as selects, like the scalar one).
+template <ResampleFilter kFilter>
+__attribute__((target("avx2"))) inline __m256 filter_weight8(__m256 t) {
+  const __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
+  if constexpr (kFilter == ResampleFilter::bilinear) {
+    return _mm256_max_ps(zero, _mm256_sub_ps(one, t));
+  } else {
+    const __m256 a = _mm256_set1_ps(-0.5f);
+    const __m256 near =
+        _mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(_mm256_sub_ps(_mm256_mul_ps(_mm256_set1_ps(1.5f), t), _mm256_set1_ps(2.5f)), t), t), one);
+    const __m256 far = _mm256_mul_ps(
+        _mm256_sub_ps(_mm256_mul_ps(_mm256_add_ps(_mm256_mul_ps(_mm256_sub_ps(t, _mm256_set1_ps(5.0f)), t), _mm256_set1_ps(8.0f)), t),
+                      _mm256_set1_ps(4.0f)),
+        a);
+    return _mm256_blendv_ps(_mm256_blendv_ps(zero, far, _mm256_cmp_ps(t, _mm256_set1_ps(2.0f), _CMP_LT_OQ)), near,
+                            _mm256_cmp_ps(t, one, _CMP_LT_OQ));
+  }
+}
+
 // The same, 8 taps per step (stride is a multiple of 8, at most kMaxTapsOnStack).
 template <ResampleFilter kFilter>
 __attribute__((target("avx2"))) void output_weights_avx2(float offset, float inv, int n, int stride, int16_t* q) {
   __m256 w[kMaxTapsOnStack / 8];
   const __m256 lane = _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7), off = _mm256_set1_ps(offset), vinv = _mm256_set1_ps(inv);
-  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)), one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)), zero = _mm256_setzero_ps();
   __m256 sum = zero;
   for (int c = 0; c < stride / 8; ++c) {
     const __m256 xs = _mm256_add_ps(lane, _mm256_set1_ps(static_cast<float>(8 * c)));
     const __m256 t = _mm256_and_ps(_mm256_mul_ps(_mm256_add_ps(xs, off), vinv), abs_mask);
-    __m256 v;
-    if constexpr (kFilter == ResampleFilter::bilinear) {
-      v = _mm256_max_ps(zero, _mm256_sub_ps(one, t));
-    } else {
-      const __m256 a = _mm256_set1_ps(-0.5f);
-      const __m256 near = _mm256_add_ps(
-          _mm256_mul_ps(_mm256_mul_ps(_mm256_sub_ps(_mm256_mul_ps(_mm256_set1_ps(1.5f), t), _mm256_set1_ps(2.5f)), t), t), one);
-      const __m256 far = _mm256_mul_ps(
-          _mm256_sub_ps(_mm256_mul_ps(_mm256_add_ps(_mm256_mul_ps(_mm256_sub_ps(t, _mm256_set1_ps(5.0f)), t), _mm256_set1_ps(8.0f)), t),
-                        _mm256_set1_ps(4.0f)),
-          a);
-      v = _mm256_blendv_ps(_mm256_blendv_ps(zero, far, _mm256_cmp_ps(t, _mm256_set1_ps(2.0f), _CMP_LT_OQ)), near,
-                           _mm256_cmp_ps(t, one, _CMP_LT_OQ));
-    }
+    __m256 v = filter_weight8<kFilter>(t);
     v = _mm256_and_ps(v, _mm256_cmp_ps(xs, _mm256_set1_ps(static_cast<float>(n)), _CMP_LT_OQ));
     w[c] = v;
     sum = _mm256_add_ps(sum, v);
@@ -87,25 +93,12 @@ template <ResampleFilter kFilter>
 __attribute__((target("avx2"))) void output_weights8_avx2(const float* offset, float inv, const int32_t* n, int16_t* q) {
   const __m256 off = _mm256_loadu_ps(offset), vinv = _mm256_set1_ps(inv);
   const __m256i taps = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(n));
-  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)), one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)), zero = _mm256_setzero_ps();
   __m256 w[8];
   __m256 sum = zero;
   for (int x = 0; x < 8; ++x) {
     const __m256 t = _mm256_and_ps(_mm256_mul_ps(_mm256_add_ps(_mm256_set1_ps(static_cast<float>(x)), off), vinv), abs_mask);
-    __m256 v;
-    if constexpr (kFilter == ResampleFilter::bilinear) {
-      v = _mm256_max_ps(zero, _mm256_sub_ps(one, t));
-    } else {
-      const __m256 a = _mm256_set1_ps(-0.5f);
-      const __m256 near = _mm256_add_ps(
-          _mm256_mul_ps(_mm256_mul_ps(_mm256_sub_ps(_mm256_mul_ps(_mm256_set1_ps(1.5f), t), _mm256_set1_ps(2.5f)), t), t), one);
-      const __m256 far = _mm256_mul_ps(
-          _mm256_sub_ps(_mm256_mul_ps(_mm256_add_ps(_mm256_mul_ps(_mm256_sub_ps(t, _mm256_set1_ps(5.0f)), t), _mm256_set1_ps(8.0f)), t),
-                        _mm256_set1_ps(4.0f)),
-          a);
-      v = _mm256_blendv_ps(_mm256_blendv_ps(zero, far, _mm256_cmp_ps(t, _mm256_set1_ps(2.0f), _CMP_LT_OQ)), near,
-                           _mm256_cmp_ps(t, one, _CMP_LT_OQ));
-    }
+    __m256 v = filter_weight8<kFilter>(t);
     v = _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_cmpgt_epi32(taps, _mm256_set1_epi32(x))));  // taps past n weigh 0
     w[x] = v;
     sum = _mm256_add_ps(sum, v);
