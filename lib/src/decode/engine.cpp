@@ -54,6 +54,18 @@ int choose_denominator(std::span<const CropWindow> windows, std::span<const uint
   return 1;
 }
 
+// The smallest box [x0, x1) x [y0, y1) holding every window.
+void union_box(std::span<const CropWindow> windows, int& x0, int& y0, int& x1, int& y1) {
+  x0 = y0 = std::numeric_limits<int>::max();
+  x1 = y1 = 0;
+  for (const CropWindow& win : windows) {
+    x0 = std::min(x0, win.x);
+    y0 = std::min(y0, win.y);
+    x1 = std::max(x1, win.x + win.width);
+    y1 = std::max(y1, win.y + win.height);
+  }
+}
+
 // JPEGs the engine refuses before decoding (the same cap as every slip decoder, slip/image.hpp).
 bool oversized(const JpegImageInfo& info) {
   return info.width <= 0 || info.height <= 0 || static_cast<uint64_t>(info.width) * static_cast<uint64_t>(info.height) > kDecodePixelLimit;
@@ -178,17 +190,13 @@ struct BatchDecoder::Impl {
     const int denom = options.crop_aware ? choose_denominator(w.windows, w.sizes) : 1;
     // The windows' hull in scaled pixels: the decoder transforms only the iMCUs under it.
     // With several windows, only the iMCUs under one of them (their hull leaves much uncovered).
-    int x0 = info.width, y0 = info.height, x1 = 0, y1 = 0;
+    int x0, y0, x1, y1;
+    union_box(w.windows, x0, y0, x1, y1);
     w.parts.clear();
-    for (const CropWindow& win : w.windows) {
-      x0 = std::min(x0, win.x);
-      y0 = std::min(y0, win.y);
-      x1 = std::max(x1, win.x + win.width);
-      y1 = std::max(y1, win.y + win.height);
-      if (w.windows.size() > 1)
+    if (w.windows.size() > 1)
+      for (const CropWindow& win : w.windows)
         w.parts.push_back(
             {win.x / denom, win.y / denom, (win.x + win.width + denom - 1) / denom, (win.y + win.height + denom - 1) / denom});
-    }
     DecodedPlanes planes;
     if (!w.jpeg.decode_planes(denom, x0 / denom, y0 / denom, (x1 + denom - 1) / denom, (y1 + denom - 1) / denom, w.region, planes,
                               w.parts)) {
@@ -298,16 +306,6 @@ struct BatchDecoder::Impl {
   bool prepare(Worker& w, size_t slot, uint64_t id, bool full, RgbView& view, double& inv_scale, double& origin_x, double& origin_y) {
     const std::span<const std::byte> payload = payload_of(id);
     auto make_windows = [&](int width, int height) { make_sample_windows(w, id, width, height, full); };
-    auto union_box = [&](int& x0, int& y0, int& x1, int& y1) {
-      x0 = y0 = std::numeric_limits<int>::max();
-      x1 = y1 = 0;
-      for (const CropWindow& win : w.windows) {
-        x0 = std::min(x0, win.x);
-        y0 = std::min(y0, win.y);
-        x1 = std::max(x1, win.x + win.width);
-        y1 = std::max(y1, win.y + win.height);
-      }
-    };
     inv_scale = 1.0;
     origin_x = origin_y = 0;
     if (yuv420) {
@@ -315,7 +313,7 @@ struct BatchDecoder::Impl {
       if (!yuv420_dimensions(w, slot, id, payload, width, height)) return false;
       make_windows(width, height);
       int x0, y0, x1, y1;
-      union_box(x0, y0, x1, y1);
+      union_box(w.windows, x0, y0, x1, y1);
       // Large windows: average the planes down by d first (what DCT scaling does for JPEG).
       const int denom = options.crop_aware && !full ? choose_denominator(w.windows, w.sizes) : 1;
       if (denom > 1) {
@@ -323,20 +321,19 @@ struct BatchDecoder::Impl {
         const int rx1 = std::min((x1 + denom - 1) / denom, (width + denom - 1) / denom);
         const int ry1 = std::min((y1 + denom - 1) / denom, (height + denom - 1) / denom);
         const size_t stride = static_cast<size_t>(rx1 - rx0) * 3;
-        if (w.region.size() < stride * static_cast<size_t>(ry1 - ry0)) w.region.resize(stride * static_cast<size_t>(ry1 - ry0));
+        uint8_t* const region = detail::scratch_of(w.region, stride * static_cast<size_t>(ry1 - ry0));
         detail::yuv420_region_to_rgb_reduced(reinterpret_cast<const uint8_t*>(payload.data()), width, height, denom, rx0, ry0, rx1, ry1,
-                                             w.region.data(), stride, w.sums);
-        view = {w.region.data(), rx1 - rx0, ry1 - ry0, stride};
+                                             region, stride, w.sums);
+        view = {region, rx1 - rx0, ry1 - ry0, stride};
         inv_scale = 1.0 / denom;
         origin_x = rx0;
         origin_y = ry0;
         return true;
       }
       const size_t stride = static_cast<size_t>(x1 - x0) * 3;
-      if (w.region.size() < stride * static_cast<size_t>(y1 - y0)) w.region.resize(stride * static_cast<size_t>(y1 - y0));
-      detail::yuv420_region_to_rgb(reinterpret_cast<const uint8_t*>(payload.data()), width, height, x0, y0, x1, y1, w.region.data(),
-                                   stride);
-      view = {w.region.data(), x1 - x0, y1 - y0, stride};
+      uint8_t* const region = detail::scratch_of(w.region, stride * static_cast<size_t>(y1 - y0));
+      detail::yuv420_region_to_rgb(reinterpret_cast<const uint8_t*>(payload.data()), width, height, x0, y0, x1, y1, region, stride);
+      view = {region, x1 - x0, y1 - y0, stride};
       origin_x = x0;
       origin_y = y0;
       return true;
@@ -351,7 +348,7 @@ struct BatchDecoder::Impl {
       int x0 = 0, y0 = 0, x1 = info.width, y1 = info.height;
       int denom = 1;
       if (options.crop_aware && !full) {
-        union_box(x0, y0, x1, y1);
+        union_box(w.windows, x0, y0, x1, y1);
         denom = choose_denominator(w.windows, w.sizes);
       } else if (!full) {
         // The reference path: the whole image, cropped afterwards.

@@ -4,7 +4,9 @@
 #include <cstring>
 #include <span>
 
-// jpeg_decomp_master's partial-decompression fields (libjpeg-turbo >= 1.5, installed with its
+#include "util/scratch.hpp"
+
+// jpeg_decomp_master's partial-decompression fields (libjpeg-turbo >= 2.0 here, installed with its
 // headers): without them the planar path transforms every block it reads.
 #if __has_include(<jpegint.h>) && defined(LIBJPEG_TURBO_VERSION_NUMBER) && LIBJPEG_TURBO_VERSION_NUMBER >= 2000000
 #include <jpegint.h>
@@ -97,7 +99,7 @@ bool JpegRegionDecoder::decode_region_impl(int denom, int x0, int y0, int x1, in
   out.x_offset = x0 - static_cast<int>(xoffset);
   out.stride = static_cast<size_t>(cinfo_.output_width) * 3;
   const int rows = bottom - y0;
-  if (scratch.size() < out.stride * static_cast<size_t>(rows)) scratch.resize(out.stride * static_cast<size_t>(rows));
+  scratch_of(scratch, out.stride * static_cast<size_t>(rows));
   if (y0 > 0) jpeg_skip_scanlines(&cinfo_, static_cast<JDIMENSION>(y0));
   for (int y = 0; y < rows;) {
     JSAMPROW row = scratch.data() + static_cast<size_t>(y) * out.stride;
@@ -200,7 +202,7 @@ bool JpegRegionDecoder::decode_planes_impl(int denom, int x0, int y0, int x1, in
                     static_cast<size_t>(comp.DCT_scaled_size);
     offsets[c + 1] = offsets[c] + out.stride[c] * static_cast<size_t>(band_rows) * static_cast<size_t>(rows_per_imcu[c]);
   }
-  if (scratch.size() < offsets[planes]) scratch.resize(offsets[planes]);
+  scratch_of(scratch, offsets[planes]);
   // Band `band`'s rows, from iMCU column `column` on (jpeg_read_raw_data writes the first
   // transformed column at the start of each row).
   auto point_rows = [&](int band, int column, JSAMPARRAY arrays[3]) {
