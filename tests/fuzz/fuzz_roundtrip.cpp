@@ -50,8 +50,8 @@ class MemorySource : public slip::Source {
   size_t at_ = 0;
 };
 
-std::vector<std::byte> slice(const uint8_t* data, size_t size) {
-  std::vector<std::byte> out(size);
+slip::Bytes slice(const uint8_t* data, size_t size) {
+  slip::Bytes out(size);
   if (size) std::memcpy(out.data(), data, size);
   return out;
 }

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -88,6 +89,46 @@ TEST_F(ReadAheadTest, ProblemsArePerFileAndNeverBlock) {
       EXPECT_EQ(r->bytes.size(), contents_[i].size());
     }
   }
+}
+
+// Files 0-99 fast, 100-199 slow (5 ms each, as on a loaded network file system), 200-299 fast.
+// The thresholds are set far from both latencies, so the outcome does not depend on how busy
+// the machine is: inline over the fast files, `depth` reads in flight over the slow ones.
+TEST_F(ReadAheadTest, FastFilesAreReadInlineSlowOnesInParallel) {
+  std::atomic<int> slow_in_flight{0}, most_slow_in_flight{0};
+  struct SlowScope {
+    std::atomic<int>& now;
+    explicit SlowScope(std::atomic<int>& n, std::atomic<int>& most) : now(n) {
+      const int v = ++now;
+      int m = most.load();
+      while (v > m && !most.compare_exchange_weak(m, v)) {
+      }
+      ::usleep(5000);
+    }
+    ~SlowScope() { --now; }
+  };
+  ReadAheadOptions options{8, 1u << 20, UINT64_MAX};
+  options.inline_below_us = 2000;
+  options.parallel_above_us = 4000;
+  // path_of runs inside the timed read, so a sleep there is a slow read.
+  ReadAhead reader(
+      [&](uint64_t i) {
+        if (i >= 100 && i < 200) SlowScope slow(slow_in_flight, most_slow_in_flight);
+        return path(i);
+      },
+      0, kFiles, options);
+  bool inline_before_slow = false;
+  for (int i = 0; i < kFiles; ++i) {
+    if (i == 99) inline_before_slow = reader.reading_inline();
+    auto r = reader.take();
+    ASSERT_TRUE(r.has_value());
+    ASSERT_FALSE(r->problem) << *r->problem;
+    ASSERT_EQ(std::string(reinterpret_cast<const char*>(r->bytes.data()), r->bytes.size()), contents_[i]) << "file " << i;
+  }
+  EXPECT_FALSE(reader.take().has_value());
+  EXPECT_TRUE(inline_before_slow);
+  EXPECT_GE(most_slow_in_flight.load(), 4) << "slow files were not read in parallel";
+  EXPECT_TRUE(reader.reading_inline()) << "did not go back to inline reads after the slow files";
 }
 
 TEST_F(ReadAheadTest, DestroyedEarlyStopsCleanly) {

@@ -122,8 +122,8 @@ struct Prepared {
 
 // YUV420 storage: decode (or take the raw pixels), convert exactly as docs/FORMAT.md#yuv420-conversion.
 void store_as_yuv420(Value& v, const RgbImage& rgb) {
-  Yuv420Image yuv = rgb_to_yuv420(rgb);
-  v.bytes = std::move(yuv.planes);
+  const Yuv420Image yuv = rgb_to_yuv420(rgb);
+  v.bytes.assign(yuv.planes.begin(), yuv.planes.end());
   v.width = yuv.width;
   v.height = yuv.height;
   v.raw_channels = 0;
@@ -150,7 +150,8 @@ void prepare_image(Value& v, NonJpegPolicy policy, bool to_yuv420, uint64_t max_
     for (uint64_t i = 0, n = uint64_t{v.width} * v.height; i < n; ++i)
       for (uint64_t k = 0; k < 3; ++k) rgb.pixels[i * 3 + k] = src[i * c + (c == 1 ? 0 : k)];
     if (to_yuv420) return store_as_yuv420(v, rgb);
-    v.bytes = encode_rgb_jpeg(rgb, 100);
+    const std::vector<std::byte> jpeg = encode_rgb_jpeg(rgb, 100);
+    v.bytes.assign(jpeg.begin(), jpeg.end());
     v.raw_channels = 0;
     out.transcoded_fields.push_back(field);
     out.transcode_reason = "raw " + std::to_string(c) + "-channel pixels encoded as RGB JPEG q100";
@@ -205,7 +206,8 @@ void prepare_image(Value& v, NonJpegPolicy policy, bool to_yuv420, uint64_t max_
       try {
         RgbImage rgb = decode_to_rgb(v.bytes);
         if (to_yuv420) return store_as_yuv420(v, rgb);
-        v.bytes = encode_rgb_jpeg(rgb, 100);
+        const std::vector<std::byte> jpeg = encode_rgb_jpeg(rgb, 100);
+        v.bytes.assign(jpeg.begin(), jpeg.end());
         v.width = rgb.width;
         v.height = rgb.height;
         out.transcoded_fields.push_back(field);
@@ -410,7 +412,7 @@ void run_pipeline(Source& source, const Schema& schema, const ConvertOptions& op
         if (options.progress) options.progress(progress);
         // The batch's buffers are reused by the reader; their sample bytes are released now.
         for (size_t i = 0; i < batch->count; ++i) {
-          for (Value& v : batch->samples[i].values) std::vector<std::byte>().swap(v.bytes);
+          for (Value& v : batch->samples[i].values) Bytes().swap(v.bytes);
           batch->prepared[i] = Prepared{};
         }
         budget.release(batch->bytes);

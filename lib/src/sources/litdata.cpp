@@ -521,7 +521,7 @@ class LitDataSource final : public Source {
         throw bad("pil " + mode + " pixels: " + std::to_string(px.size()) + " bytes, expected " + std::to_string(bytes));
     };
     const auto* u = reinterpret_cast<const uint8_t*>(px.data());
-    std::vector<std::byte> out;
+    Bytes out;
     uint8_t channels = 1;
     auto clip = [](double x) { return static_cast<std::byte>(x < 0 ? 0 : x > 255 ? 255 : static_cast<int>(x)); };
     if (mode == "RGB" || mode == "RGBA") {

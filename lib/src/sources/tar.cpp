@@ -45,7 +45,7 @@ bool is_int_ext(const std::string& e) { return std::find(std::begin(kLabelExts),
 struct Member {
   std::string name, key, field;
   uint64_t offset = 0;
-  std::vector<std::byte> data;
+  Bytes data;
   std::string problem;  // not read (too large, sparse): the sample is bad (--on-error)
 };
 
@@ -87,7 +87,7 @@ uint64_t member_size_hint(archive_entry* e) {
   return archive_entry_size_is_set(e) ? static_cast<uint64_t>(std::max<la_int64_t>(archive_entry_size(e), 0)) : 0;
 }
 
-std::string read_member_data(archive* a, uint64_t max_bytes, std::vector<std::byte>& out, uint64_t size_hint) {
+std::string read_member_data(archive* a, uint64_t max_bytes, Bytes& out, uint64_t size_hint) {
   // Read straight into `out` (no bounce buffer): it grows by what was really read, starting
   // from the header's size capped at 1 MiB, so a lying header costs at most that.
   constexpr uint64_t kBlock = 1 << 16;
@@ -717,7 +717,7 @@ class TarImageFolderSource final : public Source {
   bool next(Sample& out) override {
     if (next_ >= names_.size()) return false;
     while (!buffered_.count(next_)) read_more();
-    std::vector<std::byte> bytes = std::move(buffered_[next_]);
+    Bytes bytes = std::move(buffered_[next_]);
     buffered_.erase(next_);
     held_ -= bytes.size();
     out.source_index = next_;
@@ -773,7 +773,7 @@ class TarImageFolderSource final : public Source {
       if (name.rfind("./", 0) == 0) name = name.substr(2);
       auto it = order_.find(name);
       if (it == order_.end()) continue;
-      std::vector<std::byte> data;
+      Bytes data;
       std::string problem;
       try {
         problem = read_member_data(archive_.get(), limits_.max_member_bytes, data, member_size_hint(e));
@@ -797,7 +797,7 @@ class TarImageFolderSource final : public Source {
   std::vector<std::string> names_;
   std::vector<uint32_t> labels_;
   std::map<std::string, uint64_t> order_;
-  std::map<uint64_t, std::vector<std::byte>> buffered_;
+  std::map<uint64_t, Bytes> buffered_;
   uint64_t held_ = 0, next_ = 0;
   size_t shard_ = 0;
   ArchivePtr archive_{nullptr, &archive_read_free};

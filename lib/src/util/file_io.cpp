@@ -118,6 +118,7 @@ FileWriter::FileWriter(const std::filesystem::path& path, size_t buffer_size) : 
 }
 
 FileWriter::~FileWriter() {
+  syncer_.reset();  // before the descriptor it flushes is closed
   if (fd_ >= 0) ::close(fd_);
 }
 
@@ -158,22 +159,69 @@ void FileWriter::flush() {
   write_behind();
 }
 
-// close() must fsync (a published cache is durable); left to the end, that fsync waits for every
-// dirty page of a file of many GB at once, after the reading is over. Starting the writeback of
-// each finished 32 MiB range as soon as it is written overlaps it with the conversion, so close()
-// only waits for the tail. SYNC_FILE_RANGE_WRITE does not wait; failures are reported by fsync.
+BackgroundSync::BackgroundSync(int fd) : fd_(fd), thread_([this] { run(); }) {}
+
+BackgroundSync::~BackgroundSync() { finish(); }
+
+void BackgroundSync::request() noexcept {
+  {
+    std::lock_guard lock(mutex_);
+    requested_ = true;
+  }
+  wake_.notify_one();
+}
+
+void BackgroundSync::run() {
+  std::unique_lock lock(mutex_);
+  while (true) {
+    wake_.wait(lock, [&] { return requested_ || stopping_; });
+    if (!requested_) return;  // stopping, nothing left to flush
+    requested_ = false;
+    lock.unlock();
+    const int rc = ::fdatasync(fd_);
+    const int err = rc == 0 ? 0 : errno;
+    lock.lock();
+    if (err != 0 && error_ == 0) error_ = err;
+  }
+}
+
+int BackgroundSync::finish() noexcept {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+    requested_ = false;  // the caller's own fsync follows
+  }
+  wake_.notify_one();
+  if (thread_.joinable()) thread_.join();
+  return error_;
+}
+
+// close() must fsync (a published cache is durable). Left to the end, that fsync pays for every
+// byte of a file of many GB at once, after the reading is over; flushing each 64 MiB as it is
+// written, from another thread, overlaps that cost with the conversion.
 void FileWriter::write_behind() noexcept {
-  constexpr uint64_t kStep = uint64_t{32} << 20;
+  constexpr uint64_t kStep = uint64_t{64} << 20;
   const uint64_t on_disk = written_ - used_;
   if (on_disk - synced_ < kStep) return;
-  const uint64_t end = on_disk - on_disk % kStep;
-  ::sync_file_range(fd_, static_cast<off_t>(synced_), static_cast<off_t>(end - synced_), SYNC_FILE_RANGE_WRITE);
-  synced_ = end;
+  synced_ = on_disk;
+  if (!syncer_) {
+    try {
+      syncer_ = std::make_unique<BackgroundSync>(fd_);
+    } catch (const std::exception&) {
+      return;  // no thread to be had: close() flushes everything, as it would anyway
+    }
+  }
+  syncer_->request();
 }
 
 void FileWriter::close() {
   if (fd_ < 0) return;
   flush();
+  if (syncer_) {
+    const int err = syncer_->finish();
+    syncer_.reset();
+    if (err != 0) throw_errno("cannot fsync", path_, err);
+  }
   if (::fsync(fd_) != 0) throw_errno("cannot fsync", path_, errno);
   const int fd = std::exchange(fd_, -1);
   if (::close(fd) != 0) throw_errno("cannot close", path_, errno);

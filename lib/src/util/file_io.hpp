@@ -3,13 +3,18 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <condition_variable>
 #include <filesystem>
+#include <memory>
+#include <mutex>
 #include <span>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "slip/hash.hpp"
+#include "slip/schema.hpp"  // Bytes
 
 namespace slip::detail {
 
@@ -50,6 +55,31 @@ class MappedFile {
   std::string path_;
 };
 
+// Flushes a file being written to stable storage from its own thread, so the writer's final
+// fsync only waits for the tail. A flush costs about as much as the bytes written since the
+// last one (a VM's host cache, an NFS COMMIT, a disk's volatile cache), however early their
+// writeback started: on this project's machines the fsync of a 740 MB cache took 0.33 s after
+// sync_file_range had written every page back, and 0.03 s with this. The first error is kept
+// for the writer to report.
+class BackgroundSync {
+ public:
+  explicit BackgroundSync(int fd);
+  ~BackgroundSync();  // waits for a flush in progress
+  BackgroundSync(const BackgroundSync&) = delete;
+  BackgroundSync& operator=(const BackgroundSync&) = delete;
+  void request() noexcept;  // flush what was written so far (never blocks the caller)
+  int finish() noexcept;    // waits for the thread to end; the first errno, or 0
+
+ private:
+  void run();
+  int fd_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool requested_ = false, stopping_ = false;
+  int error_ = 0;
+  std::thread thread_;
+};
+
 // Writes a file through a large buffer; every write error (ENOSPC, EIO, ...) throws
 // Error(io) naming the file. Optionally hashes everything written (XXH3-64).
 class FileWriter {
@@ -71,10 +101,11 @@ class FileWriter {
   void write_behind() noexcept;
   int fd_ = -1;
   std::string path_;
-  std::vector<std::byte> buffer_;
+  Bytes buffer_;  // never zero-filled: most FileWriters write far less than its size
   size_t used_ = 0;
   uint64_t written_ = 0;
-  uint64_t synced_ = 0;  // bytes whose writeback was started (write_behind)
+  uint64_t synced_ = 0;                     // bytes already asked to be flushed (write_behind)
+  std::unique_ptr<BackgroundSync> syncer_;  // started once the file is large enough to need it
   Xxh3 hash_;
 };
 

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 
@@ -104,13 +105,15 @@ void ReadAhead::work() {
   std::unique_lock lock(mutex_);
   while (true) {
     // Claim the next file once its ring slot is free (the file ring_.size() before it taken).
-    claim_.wait(lock, [&] { return stopping_ || next_to_read_ >= end_ || next_to_read_ < next_to_take_ + ring_.size(); });
+    claim_.wait(lock, [&] { return stopping_ || next_to_read_ >= end_ || (!inline_ && next_to_read_ < next_to_take_ + ring_.size()); });
     if (stopping_ || next_to_read_ >= end_) return;
     const uint64_t index = next_to_read_++;
     lock.unlock();
     // Open and size first (one request on most network file systems: the attributes come with
     // the open), so the byte budget is respected before the bytes are read.
+    const auto opened_at = Clock::now();
     OpenedFile file = open_regular(path_of_(index), options_.max_file_bytes);
+    auto latency = Clock::now() - opened_at;
     lock.lock();
     const uint64_t charge = file.size;
     ++budget_waiters_;
@@ -123,8 +126,11 @@ void ReadAhead::work() {
     bytes_in_flight_ += charge;
     peak_bytes_ = std::max(peak_bytes_, bytes_in_flight_);
     lock.unlock();
+    const auto read_at = Clock::now();
     ReadResult result = read_opened(file);
+    latency += Clock::now() - read_at;
     lock.lock();
+    record_latency(latency);
     // The charge is corrected to what was really read (the file may have changed).
     bytes_in_flight_ = bytes_in_flight_ - charge + result.bytes.size();
     Slot& slot = ring_[(index - first_) % ring_.size()];
@@ -140,9 +146,42 @@ uint64_t ReadAhead::peak_bytes_in_flight() const {
   return peak_bytes_;
 }
 
+void ReadAhead::record_latency(Clock::duration latency) {
+  const double us = std::chrono::duration<double, std::micro>(latency).count();
+  latency_us_ = latency_us_ < 0 ? us : 0.9 * latency_us_ + 0.1 * us;
+  // One slow read is enough to go parallel (a serial reader on a network file system is what
+  // this class exists to avoid); going inline takes a sustained fast average.
+  if (inline_ && us > options_.parallel_above_us) {
+    inline_ = false;
+    latency_us_ = std::max(latency_us_, us);
+    claim_.notify_all();
+  } else if (!inline_ && latency_us_ < options_.inline_below_us) {
+    inline_ = true;
+  }
+}
+
+bool ReadAhead::reading_inline() const {
+  std::lock_guard lock(mutex_);
+  return inline_;
+}
+
 std::optional<ReadResult> ReadAhead::take() {
   std::unique_lock lock(mutex_);
   if (next_to_take_ >= end_) return std::nullopt;
+  if (inline_ && next_to_read_ == next_to_take_) {
+    // Reads finish faster than a hand-over to a worker would (page cache): read the next file
+    // here. Its bytes go straight to the caller, so they are never in flight.
+    const uint64_t index = next_to_read_++;
+    ++next_to_take_;
+    lock.unlock();
+    const auto t = Clock::now();
+    OpenedFile file = open_regular(path_of_(index), options_.max_file_bytes);
+    ReadResult out = read_opened(file);
+    const auto latency = Clock::now() - t;
+    lock.lock();
+    record_latency(latency);
+    return out;
+  }
   Slot& slot = ring_[(next_to_take_ - first_) % ring_.size()];
   slot_ready_.wait(lock, [&] { return slot.ready; });
   ReadResult out = std::move(slot.result);
@@ -154,7 +193,7 @@ std::optional<ReadResult> ReadAhead::take() {
   // One ring slot freed: one worker may claim one more file. Waking all 32 on every file cost
   // 40% of a page-cache conversion in futex calls (perf). Workers waiting on the byte budget are
   // few and rare; they all re-check.
-  claim_.notify_one();
+  if (!inline_) claim_.notify_one();
   if (budget_waiting) budget_.notify_all();
   return out;
 }

@@ -7,6 +7,7 @@
 // pending (so one huge file still gets through).
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -17,6 +18,8 @@
 #include <thread>
 #include <vector>
 
+#include "slip/schema.hpp"  // Bytes
+
 namespace slip::detail {
 
 struct ReadAheadOptions {
@@ -25,10 +28,18 @@ struct ReadAheadOptions {
   // the conversion pipeline holds its own --max-in-flight behind it.
   uint64_t max_bytes_in_flight = 64ull << 20;
   uint64_t max_file_bytes = UINT64_MAX;  // larger files are not read: a problem instead
+  // Reading adapts to the storage. A file read (open, stat, read, close) slower than
+  // parallel_above_us (network file systems, cold disks) puts the workers to work: `depth`
+  // reads in flight. Once the moving average of the latency is below inline_below_us (the page
+  // cache: ~15 us for a 100 KB photo), a hand-over to a worker and back costs more than the
+  // read itself (futex wake-ups were a fifth of a page-cache conversion), so take() reads each
+  // file itself and the workers sleep, until one slow read wakes them.
+  double inline_below_us = 50;
+  double parallel_above_us = 150;
 };
 
 struct ReadResult {
-  std::vector<std::byte> bytes;
+  Bytes bytes;
   std::optional<std::string> problem;  // "cannot open: ...", "file shrank while reading", ...
 };
 
@@ -48,13 +59,17 @@ class ReadAhead {
   std::optional<ReadResult> take();
   // The most bytes ever held read-but-not-taken (<= max_bytes_in_flight + one file).
   uint64_t peak_bytes_in_flight() const;
+  // Whether take() now reads the files itself (see ReadAheadOptions::inline_below_us).
+  bool reading_inline() const;
 
  private:
   struct Slot {
     bool ready = false;
     ReadResult result;
   };
+  using Clock = std::chrono::steady_clock;
   void work();
+  void record_latency(Clock::duration latency);  // under mutex_
 
   std::function<std::string(uint64_t)> path_of_;
   uint64_t first_, end_;
@@ -69,6 +84,8 @@ class ReadAhead {
   uint64_t next_to_take_;   // the next file take() returns
   uint64_t bytes_in_flight_ = 0, peak_bytes_ = 0;
   bool stopping_ = false;
+  bool inline_ = false;     // take() reads the next file itself (reads are fast)
+  double latency_us_ = -1;  // moving average of a file read's latency; < 0: none yet
   std::vector<std::thread> workers_;
 };
 
