@@ -1,6 +1,7 @@
 #include "util/read_ahead.hpp"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -74,6 +75,25 @@ ReadResult read_opened(OpenedFile& f) {
 
 }  // namespace
 
+ReadAhead::ThreadUsage ReadAhead::ThreadUsage::now() noexcept {
+  ThreadUsage u;
+  struct rusage r {};
+  if (::getrusage(RUSAGE_THREAD, &r) == 0) {
+    u.cpu_us =
+        static_cast<double>(r.ru_utime.tv_sec + r.ru_stime.tv_sec) * 1e6 + static_cast<double>(r.ru_utime.tv_usec + r.ru_stime.tv_usec);
+    u.voluntary_switches = static_cast<uint64_t>(r.ru_nvcsw);
+  } else {
+    u.voluntary_switches = UINT64_MAX;  // unknown: every read counts as slow
+  }
+  return u;
+}
+
+ReadAhead::ReadCost ReadAhead::ThreadUsage::since() const noexcept {
+  const ThreadUsage end = now();
+  if (voluntary_switches == UINT64_MAX || end.voluntary_switches == UINT64_MAX) return {1e9, 1};
+  return {end.cpu_us - cpu_us, end.voluntary_switches - voluntary_switches};
+}
+
 ReadResult read_whole_file(const std::string& path, uint64_t max_bytes) {
   OpenedFile f = open_regular(path, max_bytes);
   return read_opened(f);
@@ -111,9 +131,9 @@ void ReadAhead::work() {
     lock.unlock();
     // Open and size first (one request on most network file systems: the attributes come with
     // the open), so the byte budget is respected before the bytes are read.
-    const auto opened_at = Clock::now();
+    ThreadUsage usage = ThreadUsage::now();
     OpenedFile file = open_regular(path_of_(index), options_.max_file_bytes);
-    auto latency = Clock::now() - opened_at;
+    ReadCost cost = usage.since();
     lock.lock();
     const uint64_t charge = file.size;
     ++budget_waiters_;
@@ -126,11 +146,11 @@ void ReadAhead::work() {
     bytes_in_flight_ += charge;
     peak_bytes_ = std::max(peak_bytes_, bytes_in_flight_);
     lock.unlock();
-    const auto read_at = Clock::now();
+    usage = ThreadUsage::now();
     ReadResult result = read_opened(file);
-    latency += Clock::now() - read_at;
+    cost += usage.since();
     lock.lock();
-    record_latency(latency);
+    record_worker_read(cost);
     // The charge is corrected to what was really read (the file may have changed).
     bytes_in_flight_ = bytes_in_flight_ - charge + result.bytes.size();
     Slot& slot = ring_[(index - first_) % ring_.size()];
@@ -146,18 +166,25 @@ uint64_t ReadAhead::peak_bytes_in_flight() const {
   return peak_bytes_;
 }
 
-void ReadAhead::record_latency(Clock::duration latency) {
-  const double us = std::chrono::duration<double, std::micro>(latency).count();
-  latency_us_ = latency_us_ < 0 ? us : 0.9 * latency_us_ + 0.1 * us;
-  // One slow read is enough to go parallel (a serial reader on a network file system is what
-  // this class exists to avoid); going inline takes a sustained fast average.
-  if (inline_ && us > options_.parallel_above_us) {
-    inline_ = false;
-    latency_us_ = std::max(latency_us_, us);
-    claim_.notify_all();
-  } else if (!inline_ && latency_us_ < options_.inline_below_us) {
-    inline_ = true;
-  }
+// Under mutex_. A worker's read is fast when it never slept (no voluntary context switch: no
+// I/O wait) and its CPU time is small. Wall time would not do: 32 workers on two cores inflate
+// each other's, and a page-cache conversion stayed parallel for half its files.
+void ReadAhead::record_worker_read(const ReadCost& cost) {
+  const bool fast = cost.slept == 0 && cost.cpu_us < options_.inline_below_us;
+  fast_reads_in_a_row_ = fast ? fast_reads_in_a_row_ + 1 : 0;
+  if (!inline_ && fast_reads_in_a_row_ >= kFastReadsToGoInline) inline_ = true;
+}
+
+// Under mutex_. Reading inline, a few slow reads in a row mean the storage is slow (a network
+// file system, a cold disk) and put the workers back to work. One is not enough: the reading
+// thread is sometimes preempted mid-read on a busy machine, and each false alarm wakes every
+// worker.
+void ReadAhead::record_inline_read(double wall_us) {
+  slow_reads_in_a_row_ = wall_us > options_.parallel_above_us ? slow_reads_in_a_row_ + 1 : 0;
+  if (slow_reads_in_a_row_ < kSlowReadsToGoParallel) return;
+  inline_ = false;
+  fast_reads_in_a_row_ = slow_reads_in_a_row_ = 0;
+  claim_.notify_all();
 }
 
 bool ReadAhead::reading_inline() const {
@@ -174,12 +201,12 @@ std::optional<ReadResult> ReadAhead::take() {
     const uint64_t index = next_to_read_++;
     ++next_to_take_;
     lock.unlock();
-    const auto t = Clock::now();
+    const auto t = std::chrono::steady_clock::now();
     OpenedFile file = open_regular(path_of_(index), options_.max_file_bytes);
     ReadResult out = read_opened(file);
-    const auto latency = Clock::now() - t;
+    const double wall_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t).count();
     lock.lock();
-    record_latency(latency);
+    record_inline_read(wall_us);
     return out;
   }
   Slot& slot = ring_[(next_to_take_ - first_) % ring_.size()];

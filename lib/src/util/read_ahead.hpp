@@ -28,12 +28,12 @@ struct ReadAheadOptions {
   // the conversion pipeline holds its own --max-in-flight behind it.
   uint64_t max_bytes_in_flight = 64ull << 20;
   uint64_t max_file_bytes = UINT64_MAX;  // larger files are not read: a problem instead
-  // Reading adapts to the storage. A file read (open, stat, read, close) slower than
-  // parallel_above_us (network file systems, cold disks) puts the workers to work: `depth`
-  // reads in flight. Once the moving average of the latency is below inline_below_us (the page
-  // cache: ~15 us for a 100 KB photo), a hand-over to a worker and back costs more than the
-  // read itself (futex wake-ups were a fifth of a page-cache conversion), so take() reads each
-  // file itself and the workers sleep, until one slow read wakes them.
+  // Reading adapts to the storage. While workers read, a run of reads that never slept (no
+  // I/O wait) and took under inline_below_us of CPU each (the page cache: ~15 us for a 100 KB
+  // photo) switches to inline reading: a hand-over to a worker and back costs more than such a
+  // read (futex wake-ups were a fifth of a page-cache conversion), so take() reads each file
+  // itself and the workers sleep. A few inline reads in a row slower than parallel_above_us (a
+  // network file system, a cold disk) wake them again: `depth` reads in flight.
   double inline_below_us = 50;
   double parallel_above_us = 150;
 };
@@ -67,9 +67,26 @@ class ReadAhead {
     bool ready = false;
     ReadResult result;
   };
-  using Clock = std::chrono::steady_clock;
+  struct ReadCost {
+    double cpu_us = 0;
+    uint64_t slept = 0;  // voluntary context switches: waits for I/O (or a FUSE daemon)
+    ReadCost& operator+=(const ReadCost& o) {
+      cpu_us += o.cpu_us;
+      slept += o.slept;
+      return *this;
+    }
+  };
+  struct ThreadUsage {  // this thread's CPU time and voluntary switches (getrusage)
+    double cpu_us = 0;
+    uint64_t voluntary_switches = 0;
+    static ThreadUsage now() noexcept;
+    ReadCost since() const noexcept;
+  };
+  static constexpr unsigned kFastReadsToGoInline = 16;
+  static constexpr unsigned kSlowReadsToGoParallel = 3;
   void work();
-  void record_latency(Clock::duration latency);  // under mutex_
+  void record_worker_read(const ReadCost& cost);  // under mutex_
+  void record_inline_read(double wall_us);        // under mutex_
 
   std::function<std::string(uint64_t)> path_of_;
   uint64_t first_, end_;
@@ -84,8 +101,9 @@ class ReadAhead {
   uint64_t next_to_take_;   // the next file take() returns
   uint64_t bytes_in_flight_ = 0, peak_bytes_ = 0;
   bool stopping_ = false;
-  bool inline_ = false;     // take() reads the next file itself (reads are fast)
-  double latency_us_ = -1;  // moving average of a file read's latency; < 0: none yet
+  bool inline_ = false;               // take() reads the next file itself (reads are fast)
+  unsigned fast_reads_in_a_row_ = 0;  // worker reads that never slept and took little CPU
+  unsigned slow_reads_in_a_row_ = 0;  // inline reads over parallel_above_us
   std::vector<std::thread> workers_;
 };
 
