@@ -32,6 +32,7 @@
 #include "util/file_io.hpp"
 #include "util/bounded_queue.hpp"
 #include "util/cancel.hpp"
+#include "util/worker_pool.hpp"
 
 namespace slip {
 
@@ -424,11 +425,15 @@ void run_pipeline(Source& source, const Schema& schema, const ConvertOptions& op
   });
 
   try {
+    // One pool for the whole run: parallel_for would start and join its threads per batch.
+    detail::WorkerPool pool(threads);
     while (auto batch = read_queue.pop()) {
       throw_if_interrupted();
       const auto t = std::chrono::steady_clock::now();
-      parallel_for(batch->count, threads,
-                   [&](size_t i) { prepare(batch->samples[i], schema, options.non_jpeg, options.max_image_pixels, batch->prepared[i]); });
+      pool.run(batch->count, [&](unsigned, size_t i) {
+        const detail::CancelScope scope(cancel);
+        prepare(batch->samples[i], schema, options.non_jpeg, options.max_image_pixels, batch->prepared[i]);
+      });
       result.stage_seconds.prepare += seconds_since(t);
       if (!write_queue.push(std::move(*batch))) break;
     }
