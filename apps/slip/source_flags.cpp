@@ -27,7 +27,8 @@ void add_source_flags(CLI::App& sub, SourceOptions& options) {
       ->check(CLI::IsMember({"stat", "content"}));
   // Reading: requests in flight (network file systems pay 0.2-2 ms per request).
   add_setting(sub, options, "--io-depth", "io-depth",
-              "ImageFolder: files read at once, 1-1024 (default 32): hides the latency of network file systems");
+              "ImageFolder: files read at once while reads wait on the storage, 1-1024 (default 32): hides the latency "
+              "of network file systems (from the page cache, files are read one after another)");
   // WebDataset tar shards.
   sub.add_option_function<std::string>(
          "--max-sample-bytes", [&options](const std::string& text) { options.set("max-sample-bytes", std::to_string(parse_count(text))); },
