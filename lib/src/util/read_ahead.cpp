@@ -216,11 +216,12 @@ std::optional<ReadResult> ReadAhead::take() {
   bytes_in_flight_ -= std::min<uint64_t>(bytes_in_flight_, out.bytes.size());
   ++next_to_take_;
   const bool budget_waiting = budget_waiters_ > 0;
+  const bool workers_reading = !inline_;
   lock.unlock();
   // One ring slot freed: one worker may claim one more file. Waking all 32 on every file cost
   // 40% of a page-cache conversion in futex calls (perf). Workers waiting on the byte budget are
   // few and rare; they all re-check.
-  if (!inline_) claim_.notify_one();
+  if (workers_reading) claim_.notify_one();
   if (budget_waiting) budget_.notify_all();
   return out;
 }
