@@ -121,6 +121,15 @@ struct Prepared {
   std::string transcode_reason;
 };
 
+// Non-JPEG pixels kept loadable: re-encoded as an RGB JPEG, quality 100.
+void store_as_jpeg(Value& v, const RgbImage& rgb) {
+  const std::vector<std::byte> jpeg = encode_rgb_jpeg(rgb, 100);
+  v.bytes.assign(jpeg.begin(), jpeg.end());
+  v.width = rgb.width;
+  v.height = rgb.height;
+  v.raw_channels = 0;
+}
+
 // YUV420 storage: decode (or take the raw pixels), convert exactly as docs/FORMAT.md#yuv420-conversion.
 void store_as_yuv420(Value& v, const RgbImage& rgb) {
   const Yuv420Image yuv = rgb_to_yuv420(rgb);
@@ -151,9 +160,7 @@ void prepare_image(Value& v, NonJpegPolicy policy, bool to_yuv420, uint64_t max_
     for (uint64_t i = 0, n = uint64_t{v.width} * v.height; i < n; ++i)
       for (uint64_t k = 0; k < 3; ++k) rgb.pixels[i * 3 + k] = src[i * c + (c == 1 ? 0 : k)];
     if (to_yuv420) return store_as_yuv420(v, rgb);
-    const std::vector<std::byte> jpeg = encode_rgb_jpeg(rgb, 100);
-    v.bytes.assign(jpeg.begin(), jpeg.end());
-    v.raw_channels = 0;
+    store_as_jpeg(v, rgb);
     out.transcoded_fields.push_back(field);
     out.transcode_reason = "raw " + std::to_string(c) + "-channel pixels encoded as RGB JPEG q100";
     return;
@@ -207,10 +214,7 @@ void prepare_image(Value& v, NonJpegPolicy policy, bool to_yuv420, uint64_t max_
       try {
         RgbImage rgb = decode_to_rgb(v.bytes);
         if (to_yuv420) return store_as_yuv420(v, rgb);
-        const std::vector<std::byte> jpeg = encode_rgb_jpeg(rgb, 100);
-        v.bytes.assign(jpeg.begin(), jpeg.end());
-        v.width = rgb.width;
-        v.height = rgb.height;
+        store_as_jpeg(v, rgb);
         out.transcoded_fields.push_back(field);
         out.transcode_reason = why_not_jpeg + " re-encoded as RGB JPEG q100";
       } catch (const Error& e) {

@@ -78,19 +78,16 @@ ReadResult read_opened(OpenedFile& f) {
 ReadAhead::ThreadUsage ReadAhead::ThreadUsage::now() noexcept {
   ThreadUsage u;
   struct rusage r {};
-  if (::getrusage(RUSAGE_THREAD, &r) == 0) {
-    u.cpu_us =
-        static_cast<double>(r.ru_utime.tv_sec + r.ru_stime.tv_sec) * 1e6 + static_cast<double>(r.ru_utime.tv_usec + r.ru_stime.tv_usec);
-    u.voluntary_switches = static_cast<uint64_t>(r.ru_nvcsw);
-  } else {
-    u.voluntary_switches = UINT64_MAX;  // unknown: every read counts as slow
-  }
+  u.known = ::getrusage(RUSAGE_THREAD, &r) == 0;
+  u.cpu_us =
+      static_cast<double>(r.ru_utime.tv_sec + r.ru_stime.tv_sec) * 1e6 + static_cast<double>(r.ru_utime.tv_usec + r.ru_stime.tv_usec);
+  u.voluntary_switches = static_cast<uint64_t>(r.ru_nvcsw);
   return u;
 }
 
 ReadAhead::ReadCost ReadAhead::ThreadUsage::since() const noexcept {
   const ThreadUsage end = now();
-  if (voluntary_switches == UINT64_MAX || end.voluntary_switches == UINT64_MAX) return {1e9, 1};
+  if (!known || !end.known) return {0, 1};  // unknown: counted as a read that slept (slow)
   return {end.cpu_us - cpu_us, end.voluntary_switches - voluntary_switches};
 }
 
@@ -202,8 +199,7 @@ std::optional<ReadResult> ReadAhead::take() {
     ++next_to_take_;
     lock.unlock();
     const auto t = std::chrono::steady_clock::now();
-    OpenedFile file = open_regular(path_of_(index), options_.max_file_bytes);
-    ReadResult out = read_opened(file);
+    ReadResult out = read_whole_file(path_of_(index), options_.max_file_bytes);
     const double wall_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t).count();
     lock.lock();
     record_inline_read(wall_us);

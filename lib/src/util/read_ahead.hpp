@@ -76,7 +76,8 @@ class ReadAhead {
       return *this;
     }
   };
-  struct ThreadUsage {  // this thread's CPU time and voluntary switches (getrusage)
+  struct ThreadUsage {   // this thread's CPU time and voluntary switches (getrusage)
+    bool known = false;  // getrusage answered
     double cpu_us = 0;
     uint64_t voluntary_switches = 0;
     static ThreadUsage now() noexcept;
