@@ -131,6 +131,37 @@ TEST_F(ReadAheadTest, FastFilesAreReadInlineSlowOnesInParallel) {
   EXPECT_TRUE(reader.reading_inline()) << "did not go back to inline reads after the slow files";
 }
 
+// Sample buffers are not zero-filled (slip::Bytes), so a file that yields fewer bytes than its
+// size promised must be a problem with no bytes, never a buffer whose tail was not written.
+// sysfs files are such liars: st_size 4096, a few bytes of content. Read inline and by workers.
+TEST_F(ReadAheadTest, FileShorterThanItsSizeIsAProblemWithNoBytes) {
+  const std::string liar = "/sys/devices/system/cpu/online";
+  struct stat st {};
+  if (::stat(liar.c_str(), &st) != 0 || st.st_size != 4096) GTEST_SKIP() << "no sysfs file with a 4096-byte size here: " << liar;
+  const ReadResult direct = read_whole_file(liar);
+  ASSERT_TRUE(direct.problem);
+  EXPECT_EQ(*direct.problem, "file shrank while reading");
+  EXPECT_TRUE(direct.bytes.empty());
+  // Every other file a liar, through a reader that goes inline after the first fast reads.
+  ReadAheadOptions options{4, 1u << 20, UINT64_MAX};
+  options.inline_below_us = 1e6;
+  ReadAhead reader([&](uint64_t i) { return i % 2 ? liar : path(i); }, 0, 100, options);
+  bool went_inline = false;
+  for (uint64_t i = 0; i < 100; ++i) {
+    went_inline = went_inline || reader.reading_inline();
+    auto r = reader.take();
+    ASSERT_TRUE(r.has_value());
+    if (i % 2) {
+      ASSERT_TRUE(r->problem) << "file " << i;
+      EXPECT_TRUE(r->bytes.empty()) << "file " << i;
+    } else {
+      ASSERT_FALSE(r->problem) << *r->problem;
+      EXPECT_EQ(std::string(reinterpret_cast<const char*>(r->bytes.data()), r->bytes.size()), contents_[i]);
+    }
+  }
+  EXPECT_TRUE(went_inline);
+}
+
 TEST_F(ReadAheadTest, DestroyedEarlyStopsCleanly) {
   ReadAhead reader([&](uint64_t i) { return path(i); }, 0, kFiles, {8, 20000, UINT64_MAX});
   ASSERT_TRUE(reader.take().has_value());
