@@ -13,6 +13,23 @@ t0=$(date +%s%N)
 "$SLIP" convert "$BIG" -o "$WORK/timing" -j 1 >/dev/null
 full_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 echo "an uninterrupted convert takes ${full_ms} ms"
+
+# A staging directory whose files are all written (a run killed between its last fsync and the
+# rename) is still not a cache: verify rejects it by its name, abandoned or in progress.
+timing_cache=$(ls -d "$WORK"/timing/*/ | head -n1)
+staged=$WORK/staged/.$(basename "$timing_cache").tmp-99999-0badf00d
+mkdir -p "$WORK/staged" && cp -r "$timing_cache" "$staged"
+expect_status 0 "$SLIP" verify "$timing_cache"
+expect_status 1 "$SLIP" verify "$staged"
+grep -q "a temporary directory of an interrupted run, not a cache" "$WORK/out" || fail "verify of an abandoned staging directory: $(cat "$WORK/out")"
+expect_status 1 "$SLIP" verify "$staged/"
+exec {lock_fd}>"$staged.lock"
+flock -n "$lock_fd"  # this shell is now the run in progress
+expect_status 1 "$SLIP" verify "$staged" --json
+grep -q "a temporary directory of a run in progress, not a cache" "$WORK/out" || fail "verify of a staging directory in progress: $(cat "$WORK/out")"
+exec {lock_fd}>&-
+pass "verify rejects a complete staging directory, abandoned or in progress"
+
 caught=0
 for pct in 3 8 13 18 23 28 33 38 43 48 53 58 63 68 73 78 83 88 93 98; do  # 20 points
   rm -rf "$out" && mkdir -p "$out"

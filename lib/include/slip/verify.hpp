@@ -64,7 +64,8 @@ struct VerifyOptions {
 };
 
 // Never throws for problems in the cache (they become issues); throws Error(io/usage) only
-// when the directory cannot be read at all.
+// when the directory cannot be read at all. A slip staging directory (".<name>.tmp-<pid>-<id>")
+// is one issue and nothing else is checked: it is never a cache until its run renames it.
 VerifyReport verify_cache(const std::filesystem::path& dir, const VerifyOptions& options = {});
 
 }  // namespace slip

@@ -107,13 +107,51 @@ void TempLock::release() noexcept {
   fd_ = -1;
 }
 
+namespace {
+
+// The position of ".tmp-" in a temporary's name, npos for any other name.
+size_t temporary_mark(std::string_view name) {
+  const auto mark = name.find(kTmpMark);
+  if (name.size() < 2 || name[0] != '.' || mark == std::string_view::npos || mark < 2) return std::string_view::npos;
+  return mark;
+}
+
+TempEntry describe_temporary(const fs::path& path, size_t mark, bool is_lock) {
+  TempEntry t;
+  t.path = path;
+  t.final_name = path.filename().string().substr(1, mark - 1);
+  std::error_code ec;
+  t.is_directory = fs::is_directory(fs::symlink_status(path, ec));
+  t.bytes = entry_bytes(path);
+  if (is_lock) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    t.in_progress = fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) != 0;
+    if (fd >= 0) ::close(fd);
+  } else {
+    const int fd = try_take_lock(path);
+    t.in_progress = fd == -1;
+    if (fd >= 0) ::close(fd);
+  }
+  return t;
+}
+
+}  // namespace
+
+std::optional<TempEntry> temporary_at(const fs::path& path) {
+  const fs::path p = path.has_filename() ? path : path.parent_path();  // "dir/" names dir
+  const std::string name = p.filename().string();
+  const size_t mark = temporary_mark(name);
+  if (mark == std::string::npos) return std::nullopt;
+  return describe_temporary(p, mark, ends_with(name, kLockSuffix));
+}
+
 std::vector<TempEntry> find_temporaries(const fs::path& dir, std::string_view final_name) {
   std::vector<TempEntry> out;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
-    const auto mark = name.find(kTmpMark);
-    if (name.size() < 2 || name[0] != '.' || mark == std::string::npos || mark < 2) continue;
+    const size_t mark = temporary_mark(name);
+    if (mark == std::string::npos) continue;
     const bool is_lock = ends_with(name, kLockSuffix);
     if (is_lock) {
       // A lock file whose temporary is gone: listed only when abandoned (a live run creates
@@ -122,23 +160,8 @@ std::vector<TempEntry> find_temporaries(const fs::path& dir, std::string_view fi
       std::error_code sec;
       if (fs::symlink_status(tmp, sec).type() != fs::file_type::not_found) continue;
     }
-    TempEntry t;
-    t.path = e.path();
-    t.final_name = name.substr(1, mark - 1);
-    if (!final_name.empty() && t.final_name != final_name) continue;
-    std::error_code sec;
-    t.is_directory = fs::is_directory(fs::symlink_status(e.path(), sec));
-    t.bytes = entry_bytes(e.path());
-    if (is_lock) {
-      const int fd = ::open(e.path().c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-      t.in_progress = fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) != 0;
-      if (fd >= 0) ::close(fd);
-    } else {
-      const int fd = try_take_lock(e.path());
-      t.in_progress = fd == -1;
-      if (fd >= 0) ::close(fd);
-    }
-    out.push_back(std::move(t));
+    if (!final_name.empty() && name.substr(1, mark - 1) != final_name) continue;
+    out.push_back(describe_temporary(e.path(), mark, is_lock));
   }
   std::sort(out.begin(), out.end(), [](const TempEntry& a, const TempEntry& b) { return a.path < b.path; });
   return out;

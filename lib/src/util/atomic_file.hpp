@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,6 +50,10 @@ struct TempEntry {
 // their ".lock" files, which are not listed separately). When `final_name` is given, only
 // those of that name. Never throws.
 std::vector<TempEntry> find_temporaries(const std::filesystem::path& dir, std::string_view final_name = {});
+
+// The temporary at `path` when its name is one of slip's (".<x>.tmp-..."), with whether its
+// run is still in progress; nullopt for any other name. Never throws.
+std::optional<TempEntry> temporary_at(const std::filesystem::path& path);
 
 // Removes the abandoned temporaries of find_temporaries (and their lock files); returns them.
 std::vector<TempEntry> remove_stale_temporaries(const std::filesystem::path& dir, std::string_view final_name = {});
