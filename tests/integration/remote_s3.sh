@@ -75,6 +75,62 @@ for uri in "s3://data/shards/" "s3://data/shards/shard-{000000..000002}.tar" "s3
 done
 pass "tar shards from an s3 prefix, a brace range and a glob equal the local conversion"
 
+# WebDataset shards listed with their sizes and times convert while later shards download: with
+# the last shard held back, the conversion is under way (its staging directory exists) before
+# that shard is on disk. The result equals the local conversion, and its content id is the one
+# the downloaded files give (the listing's sizes and times are theirs).
+gw4=$(free_port)
+start_gateway "$gw4" --hold shard-000002 --hold-seconds 4
+AWS_ENDPOINT_URL=http://127.0.0.1:$gw4 "$SLIP" -v convert s3://data/shards/ --download-dir "$WORK/dl4" -o "$WORK/stream" \
+  >"$WORK/stream.out" 2>"$WORK/stream.err" &
+pid=$!
+overlap=0
+for _ in $(seq 1 400); do
+  if compgen -G "$WORK/stream/.*.tmp-*[0-9a-f]" >/dev/null; then
+    [ ! -e "$WORK/dl4/s3/data/shards/shard-000002.tar" ] && overlap=1
+    break
+  fi
+  kill -0 "$pid" 2>/dev/null || break
+  sleep 0.05
+done
+status=0; wait "$pid" || status=$?
+[ "$status" -eq 0 ] || { cat "$WORK/stream.err"; fail "streamed conversion exited $status"; }
+[ "$overlap" = 1 ] || fail "the conversion did not start before the last shard was downloaded"
+grep -q "while converting" "$WORK/stream.err" || fail "no 'fetched ... while converting' line"
+streamed=$(tail -n1 "$WORK/stream.out")
+local_wds=$("$SLIP" convert "$stage"/shard-00000{0,1,2}.tar -o "$WORK/local-wds" -q)
+same_cache "$streamed" "$local_wds"
+downloaded=$("$SLIP" convert "$WORK"/dl4/s3/data/shards/shard-00000{0,1,2}.tar -o "$WORK/local-dl" -q)
+fp() { $PY -c "import json,sys; print(json.load(open(sys.argv[1]+'/manifest.json'))['slip']['source']['fingerprint'])" "$1"; }
+[ "$(fp "$streamed")" = "$(fp "$downloaded")" ] || fail "streamed fingerprint $(fp "$streamed") differs from the downloaded files' $(fp "$downloaded")"
+# Run again: the cache is found after the first shard (the schema's); no other shard is fetched.
+: >"$WORK/gw.log"
+again=$("$SLIP" convert s3://data/shards/ --download-dir "$WORK/dl4" -o "$WORK/stream" -q)
+[ "$again" = "$streamed" ] || fail "the second run made $again, not $streamed"
+! grep -q 'shard-00000[12]' "$WORK/gw.log" || fail "the second run fetched more than the first shard: $(grep shard "$WORK/gw.log")"
+pass "shards convert while later ones download ($(grep -o 'fetched.*while converting' "$WORK/stream.err")); same bytes and content id as downloading first"
+
+# A streamed shard that fails its check fails the conversion (exit 5, no cache); SIGINT while a
+# shard is still downloading stops at once (exit 130), not when the download ends.
+gw5=$(free_port)
+start_gateway "$gw5" --corrupt shard-000002
+expect_status 5 env AWS_ENDPOINT_URL=http://127.0.0.1:$gw5 "$SLIP" convert s3://data/shards/ --retries 1 --retry-delay 0.05 \
+  --download-dir "$WORK/dl5" -o "$WORK/corrupt-stream"
+grep -q "MD5" "$WORK/err" || { cat "$WORK/err"; fail "the streamed checksum mismatch is not named"; }
+[ -z "$(ls -A "$WORK/corrupt-stream" 2>/dev/null)" ] || fail "a streamed corrupt shard left $(ls -A "$WORK/corrupt-stream")"
+gw6=$(free_port)
+start_gateway "$gw6" --hold shard-000002 --hold-seconds 60
+AWS_ENDPOINT_URL=http://127.0.0.1:$gw6 "$SLIP" convert s3://data/shards/ --download-dir "$WORK/dl6" -o "$WORK/int" >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 1 200); do compgen -G "$WORK/int/.*.tmp-*[0-9a-f]" >/dev/null && break; sleep 0.05; done
+t0=$(date +%s)
+kill -INT "$pid"
+status=0; wait "$pid" || status=$?
+[ "$status" -eq 130 ] || fail "SIGINT during a streamed download: exit $status, want 130"
+[ $(($(date +%s) - t0)) -lt 20 ] || fail "SIGINT waited for the held download"
+[ -z "$(ls -A "$WORK/int")" ] || fail "SIGINT left $(ls -A "$WORK/int")"
+pass "a corrupt streamed shard fails the conversion (exit 5); SIGINT mid-download exits 130 at once, nothing left"
+
 # An object key that needs encoding (space, UTF-8, '+', parentheses) signs and downloads.
 remote=$("$SLIP" convert "s3://data/odd dir/été+1 (copy)/shard-000001.tar" --layout imagefolder -o "$WORK/odd" -q)
 same_cache "$remote" "$("$SLIP" convert "$stage/shard-000001.tar" --layout imagefolder -o "$WORK/local" -q)"

@@ -15,13 +15,16 @@ request to s3rver. Like S3 it answers, in S3's XML error format:
 Options: --credentials AK:SECRET (repeatable), --region, --public BUCKET (repeatable),
 --max-keys N (forces ListObjectsV2 pagination by capping every page), --fail-first K
 (the first K requests get 503 SlowDown), --corrupt TEXT (object bodies whose path contains
-TEXT arrive with their first byte flipped, ETag unchanged), --log FILE (one JSON line per request).
+TEXT arrive with their first byte flipped, ETag unchanged), --hold TEXT --hold-seconds S (object
+GETs whose path contains TEXT are answered S seconds late: a slow object among fast ones), --log
+FILE (one JSON line per request).
 """
 import argparse
 import datetime
 import http.client
 import http.server
 import sys
+import time
 import urllib.parse
 
 from testserver import QuietHandler, RequestLog, Server, serve
@@ -119,6 +122,9 @@ class Handler(QuietHandler):
             query = [(k, v) for k, v in urllib.parse.parse_qsl(parts.query, keep_blank_values=True) if k != "max-keys"]
             query.append(("max-keys", str(ARGS.max_keys)))
             path = urllib.parse.urlunsplit(("", "", parts.path, urllib.parse.urlencode(query, quote_via=urllib.parse.quote), ""))
+        if ARGS.hold and ARGS.hold in path and "list-type" not in path and self.command == "GET":
+            time.sleep(ARGS.hold_seconds)
+            entry["held"] = ARGS.hold_seconds
         headers = {k: v for k, v in self.headers.items() if k.lower() in FORWARD_HEADERS}
         upstream = http.client.HTTPConnection("127.0.0.1", ARGS.upstream_port, timeout=60)
         upstream.request(self.command, path, body=body, headers=headers)
@@ -154,6 +160,8 @@ def main():
     p.add_argument("--max-keys", type=int, default=0)
     p.add_argument("--fail-first", type=int, default=0)
     p.add_argument("--corrupt")
+    p.add_argument("--hold")
+    p.add_argument("--hold-seconds", type=float, default=0)
     p.add_argument("--log")
     ARGS = p.parse_args()
     REQUESTS = RequestLog(ARGS.log)

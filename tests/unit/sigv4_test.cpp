@@ -194,7 +194,23 @@ TEST(S3Listing, ParsesPagesEntitiesAndTokens) {
   EXPECT_EQ(page.objects[0].size, 1234u);
   EXPECT_EQ(page.objects[0].etag, "0123456789abcdef0123456789abcdef");
   EXPECT_EQ(page.objects[1].etag, "x-2");
+  EXPECT_EQ(page.objects[0].last_modified, 1704067200);  // date -u -d 2024-01-01 +%s
+  EXPECT_EQ(page.objects[1].last_modified, std::nullopt);
   EXPECT_EQ(page.next_token, "1/abc+=");
+}
+
+TEST(S3Listing, LastModifiedIsWholeSecondsOrNothing) {
+  auto modified = [](const std::string& text) {
+    return slip::net::parse_list_objects_v2("<ListBucketResult><Contents><Key>k</Key><Size>1</Size><LastModified>" + text +
+                                            "</LastModified></Contents></ListBucketResult>")
+        .objects.at(0)
+        .last_modified;
+  };
+  EXPECT_EQ(modified("2026-11-25T17:40:12.999Z"), 1795628412);  // the fraction is dropped, as in an HTTP date
+  EXPECT_EQ(modified("2026-11-25T17:40:12Z"), 1795628412);
+  for (const char* bad : {"", "2026-11-25", "2026-11-25T17:40:12", "2026-11-25T17:40:12+01:00", "2026-13-25T17:40:12Z",
+                          "2026-11-25T17:40:12.Z", "2026-11-25T17:40:12.5Zjunk", "1969-12-31T23:59:59Z"})
+    EXPECT_EQ(modified(bad), std::nullopt) << bad;
 }
 
 TEST(S3Listing, RejectsMalformedResponses) {

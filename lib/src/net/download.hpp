@@ -23,6 +23,7 @@ struct DownloadItem {
   std::optional<uint64_t> expected_size;  // from a listing
   std::string expected_etag;              // from a listing (S3)
   bool etag_is_content_md5 = false;       // S3: a quoted 32-hex ETag is the MD5 of the object
+  std::optional<int64_t> listed_mtime;    // from a listing (S3 LastModified), whole seconds
 };
 
 enum class DownloadOutcome { downloaded, resumed, reused };

@@ -12,6 +12,7 @@
 #include "net/xml.hpp"
 #include "slip/error.hpp"
 #include "slip/runtime.hpp"
+#include "util/cancel.hpp"
 
 namespace slip::net {
 
@@ -84,7 +85,9 @@ size_t on_write(char* data, size_t size, size_t count, void* user) {
 }
 
 int on_progress(void* user, curl_off_t, curl_off_t downloaded, curl_off_t, curl_off_t uploaded) {
-  if (interrupted()) return 1;
+  // A signal, or the call's token (a reader that stopped waiting for this download).
+  const std::atomic<bool>* cancel = detail::current_cancel_flag();
+  if (interrupted() || (cancel && cancel->load(std::memory_order_relaxed))) return 1;
   auto* ctx = static_cast<Context*>(user);
   const auto now = std::chrono::steady_clock::now();
   if (downloaded + uploaded != ctx->last_bytes) {

@@ -45,6 +45,35 @@ S3Location parse_s3_uri(std::string_view uri) {
   return loc;
 }
 
+namespace {
+
+// "2026-11-25T17:40:12.345Z" (fraction optional) as seconds since the epoch, the fraction
+// dropped as HTTP dates drop it.
+std::optional<int64_t> parse_iso8601_utc(const std::string& text) {
+  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0, consumed = 0;
+  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &year, &month, &day, &hour, &minute, &second, &consumed) != 6)
+    return std::nullopt;
+  std::string_view rest = std::string_view(text).substr(static_cast<size_t>(consumed));
+  if (rest.starts_with('.')) {
+    rest.remove_prefix(1);
+    const size_t digits = rest.find_first_not_of("0123456789");
+    if (digits == 0 || digits == std::string_view::npos) return std::nullopt;
+    rest.remove_prefix(digits);
+  }
+  if (rest != "Z" || month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60 || year < 1970)
+    return std::nullopt;
+  std::tm tm{};
+  tm.tm_year = year - 1900;
+  tm.tm_mon = month - 1;
+  tm.tm_mday = day;
+  tm.tm_hour = hour;
+  tm.tm_min = minute;
+  tm.tm_sec = second;
+  return static_cast<int64_t>(::timegm(&tm));
+}
+
+}  // namespace
+
 S3ListPage parse_list_objects_v2(std::string_view xml) {
   constexpr std::string_view kWhat = "S3 listing";
   const XmlElement doc = parse_xml(xml, kWhat);
@@ -60,6 +89,7 @@ S3ListPage parse_list_objects_v2(std::string_view xml) {
     char* size_end = nullptr;
     o.size = std::strtoull(size_text.c_str(), &size_end, 10);
     if (size_text.empty() || *size_end || size_text[0] == '-') throw Error(Errc::bad_input, "S3 listing: bad Size \"" + size_text + "\"");
+    if (const XmlElement* modified = contents.child("LastModified")) o.last_modified = parse_iso8601_utc(modified->text);
     if (etag) {
       o.etag = etag->text;
       if (o.etag.size() >= 2 && o.etag.front() == '"' && o.etag.back() == '"') o.etag = o.etag.substr(1, o.etag.size() - 2);

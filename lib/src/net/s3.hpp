@@ -24,6 +24,9 @@ struct S3Object {
   std::string key;
   uint64_t size = 0;
   std::string etag;  // without quotes
+  // LastModified in whole seconds since the epoch (what a GET's Last-Modified header says, and
+  // so the mtime a download gets); nullopt when absent or not an ISO 8601 UTC time.
+  std::optional<int64_t> last_modified;
 };
 
 // The ListObjectsV2 response body: its objects, and the token of the next page if truncated.

@@ -83,7 +83,9 @@ constexpr std::string_view kRemoteKeys[] = {"download-dir", "jobs",           "e
                                             "retries",      "retry-delay",    "connect-timeout", "stall-timeout",
                                             "min-speed",    "min-speed-time", "timeout",         "max-list-keys"};
 
-void check_settings(std::string_view kind, const SourceOptions& options, bool remote) {
+}  // namespace
+
+void detail::check_source_settings(std::string_view kind, const SourceOptions& options, bool remote) {
   const auto& known = keys_of_kind().at(kind);
   for (const auto& [key, value] : options.settings) {
     if (std::find(known.begin(), known.end(), key) != known.end()) continue;
@@ -95,18 +97,16 @@ void check_settings(std::string_view kind, const SourceOptions& options, bool re
   }
 }
 
-}  // namespace
-
 // After any download: the files on this machine.
 std::unique_ptr<Source> open_local_sources(const std::vector<std::string>& paths, const SourceOptions& options, bool remote) {
   if (paths.empty()) throw Error(Errc::usage, "no source given");
   if (paths.size() > 1) {  // several inputs: tar shards
-    check_settings("tar", options, remote);
+    detail::check_source_settings("tar", options, remote);
     return open_tar_shards(paths, options);
   }
   for (const auto& kind : source_kinds())
     if (kind.probe(paths[0], options)) {
-      check_settings(kind.name, options, remote);
+      detail::check_source_settings(kind.name, options, remote);
       return kind.open(paths[0], options);
     }
   const std::string& uri = paths[0];

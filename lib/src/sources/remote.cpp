@@ -1,9 +1,12 @@
-// Remote sources: fetch (slip/remote.hpp), then open the local copy with the usual probes.
+// Remote sources: fetch (slip/remote.hpp), then open the local copy with the usual probes;
+// tar shards listed with their sizes and times are read while later ones download.
 // The source keeps the remote URI as its identity, so manifests name where the data lives,
 // not where this machine happened to download it.
 #include "slip/error.hpp"
 #include "slip/remote.hpp"
 #include "slip/source.hpp"
+#include "sources/remote_reading.hpp"
+#include "sources/source_registry.hpp"
 
 namespace slip {
 
@@ -33,8 +36,19 @@ class RemoteSource final : public Source {
 std::unique_ptr<Source> open_local_sources(const std::vector<std::string>& paths, const SourceOptions& options, bool remote);
 
 std::unique_ptr<Source> open_remote_sources(const std::vector<std::string>& uris, const SourceOptions& options) {
-  const FetchedDataset fetched = fetch_remote(uris, RemoteOptions::from_settings(options));
-  return std::make_unique<RemoteSource>(open_local_sources(fetched.local_paths, options, true), fetched.remote_uris);
+  // Shards are read as they arrive unless the identity needs their bytes first (--fingerprint
+  // content) or the layout reorders members across shards.
+  const bool may_stream =
+      options.get("fingerprint").value_or("stat") != "content" && options.get("layout").value_or("webdataset") == "webdataset";
+  detail::RemoteReading reading = detail::start_remote_reading(uris, RemoteOptions::from_settings(options), may_stream);
+  std::unique_ptr<Source> local;
+  if (reading.arrivals) {
+    detail::check_source_settings("tar", options, true);
+    local = detail::open_arriving_tar_shards(reading.fetched.local_paths, options, reading.arrivals, reading.fingerprint);
+  } else {
+    local = open_local_sources(reading.fetched.local_paths, options, true);
+  }
+  return std::make_unique<RemoteSource>(std::move(local), reading.fetched.remote_uris);
 }
 
 }  // namespace slip

@@ -4,6 +4,10 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <exception>
+#include <thread>
 #include <chrono>
 #include <mutex>
 #include <optional>
@@ -13,10 +17,13 @@
 #include "net/download.hpp"
 #include "net/s3.hpp"
 #include "slip/error.hpp"
+#include "slip/hash.hpp"
 #include "slip/remote.hpp"
 #include "slip/runtime.hpp"
 #include "slip/sigv4.hpp"
 #include "sources/litdata_names.hpp"
+#include "sources/remote_reading.hpp"
+#include "sources/shard_arrivals.hpp"
 #include "sources/shard_list.hpp"
 #include "util/cancel.hpp"
 #include "util/file_io.hpp"
@@ -83,8 +90,34 @@ class Fetcher {
  public:
   explicit Fetcher(const RemoteOptions& options) : options_(options), dir_(options.resolved_download_dir()) {}
 
+  // What to download, in source order (a LitData index is downloaded here: it names the rest).
+  struct Plan {
+    FetchedDataset out;  // remote_uris; local_paths for LitData
+    std::vector<DownloadItem> files;
+    bool litdata = false;
+  };
+
   FetchedDataset run(const std::vector<std::string>& uris) {
     const auto start = std::chrono::steady_clock::now();
+    Plan p = plan(uris);
+    download_all(p.files);
+    return finish(p, start);
+  }
+
+  FetchedDataset finish(const Plan& p, std::chrono::steady_clock::time_point start) {
+    FetchedDataset out = p.out;
+    if (!p.litdata)
+      for (const auto& f : p.files) out.local_paths.push_back(f.dest.string());
+    {
+      std::lock_guard lock(mutex_);
+      out.stats = stats_;
+    }
+    out.stats.files = p.files.size() + (p.litdata ? 1 : 0);
+    out.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return out;
+  }
+
+  Plan plan(const std::vector<std::string>& uris) {
     std::vector<std::string> expanded;
     for (const std::string& uri : uris) {
       if (!is_remote_uri(uri)) throw Error(Errc::usage, "local and remote sources cannot be mixed in one conversion").with_path(uri);
@@ -101,14 +134,20 @@ class Fetcher {
     }
     if (litdata_dir_ && expanded.size() != 1)
       throw Error(Errc::usage, "a LitData dataset must be the only source of a conversion").with_path(out.remote_uris.front());
-    download_all(files);
-    if (!litdata_dir_)
-      for (const auto& f : files) out.local_paths.push_back(f.dest.string());
-    out.stats = stats_;
-    out.stats.files = files.size() + (litdata_dir_ ? 1 : 0);
-    out.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    return out;
+    for (size_t i = 0; i < files.size(); ++i)
+      for (size_t j = 0; j < i; ++j)
+        if (files[i].dest == files[j].dest) throw Error(Errc::usage, "the same remote file is named twice").with_path(files[i].uri);
+    return Plan{std::move(out), std::move(files), litdata_dir_.has_value()};
   }
+
+  void download_one(const DownloadItem& item) {
+    uint64_t bytes = 0;
+    const auto outcome = net::download(item, options_, &bytes);
+    record(outcome, bytes);
+  }
+
+  void run_downloads(const Plan& p) { download_all(p.files); }
+  const RemoteOptions& options() const noexcept { return options_; }
 
  private:
   // s3://bucket/key: one object, or a "directory" (LitData, tar shards, one FFCV file).
@@ -125,6 +164,7 @@ class Fetcher {
       item.expected_size = o.size;
       item.expected_etag = o.etag;
       item.etag_is_content_md5 = true;
+      item.listed_mtime = o.last_modified;
       const std::string bucket = loc.bucket, key = o.key;
       item.make_get = [&client, bucket, key](std::vector<std::string> extra) { return client.get_object(bucket, key, std::move(extra)); };
       return item;
@@ -229,12 +269,6 @@ class Fetcher {
       files.push_back(item_for(base + aws_uri_encode(name, false), dir_path + name));
   }
 
-  void download_one(const DownloadItem& item) {
-    uint64_t bytes = 0;
-    const auto outcome = net::download(item, options_, &bytes);
-    record(outcome, bytes);
-  }
-
   void record(net::DownloadOutcome outcome, uint64_t bytes) {
     std::lock_guard lock(mutex_);
     stats_.bytes += bytes;
@@ -244,9 +278,6 @@ class Fetcher {
   }
 
   void download_all(const std::vector<DownloadItem>& files) {
-    for (size_t i = 0; i < files.size(); ++i)
-      for (size_t j = 0; j < i; ++j)
-        if (files[i].dest == files[j].dest) throw Error(Errc::usage, "the same remote file is named twice").with_path(files[i].uri);
     parallel_for(files.size(), std::max(1u, options_.jobs), [&](size_t i) { download_one(files[i]); });
   }
 
@@ -263,6 +294,149 @@ class Fetcher {
   FetchStats stats_;
 };
 
+void log_fetched(const FetchStats& stats, std::string_view how) {
+  slip::detail::info("fetched {} file(s) in {:.1f} s{}: {} downloaded, {} resumed, {} reused ({:.1f} MB transferred)", stats.files,
+                     stats.seconds, how, stats.downloaded, stats.resumed, stats.reused, static_cast<double>(stats.bytes) / 1e6);
+}
+
+// Tar shards downloaded in source order by options.jobs threads while the conversion reads
+// them. Before the first wait() nothing is fetched; wait(0) (the schema comes from the first
+// shard) fetches shard 0 only, so a conversion that finds its cache already made stops after
+// one shard; any later wait() releases the rest. A failed download stops further claims; its
+// error reaches the reader at that shard, after every sample before it.
+class ArrivingDownloads final : public detail::ShardArrivals {
+ public:
+  ArrivingDownloads(std::unique_ptr<Fetcher> fetcher, Fetcher::Plan plan)
+      : fetcher_(std::move(fetcher)),
+        plan_(std::move(plan)),
+        state_(plan_.files.size(), State::pending),
+        errors_(plan_.files.size()),
+        range_end_(plan_.files.size()),
+        start_(std::chrono::steady_clock::now()) {}
+
+  ~ArrivingDownloads() override {
+    abort();
+    for (std::thread& t : threads_) t.join();
+  }
+  ArrivingDownloads(const ArrivingDownloads&) = delete;
+  ArrivingDownloads& operator=(const ArrivingDownloads&) = delete;
+
+  void wait(size_t index) override {
+    std::unique_lock lock(mutex_);
+    if (index >= state_.size() || index < range_begin_ || index >= range_end_)
+      throw Error(Errc::usage, "shard " + std::to_string(index) + " is not among those being fetched");
+    release(index == 0 ? 1 : state_.size());
+    changed_.wait(lock, [&] { return state_[index] == State::done || state_[index] == State::failed || stopped(index); });
+    if (state_[index] == State::done) return;
+    if (state_[index] == State::failed) std::rethrow_exception(errors_[index]);
+    if (aborted_) throw Error(Errc::interrupted, "cancelled");
+    std::rethrow_exception(first_error_);  // an earlier download failed: this one never starts
+  }
+
+  void restrict_to(size_t begin, size_t end) override {
+    std::lock_guard lock(mutex_);
+    range_begin_ = std::min(begin, state_.size());
+    range_end_ = std::clamp(end, range_begin_, state_.size());
+    cursor_ = range_begin_;
+    done_in_range_ = static_cast<size_t>(std::count(state_.begin() + static_cast<ptrdiff_t>(range_begin_),
+                                                    state_.begin() + static_cast<ptrdiff_t>(range_end_), State::done));
+    changed_.notify_all();
+  }
+
+  void abort() noexcept override {
+    {
+      std::lock_guard lock(mutex_);
+      aborted_ = true;
+      abort_flag_.store(true);
+    }
+    changed_.notify_all();
+  }
+
+ private:
+  enum class State { pending, running, done, failed };
+
+  bool stopped(size_t index) const { return aborted_ || (first_error_ && state_[index] == State::pending); }
+
+  // Lets the workers claim indices below `limit`, starting them on the first call.
+  void release(size_t limit) {
+    if (limit > limit_) {
+      limit_ = limit;
+      changed_.notify_all();
+    }
+    if (!threads_.empty()) return;
+    const size_t count = std::clamp<size_t>(fetcher_->options().jobs, 1, state_.size());
+    for (size_t t = 0; t < count; ++t) threads_.emplace_back([this] { work(); });
+  }
+
+  // The next pending index the workers may take, or nullopt; `finished` when none ever will.
+  std::optional<size_t> claimable(bool& finished) {
+    while (cursor_ < range_end_ && state_[cursor_] != State::pending) ++cursor_;
+    finished = aborted_ || first_error_ || cursor_ >= range_end_;
+    if (finished || cursor_ >= limit_) return std::nullopt;
+    return cursor_;
+  }
+
+  void work() {
+    const detail::CancelScope scope(&abort_flag_);
+    for (;;) {
+      size_t index = 0;
+      {
+        std::unique_lock lock(mutex_);
+        bool finished = false;
+        std::optional<size_t> next;
+        changed_.wait(lock, [&] { return (next = claimable(finished)) || finished; });
+        if (!next) return;
+        index = *next;
+        state_[index] = State::running;
+      }
+      std::exception_ptr error;
+      try {
+        fetcher_->download_one(plan_.files[index]);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      std::lock_guard lock(mutex_);
+      state_[index] = error ? State::failed : State::done;
+      errors_[index] = error;
+      if (error && !first_error_ && !aborted_) first_error_ = error;
+      if (!error && index >= range_begin_ && index < range_end_ && ++done_in_range_ == range_end_ - range_begin_) {
+        FetchStats stats = fetcher_->finish(plan_, start_).stats;
+        stats.files = range_end_ - range_begin_;
+        log_fetched(stats, ", while converting");
+      }
+      changed_.notify_all();
+    }
+  }
+
+  std::unique_ptr<Fetcher> fetcher_;
+  Fetcher::Plan plan_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<State> state_;
+  std::vector<std::exception_ptr> errors_;
+  std::exception_ptr first_error_;
+  size_t range_begin_ = 0, range_end_, cursor_ = 0, limit_ = 0, done_in_range_ = 0;
+  bool aborted_ = false;
+  std::atomic<bool> abort_flag_{false};
+  const std::chrono::steady_clock::time_point start_;
+  std::vector<std::thread> threads_;
+};
+
+// The stat fingerprint a tar source computes from the finished downloads, from the listing:
+// each file's name, size and modification time (a download gets its object's Last-Modified).
+std::optional<std::string> listed_stat_fingerprint(const std::vector<DownloadItem>& files) {
+  Sha256 fp;
+  for (const DownloadItem& f : files) {
+    if (!f.expected_size || !f.listed_mtime) return std::nullopt;
+    const auto modified = std::chrono::file_clock::from_sys(std::chrono::sys_seconds{std::chrono::seconds{*f.listed_mtime}});
+    const auto ns = std::chrono::time_point_cast<fs::file_time_type::duration>(modified).time_since_epoch().count();
+    fp.update(f.dest.filename().string() + "\t" + std::to_string(*f.expected_size) + "\t" + std::to_string(ns) + "\n");
+  }
+  return "stat-shards:" + fp.hex_digest();
+}
+
+bool is_tar_path(const fs::path& p) { return is_tar_name(p.filename().string()); }
+
 }  // namespace
 
 FetchedDataset fetch_remote(const std::vector<std::string>& uris, const RemoteOptions& options) {
@@ -270,10 +444,35 @@ FetchedDataset fetch_remote(const std::vector<std::string>& uris, const RemoteOp
   if (uris.empty()) throw Error(Errc::usage, "no source given");
   Fetcher fetcher(options);
   FetchedDataset out = fetcher.run(uris);
-  slip::detail::info("fetched {} file(s) in {:.1f} s: {} downloaded, {} resumed, {} reused ({:.1f} MB transferred)", out.stats.files,
-                     out.stats.seconds, out.stats.downloaded, out.stats.resumed, out.stats.reused,
-                     static_cast<double>(out.stats.bytes) / 1e6);
+  log_fetched(out.stats, "");
   return out;
 }
+
+namespace detail {
+
+RemoteReading start_remote_reading(const std::vector<std::string>& uris, const RemoteOptions& options, bool may_stream_shards) {
+  const detail::CancelScope cancel_scope(options.cancel);
+  if (uris.empty()) throw Error(Errc::usage, "no source given");
+  const auto start = std::chrono::steady_clock::now();
+  auto fetcher = std::make_unique<Fetcher>(options);
+  Fetcher::Plan plan = fetcher->plan(uris);
+  RemoteReading reading;
+  const bool shards = !plan.litdata && plan.files.size() >= 2 &&
+                      std::all_of(plan.files.begin(), plan.files.end(), [](const DownloadItem& f) { return is_tar_path(f.dest); });
+  if (may_stream_shards && shards)
+    if (auto fingerprint = listed_stat_fingerprint(plan.files)) {
+      reading.fetched.remote_uris = plan.out.remote_uris;
+      for (const auto& f : plan.files) reading.fetched.local_paths.push_back(f.dest.string());
+      reading.fingerprint = std::move(*fingerprint);
+      reading.arrivals = std::make_shared<ArrivingDownloads>(std::move(fetcher), std::move(plan));
+      return reading;
+    }
+  fetcher->run_downloads(plan);
+  reading.fetched = fetcher->finish(plan, start);
+  log_fetched(reading.fetched.stats, "");
+  return reading;
+}
+
+}  // namespace detail
 
 }  // namespace slip

@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "slip/source.hpp"
 
@@ -18,6 +19,8 @@ struct SourceKind {
 
 // The ImageFolder source with its source options ("io-depth").
 std::unique_ptr<Source> open_imagefolder(const std::string& root, const SourceOptions& options);
+// Throws Error(usage) for a setting `kind` does not read (remote settings pass when `remote`).
+void check_source_settings(std::string_view kind, const SourceOptions& options, bool remote);
 // "--io-depth N": 1..1024 requests in flight; throws Error(usage) otherwise.
 uint64_t parse_io_depth(const std::string& text);
 

@@ -14,6 +14,7 @@
 #include <condition_variable>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -22,6 +23,7 @@
 #include "slip/runtime.hpp"
 #include "slip/source.hpp"
 #include "sources/image_extensions.hpp"
+#include "sources/shard_arrivals.hpp"
 #include "sources/shard_list.hpp"
 #include "sources/source_registry.hpp"
 #include "util/cancel.hpp"
@@ -288,8 +290,15 @@ class ShardPipeline {
  public:
   static constexpr uint64_t kShardBufferBytes = uint64_t{16} << 20;
 
-  ShardPipeline(const std::vector<std::string>& shards, TarLimits limits, unsigned window)
-      : shards_(shards), limits_(limits), window_(std::max(1u, window)), queues_(shards.size()), cancel_(detail::current_cancel_flag()) {
+  // `before_open(i)` runs on the reading thread before shard i is opened (waiting for it to
+  // arrive); what it throws is delivered as that shard's error.
+  ShardPipeline(const std::vector<std::string>& shards, TarLimits limits, unsigned window, std::function<void(size_t)> before_open)
+      : shards_(shards),
+        limits_(limits),
+        window_(std::max(1u, window)),
+        before_open_(std::move(before_open)),
+        queues_(shards.size()),
+        cancel_(detail::current_cancel_flag()) {
     const unsigned threads = static_cast<unsigned>(std::min<size_t>(window_, shards_.size()));
     for (unsigned t = 0; t < threads; ++t) workers_.emplace_back([this] { work(); });
   }
@@ -349,6 +358,7 @@ class ShardPipeline {
         shard = next_claim_++;
       }
       try {
+        if (before_open_) before_open_(shard);
         ShardReader reader(shards_[shard], limits_);
         std::vector<Member> group;
         while (reader.read_group(group)) {
@@ -383,6 +393,7 @@ class ShardPipeline {
   std::vector<std::string> shards_;
   TarLimits limits_;
   size_t window_;
+  std::function<void(size_t)> before_open_;
   std::mutex mutex_;
   std::condition_variable changed_;
   std::vector<Queue> queues_;
@@ -394,7 +405,10 @@ class ShardPipeline {
 
 class TarSource final : public Source {
  public:
-  TarSource(std::vector<std::string> shards, const SourceOptions& options) : shards_(std::move(shards)) {
+  // With `arrivals`, shards are read as they arrive and `fingerprint` is the identity's.
+  TarSource(std::vector<std::string> shards, const SourceOptions& options, std::shared_ptr<detail::ShardArrivals> arrivals = {},
+            std::string fingerprint = {})
+      : shards_(std::move(shards)), arrivals_(std::move(arrivals)) {
     if (shards_.empty()) throw Error(Errc::usage, "no tar shards given");
     missing_ = options.get("missing").value_or("error");
     if (missing_ != "error" && missing_ != "skip" && missing_ != "empty") throw Error(Errc::usage, "--missing wants error, skip or empty");
@@ -416,6 +430,11 @@ class TarSource final : public Source {
       if (s == "-") s = spooled_.spool();
       std::error_code ec;
       const fs::path abs = fs::absolute(s, ec).lexically_normal();
+      if (arrivals_) {  // not here yet: nothing to stat
+        uri += (uri.empty() ? "" : "\n") + abs.string();
+        uris.push_back(abs.string());
+        continue;
+      }
       if (!fs::is_regular_file(abs, ec)) throw Error(Errc::io, "no such tar shard").with_path(s);
       // stdin is named "-" (not its random spool file): the same stream finds the same cache.
       const bool from_stdin = spooled_.count(s) > 0;
@@ -431,12 +450,18 @@ class TarSource final : public Source {
     }
     identity_ = {"tar",
                  uri,
-                 (content || !spooled_.empty() ? "sha256-shards:" : "stat-shards:") + fp.hex_digest(),
+                 arrivals_ ? std::move(fingerprint) : (content || !spooled_.empty() ? "sha256-shards:" : "stat-shards:") + fp.hex_digest(),
                  spooled_.count(shards_.front()) ? std::string("stdin") : pattern_name(shards_),
                  {}};
     identity_.uris = std::move(uris);
     infer_schema();
   }
+
+  ~TarSource() override {
+    if (arrivals_) arrivals_->abort();  // wakes readers waiting for a shard, so they can be joined
+  }
+  TarSource(const TarSource&) = delete;
+  TarSource& operator=(const TarSource&) = delete;
 
   const Schema& schema() const override { return schema_; }
   SourceIdentity identity() const override { return identity_; }
@@ -448,6 +473,8 @@ class TarSource final : public Source {
     const uint64_t total = shards_.size();
     FileSlice s{total * index / count, total * (index + 1) / count, total};
     shards_ = std::vector<std::string>(shards_.begin() + static_cast<ptrdiff_t>(s.start), shards_.begin() + static_cast<ptrdiff_t>(s.end));
+    first_shard_ += s.start;
+    if (arrivals_) arrivals_->restrict_to(first_shard_, first_shard_ + shards_.size());
     pipeline_.reset();
     if (shards_.empty()) done_ = true;
     return s;
@@ -541,16 +568,22 @@ class TarSource final : public Source {
 
   bool read_group(std::vector<Member>& group) {
     if (done_) return false;
-    if (!pipeline_) pipeline_ = std::make_unique<ShardPipeline>(shards_, limits_, parallel_shards_);
+    if (!pipeline_)
+      pipeline_ = std::make_unique<ShardPipeline>(shards_, limits_, parallel_shards_, [this](size_t shard) { wait_for(shard); });
     return pipeline_->next(group, shard_);
+  }
+
+  void wait_for(size_t shard) const {
+    if (arrivals_) arrivals_->wait(first_shard_ + shard);
   }
 
   void infer_schema() {
     // Read the first sample, then start over.
     std::vector<Member> first;
     bool found = false;
-    for (const std::string& shard : shards_) {  // the first sample of the first shard that has one
-      ShardReader reader(shard, limits_);
+    for (size_t k = 0; k < shards_.size(); ++k) {  // the first sample of the first shard that has one
+      wait_for(k);
+      ShardReader reader(shards_[k], limits_);
       if ((found = reader.read_group(first))) break;
     }
     if (!found) throw Error(Errc::bad_input, "the tar holds no samples").with_path(shards_.front());
@@ -619,6 +652,8 @@ class TarSource final : public Source {
   std::map<std::string, size_t> field_of_ext_;
   std::vector<std::string> ext_of_field_;
   std::set<std::string> warned_;
+  std::shared_ptr<detail::ShardArrivals> arrivals_;
+  size_t first_shard_ = 0;  // of shards_ in the whole list (a job array's slice)
   std::unique_ptr<ShardPipeline> pipeline_;
   size_t shard_ = 0;   // of the last group returned
   bool done_ = false;  // an empty slice of a job array
@@ -827,6 +862,11 @@ std::unique_ptr<Source> open_tar_shards(const std::vector<std::string>& args, co
   if (layout == "imagefolder") return std::make_unique<TarImageFolderSource>(detail::expand_shards(args), options);
   if (layout != "webdataset") throw Error(Errc::usage, "--layout wants webdataset or imagefolder");
   return std::make_unique<TarSource>(detail::expand_shards(args), options);
+}
+
+std::unique_ptr<Source> detail::open_arriving_tar_shards(const std::vector<std::string>& local_paths, const SourceOptions& options,
+                                                         std::shared_ptr<ShardArrivals> arrivals, std::string fingerprint) {
+  return std::make_unique<TarSource>(local_paths, options, std::move(arrivals), std::move(fingerprint));
 }
 
 }  // namespace slip
