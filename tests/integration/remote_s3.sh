@@ -108,6 +108,11 @@ fp() { $PY -c "import json,sys; print(json.load(open(sys.argv[1]+'/manifest.json
 again=$("$SLIP" convert s3://data/shards/ --download-dir "$WORK/dl4" -o "$WORK/stream" -q)
 [ "$again" = "$streamed" ] || fail "the second run made $again, not $streamed"
 ! grep -q 'shard-00000[12]' "$WORK/gw.log" || fail "the second run fetched more than the first shard: $(grep shard "$WORK/gw.log")"
+# A job-array task fetches the first shard (the schema) and its own slice, no other shard.
+part=$("$SLIP" convert s3://data/shards/ --shard 2/3 --download-dir "$WORK/dl7" -o "$WORK/parts7" -q)
+expect_status 0 "$SLIP" verify "$part"
+got=$(cd "$WORK/dl7/s3/data/shards" && ls shard-*.tar | tr '\n' ' ')
+[ "$got" = "shard-000000.tar shard-000002.tar " ] || fail "--shard 2/3 fetched: $got"
 pass "shards convert while later ones download ($(grep -o 'fetched.*while converting' "$WORK/stream.err")); same bytes and content id as downloading first"
 
 # A streamed shard that fails its check fails the conversion (exit 5, no cache); SIGINT while a
