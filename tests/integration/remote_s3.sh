@@ -69,9 +69,16 @@ pass "every LitData fixture ($(echo $litdata_sets)) from s3:// (listing paginate
 
 # Tar shards: a prefix, a brace range and a glob give the same cache as the local shards.
 local=$("$SLIP" convert "$stage"/shard-00000{0,1,2}.tar --layout imagefolder -o "$WORK/local" -q)
+source_of() { $PY -c "import json,sys; s=json.load(open(sys.argv[1]+'/manifest.json'))['slip']['source']; print(s['uri'], *s.get('uris', []))" "$1"; }
 for uri in "s3://data/shards/" "s3://data/shards/shard-{000000..000002}.tar" "s3://data/shards/*.tar"; do
   remote=$("$SLIP" convert "$uri" --layout imagefolder --jobs 3 -o "$WORK/remote-$RANDOM" -q)
   same_cache "$remote" "$local"
+  # The manifest names what was given, never the download directory.
+  case "$uri" in
+    *'{'*) want="3 tar shards (s3://data/shards/shard-000000.tar .. s3://data/shards/shard-000002.tar) s3://data/shards/shard-000000.tar s3://data/shards/shard-000001.tar s3://data/shards/shard-000002.tar" ;;
+    *) want=$uri ;;
+  esac
+  [ "$(source_of "$remote")" = "$want" ] || fail "the manifest of $uri names: $(source_of "$remote")"
 done
 pass "tar shards from an s3 prefix, a brace range and a glob equal the local conversion"
 
@@ -100,6 +107,7 @@ grep -q "while converting" "$WORK/stream.err" || fail "no 'fetched ... while con
 streamed=$(tail -n1 "$WORK/stream.out")
 local_wds=$("$SLIP" convert "$stage"/shard-00000{0,1,2}.tar -o "$WORK/local-wds" -q)
 same_cache "$streamed" "$local_wds"
+[ "$(source_of "$streamed")" = "s3://data/shards/" ] || fail "the streamed manifest names: $(source_of "$streamed")"
 downloaded=$("$SLIP" convert "$WORK"/dl4/s3/data/shards/shard-00000{0,1,2}.tar -o "$WORK/local-dl" -q)
 fp() { $PY -c "import json,sys; print(json.load(open(sys.argv[1]+'/manifest.json'))['slip']['source']['fingerprint'])" "$1"; }
 [ "$(fp "$streamed")" = "$(fp "$downloaded")" ] || fail "streamed fingerprint $(fp "$streamed") differs from the downloaded files' $(fp "$downloaded")"

@@ -18,6 +18,8 @@ class RemoteSource final : public Source {
     identity_ = local_->identity();
     identity_.uri.clear();
     for (const std::string& uri : remote_uris) identity_.uri.append(identity_.uri.empty() ? "" : "\n").append(uri);
+    // What manifests list: the URIs given, never this machine's download paths.
+    identity_.uris = remote_uris.size() > 1 ? remote_uris : std::vector<std::string>{};
   }
   const Schema& schema() const override { return local_->schema(); }
   SourceIdentity identity() const override { return identity_; }
