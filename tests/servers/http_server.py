@@ -9,6 +9,8 @@ If-None-Match, If-Modified-Since -> 304), and injected faults:
                     although Content-Length promised more
   --fail-first K    answer the first K GETs with 503 (Retry-After: 0)
   --stall-after N   send N bytes of each body, then nothing (the connection stays open)
+  --head-status C   answer every HEAD with status C (405: a server that refuses HEAD)
+  --head-lies-by D  HEAD answers announce a Content-Length D bytes off the file's size
 Every request is appended to --log as one JSON line (method, path, range, status, bytes sent).
 The chosen port is written to --port-file (use --port 0 for a free one). --tls CERT KEY serves
 HTTPS instead.
@@ -34,6 +36,9 @@ def log(entry):
 
 class Handler(QuietHandler):
     def do_HEAD(self):
+        if ARGS.head_status:
+            path = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path)
+            return self.reply_status(ARGS.head_status, None, {"method": "HEAD", "path": path, "range": None})
         self.serve(head=True)
 
     def do_GET(self):
@@ -95,7 +100,7 @@ class Handler(QuietHandler):
         for k, v in validators.items():
             self.send_header(k, v)
         self.send_header("Content-Type", "application/octet-stream")
-        self.send_header("Content-Length", str(length))
+        self.send_header("Content-Length", str(length + (ARGS.head_lies_by if head else 0)))
         if status == 206:
             self.send_header("Content-Range", "bytes %d-%d/%d" % (start, end, size))
         self.end_headers()
@@ -145,6 +150,8 @@ def main():
     p.add_argument("--truncate-at", type=int)
     p.add_argument("--fail-first", type=int, default=0)
     p.add_argument("--stall-after", type=int)
+    p.add_argument("--head-status", type=int, default=0)
+    p.add_argument("--head-lies-by", type=int, default=0)
     p.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
     ARGS = p.parse_args()
     REQUESTS = RequestLog(ARGS.log)

@@ -154,6 +154,29 @@ fs::path local_path_for(const fs::path& download_dir, const std::string& scheme,
   return out;
 }
 
+ObjectInfo probe(const DownloadItem& item, const RemoteOptions& options) {
+  for (unsigned attempt = 1;; ++attempt) {
+    throw_if_interrupted();
+    Transfer t = item.make_get({});
+    t.head_only = true;
+    t.ca_bundle = env_value(options.environment, "CURL_CA_BUNDLE").value_or("");
+    const TransferResult r = perform(t);
+    if (r.ok()) {
+      ObjectInfo info;
+      if (r.filetime >= 0) info.modified = r.filetime;
+      if (auto it = r.headers.find("content-length"); it != r.headers.end()) {
+        const std::string& text = it->second;
+        char* end = nullptr;
+        const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
+        if (!text.empty() && text[0] != '-' && end && *end == '\0') info.size = value;
+      }
+      return info;
+    }
+    if (!is_transient(r) || attempt >= options.retry.attempts) return {};
+    wait_before_retry(options.retry, attempt, &r.headers);
+  }
+}
+
 DownloadOutcome download(const DownloadItem& item, const RemoteOptions& options, uint64_t* bytes) {
   std::error_code ec;
   fs::create_directories(item.dest.parent_path(), ec);
@@ -255,7 +278,8 @@ DownloadOutcome download(const DownloadItem& item, const RemoteOptions& options,
         if (want && have != *want) {
           failure = {true, "downloaded " + std::to_string(have) + " bytes, the server announced " + std::to_string(*want), nullptr};
         } else if (item.expected_size && have != *item.expected_size) {
-          failure = {true, "downloaded " + std::to_string(have) + " bytes, the listing says " + std::to_string(*item.expected_size),
+          failure = {true,
+                     "downloaded " + std::to_string(have) + " bytes, the listing (or HEAD) said " + std::to_string(*item.expected_size),
                      nullptr};
         } else if (item.etag_is_content_md5 && is_md5_hex(etag) && md5_hex_of_file(part) != etag) {
           failure = {true, "the MD5 of the download does not match the ETag " + etag, nullptr};

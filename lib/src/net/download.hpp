@@ -33,6 +33,16 @@ enum class DownloadOutcome { downloaded, resumed, reused };
 // failures, 5xx or mismatched lengths/checksums persist through options.retry.
 DownloadOutcome download(const DownloadItem& item, const RemoteOptions& options, uint64_t* bytes);
 
+// What a HEAD says of the object: its size and Last-Modified (whole seconds), each nullopt
+// when the server does not say. Transient failures are retried as downloads are; any other
+// failure (404, 405 for servers that refuse HEAD) gives nullopt for both: the GET will report
+// what is wrong. Throws only Error(interrupted).
+struct ObjectInfo {
+  std::optional<uint64_t> size;
+  std::optional<int64_t> modified;
+};
+ObjectInfo probe(const DownloadItem& item, const RemoteOptions& options);
+
 // download_dir/<scheme>/<host>/<path...> for a URI, every path segment checked (no "..",
 // ".", empty or NUL segments): remote names never leave the download directory.
 std::filesystem::path local_path_for(const std::filesystem::path& download_dir, const std::string& scheme, const std::string& host,

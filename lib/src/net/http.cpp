@@ -198,6 +198,7 @@ TransferResult perform_once(const Transfer& transfer, const std::string& url, bo
   curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, transfer.limits.connect_timeout_s);
   if (transfer.limits.total_timeout_s > 0) curl_easy_setopt(h, CURLOPT_TIMEOUT, transfer.limits.total_timeout_s);
   curl_easy_setopt(h, CURLOPT_FILETIME, 1L);
+  if (transfer.head_only) curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
   curl_easy_setopt(h, CURLOPT_USERAGENT, ("slip/" + version()).c_str());
   curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error_text);
   curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, &on_header);

@@ -32,6 +32,7 @@ struct Transfer {
   // x-amz-*) are sent to the URL's origin only: a redirect to another origin is refused
   // (perform() follows redirects itself then), never followed with them.
   std::vector<std::string> request_headers;
+  bool head_only = false;  // a HEAD: headers, no body
   TransferLimits limits;
   std::string ca_bundle;  // CA certificates file (CURL_CA_BUNDLE, from the caller's environment); empty: curl's default
   // Called once per response with a 2xx status, before its first body byte.

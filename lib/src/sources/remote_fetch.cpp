@@ -459,6 +459,21 @@ RemoteReading start_remote_reading(const std::vector<std::string>& uris, const R
   RemoteReading reading;
   const bool shards = !plan.litdata && plan.files.size() >= 2 &&
                       std::all_of(plan.files.begin(), plan.files.end(), [](const DownloadItem& f) { return is_tar_path(f.dest); });
+  if (may_stream_shards && shards) {
+    // Files without a listing (HTTP URLs): a HEAD each, `--jobs` at a time, for their sizes
+    // and times. Any server that does not give both means downloading first.
+    std::vector<size_t> unlisted;
+    for (size_t i = 0; i < plan.files.size(); ++i)
+      if (!plan.files[i].expected_size || !plan.files[i].listed_mtime) unlisted.push_back(i);
+    parallel_for(unlisted.size(), std::max(1u, options.jobs), [&](size_t k) {
+      DownloadItem& item = plan.files[unlisted[k]];
+      const net::ObjectInfo info = net::probe(item, options);
+      if (info.size && info.modified) {
+        item.expected_size = info.size;
+        item.listed_mtime = info.modified;
+      }
+    });
+  }
   if (may_stream_shards && shards)
     if (auto fingerprint = listed_stat_fingerprint(plan.files)) {
       reading.fetched.remote_uris = plan.out.remote_uris;
