@@ -48,11 +48,13 @@ int main(int argc, char** argv) {
   // A closed stdout (`slip ls | head -1`) ends the program quietly instead of killing it.
   ::signal(SIGPIPE, SIG_IGN);
   slip::install_interrupt_handlers();
-  // Samples of a MiB or more are mapped and unmapped by malloc, never kept in its arenas:
+  // Samples of 4 MiB or more are mapped and unmapped by malloc, never kept in its arenas:
   // glibc's default threshold grows to the largest block freed, after which 16 MiB samples
   // freed by one thread stay in that thread's arena, and a conversion bounded to 256 MiB in
-  // flight peaked at twice that (tests/integration/tar_bounds.sh).
-  ::mallopt(M_MMAP_THRESHOLD, 1 << 20);
+  // flight peaked at twice that (tests/integration/tar_bounds.sh). Not lower: at 1 MiB, every
+  // 1-4 MiB photo (ImageNet has thousands) was a fresh mapping, its pages faulted in by read()
+  // and unmapped again; that was a third of a page-cache conversion's page faults (perf).
+  ::mallopt(M_MMAP_THRESHOLD, 4 << 20);
   // Smaller blocks freed by the writer are kept for the readers to reuse: with the default 128
   // KiB trim threshold each arena handed its freed samples back to the kernel at once (madvise,
   // TLB shootdowns) and the next read faulted fresh pages in; 40% of a page-cache ImageFolder

@@ -2,6 +2,16 @@
 
 #include <openssl/evp.h>
 #include <xxhash.h>
+// The *_dispatch entry points pick SSE2, AVX2 or AVX-512 at run time (Debian's libxxhash is
+// built with the dispatcher); the plain ones are SSE2 only: 7 against 12 GB/s here.
+#if defined(__x86_64__)
+#include <xxh_x86dispatch.h>
+#define SLIP_XXH3_64 XXH3_64bits_dispatch
+#define SLIP_XXH3_64_UPDATE XXH3_64bits_update_dispatch
+#else
+#define SLIP_XXH3_64 XXH3_64bits
+#define SLIP_XXH3_64_UPDATE XXH3_64bits_update
+#endif
 
 #include <cstdio>
 
@@ -60,7 +70,7 @@ std::string sha256_hex(std::string_view text) {
   return h.hex_digest();
 }
 
-uint64_t xxh3_64(std::span<const std::byte> data) noexcept { return XXH3_64bits(data.data(), data.size()); }
+uint64_t xxh3_64(std::span<const std::byte> data) noexcept { return SLIP_XXH3_64(data.data(), data.size()); }
 
 struct Xxh3::Impl {
   std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state{XXH3_createState(), &XXH3_freeState};
@@ -69,7 +79,7 @@ Xxh3::Xxh3() : impl_(std::make_unique<Impl>()) { XXH3_64bits_reset(impl_->state.
 Xxh3::~Xxh3() = default;
 Xxh3::Xxh3(Xxh3&&) noexcept = default;
 Xxh3& Xxh3::operator=(Xxh3&&) noexcept = default;
-void Xxh3::update(std::span<const std::byte> data) noexcept { XXH3_64bits_update(impl_->state.get(), data.data(), data.size()); }
+void Xxh3::update(std::span<const std::byte> data) noexcept { SLIP_XXH3_64_UPDATE(impl_->state.get(), data.data(), data.size()); }
 uint64_t Xxh3::digest() const noexcept { return XXH3_64bits_digest(impl_->state.get()); }
 
 std::string hex64(uint64_t value) {
