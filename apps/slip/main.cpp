@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
   // glibc's default threshold grows to the largest block freed, after which 16 MiB samples
   // freed by one thread stay in that thread's arena, and a conversion bounded to 256 MiB in
   // flight peaked at twice that (tests/integration/tar_bounds.sh). Not lower: at 1 MiB, every
-  // 1-4 MiB photo (ImageNet has thousands) was a fresh mapping, its pages faulted in by read()
+  // 1-4 MiB photo (ImageNet has them) was a fresh mapping, its pages faulted in by read()
   // and unmapped again; that was a third of a page-cache conversion's page faults (perf).
   ::mallopt(M_MMAP_THRESHOLD, 4 << 20);
   // Smaller blocks freed by the writer are kept for the readers to reuse: with the default 128
