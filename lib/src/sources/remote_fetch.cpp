@@ -327,7 +327,11 @@ class ArrivingDownloads final : public detail::ShardArrivals {
     if (index >= state_.size() || index < range_begin_ || index >= range_end_)
       throw Error(Errc::usage, "shard " + std::to_string(index) + " is not among those being fetched");
     release(index == 0 ? 1 : state_.size());
-    changed_.wait(lock, [&] { return state_[index] == State::done || state_[index] == State::failed || stopped(index); });
+    // The waiting reader carries the conversion's cancel token (the downloads only see signals
+    // and abort()): polled, so a cancelled conversion does not wait out a long download.
+    while (!changed_.wait_for(lock, std::chrono::milliseconds(100),
+                              [&] { return state_[index] == State::done || state_[index] == State::failed || stopped(index); }))
+      throw_if_interrupted();
     if (state_[index] == State::done) return;
     if (state_[index] == State::failed) std::rethrow_exception(errors_[index]);
     if (aborted_) throw Error(Errc::interrupted, "cancelled");
