@@ -23,6 +23,13 @@ expect_status 0 "$SLIP" verify "$timing_cache"
 expect_status 1 "$SLIP" verify "$staged"
 grep -q "a temporary directory of an interrupted run, not a cache" "$WORK/out" || fail "verify of an abandoned staging directory: $(cat "$WORK/out")"
 expect_status 1 "$SLIP" verify "$staged/"
+grep -q "^FAIL \.$(basename "$timing_cache")\.tmp-99999-0badf00d: a temporary directory" "$WORK/out" || fail "verify DIR/ names: $(cat "$WORK/out")"
+# No other command takes it for a cache either.
+for cmd in info cat; do
+  status=0; "$SLIP" $cmd "$staged" $([ $cmd = cat ] && echo 0) >"$WORK/out" 2>"$WORK/err" || status=$?
+  [ "$status" -ne 0 ] && grep -q "a temporary directory of an interrupted run, not a cache" "$WORK/err" ||
+    fail "slip $cmd of a staging directory: exit $status: $(cat "$WORK/err")"
+done
 exec {lock_fd}>"$staged.lock"
 flock -n "$lock_fd"  # this shell is now the run in progress
 expect_status 1 "$SLIP" verify "$staged" --json

@@ -33,3 +33,27 @@ class_shards() {
     i=$((i + 1))
   done
 }
+
+# convert_while_held OUT HELD CMD...: runs the conversion CMD (writing into OUT) in the
+# background, its output in $WORK/stream.out and .err. OVERLAP=1 when its staging directory
+# appeared while HELD, the local copy of a shard still downloading, was not on disk yet (which
+# cannot happen when everything is downloaded before converting); STATUS is CMD's exit status.
+convert_while_held() {
+  local out=$1 held=$2 pid
+  shift 2
+  "$@" >"$WORK/stream.out" 2>"$WORK/stream.err" &
+  pid=$!
+  OVERLAP=0
+  for _ in $(seq 1 400); do
+    if compgen -G "$out/.*.tmp-*[0-9a-f]" >/dev/null; then
+      [ ! -e "$held" ] && OVERLAP=1
+      break
+    fi
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  STATUS=0
+  wait "$pid" || STATUS=$?
+}
+# The stat fingerprint a cache's manifest records for its source.
+fingerprint_of() { $PY -c "import json,sys; print(json.load(open(sys.argv[1]+'/manifest.json'))['slip']['source']['fingerprint'])" "$1"; }

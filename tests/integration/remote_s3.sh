@@ -88,29 +88,17 @@ pass "tar shards from an s3 prefix, a brace range and a glob equal the local con
 # the downloaded files give (the listing's sizes and times are theirs).
 gw4=$(free_port)
 start_gateway "$gw4" --hold shard-000002 --hold-seconds 4
-AWS_ENDPOINT_URL=http://127.0.0.1:$gw4 "$SLIP" -v convert s3://data/shards/ --download-dir "$WORK/dl4" -o "$WORK/stream" \
-  >"$WORK/stream.out" 2>"$WORK/stream.err" &
-pid=$!
-overlap=0
-for _ in $(seq 1 400); do
-  if compgen -G "$WORK/stream/.*.tmp-*[0-9a-f]" >/dev/null; then
-    [ ! -e "$WORK/dl4/s3/data/shards/shard-000002.tar" ] && overlap=1
-    break
-  fi
-  kill -0 "$pid" 2>/dev/null || break
-  sleep 0.05
-done
-status=0; wait "$pid" || status=$?
-[ "$status" -eq 0 ] || { cat "$WORK/stream.err"; fail "streamed conversion exited $status"; }
-[ "$overlap" = 1 ] || fail "the conversion did not start before the last shard was downloaded"
+convert_while_held "$WORK/stream" "$WORK/dl4/s3/data/shards/shard-000002.tar" \
+  env AWS_ENDPOINT_URL=http://127.0.0.1:$gw4 "$SLIP" -v convert s3://data/shards/ --download-dir "$WORK/dl4" -o "$WORK/stream"
+[ "$STATUS" -eq 0 ] || { cat "$WORK/stream.err"; fail "streamed conversion exited $STATUS"; }
+[ "$OVERLAP" = 1 ] || fail "the conversion did not start before the last shard was downloaded"
 grep -q "while converting" "$WORK/stream.err" || fail "no 'fetched ... while converting' line"
 streamed=$(tail -n1 "$WORK/stream.out")
 local_wds=$("$SLIP" convert "$stage"/shard-00000{0,1,2}.tar -o "$WORK/local-wds" -q)
 same_cache "$streamed" "$local_wds"
 [ "$(source_of "$streamed")" = "s3://data/shards/" ] || fail "the streamed manifest names: $(source_of "$streamed")"
 downloaded=$("$SLIP" convert "$WORK"/dl4/s3/data/shards/shard-00000{0,1,2}.tar -o "$WORK/local-dl" -q)
-fp() { $PY -c "import json,sys; print(json.load(open(sys.argv[1]+'/manifest.json'))['slip']['source']['fingerprint'])" "$1"; }
-[ "$(fp "$streamed")" = "$(fp "$downloaded")" ] || fail "streamed fingerprint $(fp "$streamed") differs from the downloaded files' $(fp "$downloaded")"
+[ "$(fingerprint_of "$streamed")" = "$(fingerprint_of "$downloaded")" ] || fail "streamed fingerprint $(fingerprint_of "$streamed") differs from the downloaded files' $(fingerprint_of "$downloaded")"
 # Run again: the cache is found after the first shard (the schema's); no other shard is fetched.
 : >"$WORK/gw.log"
 again=$("$SLIP" convert s3://data/shards/ --download-dir "$WORK/dl4" -o "$WORK/stream" -q)

@@ -11,6 +11,7 @@ If-None-Match, If-Modified-Since -> 304), and injected faults:
   --stall-after N   send N bytes of each body, then nothing (the connection stays open)
   --head-status C   answer every HEAD with status C (405: a server that refuses HEAD)
   --head-lies-by D  HEAD answers announce a Content-Length D bytes off the file's size
+  --head-length T   HEAD answers announce the literal Content-Length T (e.g. one that overflows)
 Every request is appended to --log as one JSON line (method, path, range, status, bytes sent).
 The chosen port is written to --port-file (use --port 0 for a free one). --tls CERT KEY serves
 HTTPS instead.
@@ -100,7 +101,8 @@ class Handler(QuietHandler):
         for k, v in validators.items():
             self.send_header(k, v)
         self.send_header("Content-Type", "application/octet-stream")
-        self.send_header("Content-Length", str(length + (ARGS.head_lies_by if head else 0)))
+        announced = str(length + (ARGS.head_lies_by if head else 0))
+        self.send_header("Content-Length", ARGS.head_length if head and ARGS.head_length is not None else announced)
         if status == 206:
             self.send_header("Content-Range", "bytes %d-%d/%d" % (start, end, size))
         self.end_headers()
@@ -152,6 +154,7 @@ def main():
     p.add_argument("--stall-after", type=int)
     p.add_argument("--head-status", type=int, default=0)
     p.add_argument("--head-lies-by", type=int, default=0)
+    p.add_argument("--head-length")
     p.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
     ARGS = p.parse_args()
     REQUESTS = RequestLog(ARGS.log)

@@ -57,6 +57,8 @@ struct CacheProvenance {
 // accessors check each record against its file and throw Error(bad_input) naming the sample.
 class Cache {
  public:
+  // Throws Error(bad_input) for a slip staging directory (".<name>.tmp-<pid>-<id>"), even a
+  // complete one: it is not a cache until its run renames it.
   static Cache open(const std::filesystem::path& dir);
   ~Cache();
   Cache(Cache&&) noexcept;

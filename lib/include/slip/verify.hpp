@@ -65,7 +65,7 @@ struct VerifyOptions {
 
 // Never throws for problems in the cache (they become issues); throws Error(io/usage) only
 // when the directory cannot be read at all. A slip staging directory (".<name>.tmp-<pid>-<id>")
-// is one issue and nothing else is checked: it is never a cache until its run renames it.
+// is one issue, as Cache::open refuses it: it is never a cache until its run renames it.
 VerifyReport verify_cache(const std::filesystem::path& dir, const VerifyOptions& options = {});
 
 }  // namespace slip

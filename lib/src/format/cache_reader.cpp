@@ -77,6 +77,15 @@ Cache Cache::open(const fs::path& dir) {
   const fs::path manifest_path = dir / detail::kManifestName;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw Error(Errc::io, "not a directory").with_path(dir.string());
+  // A staging directory is never a cache, even once every file is written: a run killed
+  // between its last flush and the rename leaves one that would otherwise open (and verify)
+  // clean.
+  if (const auto staging = detail::temporary_at(dir))
+    throw Error(Errc::bad_input, std::string("a temporary directory of ") +
+                                     (staging->in_progress ? "a run in progress" : "an interrupted run") + ", not a cache: it becomes " +
+                                     staging->final_name + " only when the run renames it" +
+                                     (staging->in_progress ? "" : "; the next run of the same command removes it"))
+        .with_path(staging->path.string());
   if (!present(manifest_path)) throw Error(Errc::bad_input, "not a slipstream cache (no manifest.json)").with_path(dir.string());
   m.manifest_text = detail::read_text_file(manifest_path, detail::Open::cache_file);
   json manifest;

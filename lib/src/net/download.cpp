@@ -5,6 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <charconv>
+#include <system_error>
+
 #include <nlohmann/json.hpp>
 
 #include "net/retry.hpp"
@@ -165,10 +168,11 @@ ObjectInfo probe(const DownloadItem& item, const RemoteOptions& options) {
       ObjectInfo info;
       if (r.filetime >= 0) info.modified = r.filetime;
       if (auto it = r.headers.find("content-length"); it != r.headers.end()) {
+        // Digits only, no overflow: a size that does not parse is no size (download first).
         const std::string& text = it->second;
-        char* end = nullptr;
-        const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
-        if (!text.empty() && text[0] != '-' && end && *end == '\0') info.size = value;
+        uint64_t value = 0;
+        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (!text.empty() && error == std::errc() && end == text.data() + text.size()) info.size = value;
       }
       return info;
     }

@@ -331,16 +331,6 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
     return report;
   };
 
-  // A staging directory is never a cache, even once every file is written: a run killed
-  // between its last fsync and the rename leaves one that would otherwise check clean.
-  if (const auto staging = detail::temporary_at(dir)) {
-    sink.add(staging->path.filename().string(), std::nullopt, "",
-             std::string("a temporary directory of ") + (staging->in_progress ? "a run in progress" : "an interrupted run") +
-                 ", not a cache: it becomes " + detail::escape_for_terminal(staging->final_name) + " only when the run renames it" +
-                 (staging->in_progress ? "" : "; the next run of the same command removes it"));
-    return finish();
-  }
-
   // The manifest's own checksum (slip-written caches).
   const fs::path sum_path = dir / detail::kManifestSumName;
   const bool have_sum = fs::symlink_status(sum_path, ec).type() != fs::file_type::not_found;
