@@ -80,6 +80,14 @@ for length in 99999999999999999999 -1 12abc ''; do  # a HEAD size that does not 
   same_cache "$odd" "$streamed"
   kill "$HTTP_PID"; wait "$HTTP_PID" 2>/dev/null || true
 done
+# A Last-Modified beyond what the file clock holds (the year 2500): no streaming, no overflow;
+# downloaded first, same cache.
+port_future=$(free_port)
+start_http "$port_future" --last-modified 'Fri, 01 Jan 2500 00:00:00 GMT'
+expect_status 0 "$SLIP" -v convert "http://127.0.0.1:$port_future/shards/shard-{000000..000002}.tar" -o "$WORK/future"
+! grep -q "while converting" "$WORK/err" || fail "shards dated 2500 were streamed"
+same_cache "$(tail -n1 "$WORK/out")" "$streamed"
+kill "$HTTP_PID"; wait "$HTTP_PID" 2>/dev/null || true
 port_lies=$(free_port)
 start_http "$port_lies" --head-lies-by -7
 expect_status 5 "$SLIP" convert "http://127.0.0.1:$port_lies/shards/shard-{000000..000002}.tar" --retries 1 --retry-delay 0.05 -o "$WORK/lies"

@@ -12,6 +12,7 @@ If-None-Match, If-Modified-Since -> 304), and injected faults:
   --head-status C   answer every HEAD with status C (405: a server that refuses HEAD)
   --head-lies-by D  HEAD answers announce a Content-Length D bytes off the file's size
   --head-length T   HEAD answers announce the literal Content-Length T (e.g. one that overflows)
+  --last-modified T every answer carries Last-Modified T instead of the file's time
 Every request is appended to --log as one JSON line (method, path, range, status, bytes sent).
 The chosen port is written to --port-file (use --port 0 for a free one). --tls CERT KEY serves
 HTTPS instead.
@@ -69,7 +70,7 @@ class Handler(QuietHandler):
         st = os.stat(full)
         size = st.st_size
         etag = '"%x-%x"' % (size, st.st_mtime_ns)
-        last_modified = email.utils.formatdate(st.st_mtime, usegmt=True)
+        last_modified = ARGS.last_modified or email.utils.formatdate(st.st_mtime, usegmt=True)
         validators = {"ETag": etag, "Last-Modified": last_modified, "Accept-Ranges": "bytes"}
         inm, ims = self.headers.get("If-None-Match"), self.headers.get("If-Modified-Since")
         if inm is not None:
@@ -155,6 +156,7 @@ def main():
     p.add_argument("--head-status", type=int, default=0)
     p.add_argument("--head-lies-by", type=int, default=0)
     p.add_argument("--head-length")
+    p.add_argument("--last-modified")
     p.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
     ARGS = p.parse_args()
     REQUESTS = RequestLog(ARGS.log)

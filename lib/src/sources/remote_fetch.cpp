@@ -97,13 +97,6 @@ class Fetcher {
     bool litdata = false;
   };
 
-  FetchedDataset run(const std::vector<std::string>& uris) {
-    const auto start = std::chrono::steady_clock::now();
-    Plan p = plan(uris);
-    download_all(p.files);
-    return finish(p, start);
-  }
-
   FetchedDataset finish(const Plan& p, std::chrono::steady_clock::time_point start) {
     FetchedDataset out = p.out;
     if (!p.litdata)
@@ -146,7 +139,10 @@ class Fetcher {
     record(outcome, bytes);
   }
 
-  void run_downloads(const Plan& p) { download_all(p.files); }
+  void download_all(const std::vector<DownloadItem>& files) {
+    parallel_for(files.size(), std::max(1u, options_.jobs), [&](size_t i) { download_one(files[i]); });
+  }
+
   const RemoteOptions& options() const noexcept { return options_; }
 
  private:
@@ -275,10 +271,6 @@ class Fetcher {
     (outcome == net::DownloadOutcome::reused    ? stats_.reused
      : outcome == net::DownloadOutcome::resumed ? stats_.resumed
                                                 : stats_.downloaded)++;
-  }
-
-  void download_all(const std::vector<DownloadItem>& files) {
-    parallel_for(files.size(), std::max(1u, options_.jobs), [&](size_t i) { download_one(files[i]); });
   }
 
   const net::S3Client& s3() {
@@ -429,10 +421,14 @@ class ArrivingDownloads final : public detail::ShardArrivals {
 
 // The stat fingerprint a tar source computes from the finished downloads, from the listing:
 // each file's name, size and modification time (a download gets its object's Last-Modified).
+// A time the file clock cannot hold in nanoseconds (a server claiming the year 2500) gives
+// none: the shards are then downloaded first.
 std::optional<std::string> listed_stat_fingerprint(const std::vector<DownloadItem>& files) {
+  static const int64_t latest =
+      std::chrono::file_clock::to_sys(std::chrono::floor<std::chrono::seconds>(fs::file_time_type::max())).time_since_epoch().count();
   Sha256 fp;
   for (const DownloadItem& f : files) {
-    if (!f.expected_size || !f.listed_mtime) return std::nullopt;
+    if (!f.expected_size || !f.listed_mtime || *f.listed_mtime < 0 || *f.listed_mtime >= latest) return std::nullopt;
     const auto modified = std::chrono::file_clock::from_sys(std::chrono::sys_seconds{std::chrono::seconds{*f.listed_mtime}});
     const auto ns = std::chrono::time_point_cast<fs::file_time_type::duration>(modified).time_since_epoch().count();
     fp.update(f.dest.filename().string() + "\t" + std::to_string(*f.expected_size) + "\t" + std::to_string(ns) + "\n");
@@ -445,12 +441,7 @@ bool is_tar_path(const fs::path& p) { return is_tar_name(p.filename().string());
 }  // namespace
 
 FetchedDataset fetch_remote(const std::vector<std::string>& uris, const RemoteOptions& options) {
-  const detail::CancelScope cancel_scope(options.cancel);
-  if (uris.empty()) throw Error(Errc::usage, "no source given");
-  Fetcher fetcher(options);
-  FetchedDataset out = fetcher.run(uris);
-  log_fetched(out.stats, "");
-  return out;
+  return detail::start_remote_reading(uris, options, false).fetched;
 }
 
 namespace detail {
@@ -487,7 +478,7 @@ RemoteReading start_remote_reading(const std::vector<std::string>& uris, const R
       reading.arrivals = std::make_shared<ArrivingDownloads>(std::move(fetcher), std::move(plan));
       return reading;
     }
-  fetcher->run_downloads(plan);
+  fetcher->download_all(plan.files);
   reading.fetched = fetcher->finish(plan, start);
   log_fetched(reading.fetched.stats, "");
   return reading;

@@ -21,7 +21,6 @@
 #include "slip/npy.hpp"
 #include "slip/runtime.hpp"
 #include "slip/yuv420.hpp"
-#include "util/atomic_file.hpp"
 #include "util/file_io.hpp"
 #include "util/untrusted.hpp"
 #include "util/cancel.hpp"
