@@ -59,23 +59,31 @@ class MappedFile {
 // fsync only waits for the tail. A flush costs about as much as the bytes written since the
 // last one (a VM's host cache, an NFS COMMIT, a disk's volatile cache), however early their
 // writeback started: on this project's machines the fsync of a 740 MB cache took 0.33 s after
-// sync_file_range had written every page back, and 0.03 s with this. The first error is kept
-// for the writer to report.
+// sync_file_range had written every page back, and 0.03 s with this. Between flushes, the
+// writeback of each few MiB is started at once (sync_file_range WRITE, no wait, no journal
+// commit), so a flush finds its pages written or on their way instead of writing 64 MiB in one
+// burst while the writer waits on the same pages' locks: a 740 MB conversion from the page
+// cache went from 0.47 to 0.43 s (median of 8, A/B). The first error is kept for the writer to
+// report; a file system without sync_file_range only loses the head start.
 class BackgroundSync {
  public:
   explicit BackgroundSync(int fd);
   ~BackgroundSync();  // waits for a flush in progress
   BackgroundSync(const BackgroundSync&) = delete;
   BackgroundSync& operator=(const BackgroundSync&) = delete;
-  void request() noexcept;  // flush what was written so far (never blocks the caller)
-  int finish() noexcept;    // waits for the thread to end; the first errno, or 0
+  // The file's first `bytes` are written: start their writeback; with `durable`, flush them
+  // (fdatasync). Never blocks the caller.
+  void request(uint64_t bytes, bool durable) noexcept;
+  int finish() noexcept;  // waits for the thread to end; the first errno, or 0
 
  private:
   void run();
   int fd_;
   std::mutex mutex_;
   std::condition_variable wake_;
-  bool requested_ = false, stopping_ = false;
+  uint64_t written_ = 0;         // bytes the writer has handed to the kernel (request)
+  uint64_t writeback_from_ = 0;  // writeback started below this offset
+  bool flush_requested_ = false, stopping_ = false;
   int error_ = 0;
   std::thread thread_;
 };
@@ -108,6 +116,7 @@ class FileWriter {
   size_t used_ = 0;
   uint64_t written_ = 0;
   uint64_t synced_ = 0;                     // bytes already asked to be flushed (write_behind)
+  uint64_t writeback_ = 0;                  // bytes whose writeback was asked to start
   std::unique_ptr<BackgroundSync> syncer_;  // started once the file is large enough to need it
   Xxh3 hash_;
 };
