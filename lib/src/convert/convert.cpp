@@ -409,8 +409,9 @@ void run_pipeline(Source& source, const Schema& schema, const ConvertOptions& op
             result.ledger.push_back({s.source_index, writer.count(), s.origin, field, "transcoded", p.transcode_reason});
             ++result.transcoded;
           }
-          writer.append(s.values, p.sums);
+          writer.append_borrowing(s.values, p.sums);
         }
+        writer.release_borrowed();  // before the batch's bytes are released
         result.stage_seconds.write += seconds_since(t);
         progress.done = result.source_samples;
         progress.bytes = writer.payload_bytes();

@@ -65,7 +65,18 @@ CacheWriter::CacheWriter(fs::path dir, Schema schema) : dir_(std::move(dir)), sc
 
 CacheWriter::~CacheWriter() = default;
 
-void CacheWriter::append(std::span<const Value> values, std::span<const uint64_t> payload_sums) {
+void CacheWriter::append(std::span<const Value> values, std::span<const uint64_t> payload_sums) { append(values, payload_sums, false); }
+
+void CacheWriter::append_borrowing(std::span<const Value> values, std::span<const uint64_t> payload_sums) {
+  append(values, payload_sums, true);
+}
+
+void CacheWriter::release_borrowed() {
+  for (auto& c : columns_)
+    if (c->data) c->data->flush();
+}
+
+void CacheWriter::append(std::span<const Value> values, std::span<const uint64_t> payload_sums, bool borrow) {
   if (values.size() != columns_.size())
     throw Error(Errc::bad_input,
                 "sample has " + std::to_string(values.size()) + " values for " + std::to_string(columns_.size()) + " fields");
@@ -76,7 +87,10 @@ void CacheWriter::append(std::span<const Value> values, std::span<const uint64_t
       case FieldType::image:
       case FieldType::bytes: {
         const uint64_t ptr = c.data->bytes_written();
-        c.data->write(v.bytes);
+        if (borrow)
+          c.data->write_borrowed(v.bytes);
+        else
+          c.data->write(v.bytes);
         const bool image = c.spec.type == FieldType::image;
         c.meta.push_back({ptr, v.bytes.size(), image ? v.height : 0u, image ? v.width : 0u});
         c.sums.push_back(payload_sums[i]);

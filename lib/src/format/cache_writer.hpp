@@ -36,6 +36,11 @@ class CacheWriter {
   // must already hold the stored image's dimensions. `payload_sums` holds the XXH3-64 of each
   // payload field's bytes (indexed like the schema; ignored for other fields).
   void append(std::span<const Value> values, std::span<const uint64_t> payload_sums);
+  // As append, without copying the payload bytes: the caller keeps `values` alive and
+  // unchanged until release_borrowed() (a conversion's batch, released once written).
+  void append_borrowing(std::span<const Value> values, std::span<const uint64_t> payload_sums);
+  // Hands every borrowed byte to the kernel: the values appended so far may be released.
+  void release_borrowed();
   uint64_t count() const noexcept { return count_; }
   uint64_t payload_bytes() const noexcept { return payload_bytes_; }
 
@@ -44,6 +49,7 @@ class CacheWriter {
 
  private:
   struct Column;
+  void append(std::span<const Value> values, std::span<const uint64_t> payload_sums, bool borrow);
   std::filesystem::path dir_;
   Schema schema_;
   std::vector<std::unique_ptr<Column>> columns_;

@@ -123,38 +123,57 @@ FileWriter::~FileWriter() {
 }
 
 void FileWriter::write(std::span<const std::byte> data) {
-  if (data.empty()) return;  // (an empty span may carry a null pointer: memcpy must not see it)
+  if (data.empty()) return;                                        // (an empty span may carry a null pointer: memcpy must not see it)
+  if (data.size() >= buffer_.size()) return write_borrowed(data);  // written before write() returns
+  if (used_ + data.size() > buffer_.size()) flush();
   hash_.update(data);
   written_ += data.size();
-  if (data.size() >= buffer_.size()) {
-    flush();
-    size_t done = 0;
-    while (done < data.size()) {
-      const ssize_t n = ::write(fd_, data.data() + done, data.size() - done);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        throw_errno("cannot write", path_, errno);
-      }
-      done += static_cast<size_t>(n);
-    }
-    write_behind();
-    return;
-  }
-  if (used_ + data.size() > buffer_.size()) flush();
-  std::memcpy(buffer_.data() + used_, data.data(), data.size());
+  std::byte* at = buffer_.data() + used_;
+  std::memcpy(at, data.data(), data.size());
   used_ += data.size();
+  // Adjacent copies make one piece.
+  if (!pending_.empty() && static_cast<std::byte*>(pending_.back().iov_base) + pending_.back().iov_len == at) {
+    pending_.back().iov_len += data.size();
+    pending_bytes_ += data.size();
+  } else {
+    queue(at, data.size());
+  }
+}
+
+void FileWriter::write_borrowed(std::span<const std::byte> data) {
+  if (data.empty()) return;
+  hash_.update(data);
+  written_ += data.size();
+  queue(data.data(), data.size());
+  if (data.size() >= buffer_.size()) flush();  // a large piece: no reason to hold it
+}
+
+void FileWriter::queue(const std::byte* data, size_t size) {
+  constexpr size_t kMaxPieces = 1024;  // IOV_MAX on Linux
+  pending_.push_back({const_cast<std::byte*>(data), size});
+  pending_bytes_ += size;
+  if (pending_bytes_ >= buffer_.size() || pending_.size() >= kMaxPieces) flush();
 }
 
 void FileWriter::flush() {
-  size_t done = 0;
-  while (done < used_) {
-    const ssize_t n = ::write(fd_, buffer_.data() + done, used_ - done);
+  size_t first = 0;  // pieces before it are written
+  while (first < pending_.size()) {
+    const int count = static_cast<int>(pending_.size() - first);
+    const ssize_t n = ::writev(fd_, pending_.data() + first, count);
     if (n < 0) {
       if (errno == EINTR) continue;
       throw_errno("cannot write", path_, errno);
     }
-    done += static_cast<size_t>(n);
+    // A short write: skip the pieces written whole, trim the one written in part.
+    auto left = static_cast<size_t>(n);
+    while (first < pending_.size() && left >= pending_[first].iov_len) left -= pending_[first++].iov_len;
+    if (left > 0) {
+      pending_[first].iov_base = static_cast<std::byte*>(pending_[first].iov_base) + left;
+      pending_[first].iov_len -= left;
+    }
   }
+  pending_.clear();
+  pending_bytes_ = 0;
   used_ = 0;
   write_behind();
 }
@@ -206,7 +225,7 @@ int BackgroundSync::finish() noexcept {
 // with the conversion. Small files (manifests, metadata) never start the thread.
 void FileWriter::write_behind() noexcept {
   constexpr uint64_t kWritebackStep = uint64_t{8} << 20, kFlushStep = uint64_t{64} << 20;
-  const uint64_t on_disk = written_ - used_;
+  const uint64_t on_disk = written_ - pending_bytes_;
   if (on_disk - writeback_ < kWritebackStep) return;
   writeback_ = on_disk;
   const bool flush = on_disk - synced_ >= kFlushStep;
