@@ -64,8 +64,23 @@ grep -q "another conversion" "$WORK/err" || { cat "$WORK/err"; fail "foreign mes
 cp -r "$w" "$WORK/corrupt.parts"
 $PY -c "f=open('$WORK/corrupt.parts/part-00001-of-00003.slipstream/image.bin','r+b'); f.seek(5000); b=f.read(1); f.seek(5000); f.write(bytes([b[0]^1]))"
 expect_status 3 "$SLIP" merge --from "$WORK/corrupt.parts" -o "$WORK/m4"
-grep -q "part-00001-of-00003.slipstream/image.bin: part file checksum mismatch" "$WORK/err" || { cat "$WORK/err"; fail "corrupted message"; }
-[ -z "$(ls -A "$WORK/m1" "$WORK/m2" "$WORK/m3" "$WORK/m4" 2>/dev/null | grep slipstream)" ] || fail "a refused merge left a cache"
+# The payload .bin is checked payload by payload (docs/FORMAT.md#checksums): the message names
+# the file, the sample and its bytes.
+grep "part-00001-of-00003.slipstream/image.bin" "$WORK/err" | grep "does not match its checksum" | grep -q "bytes [0-9]*\.\.[0-9]*" ||
+  { cat "$WORK/err"; fail "corrupted message"; }
+# A byte appended to a part's .bin: no payload covers it, so the part is refused too.
+rm -rf "$WORK/corrupt.parts"
+cp -r "$w" "$WORK/corrupt.parts"
+printf 'x' >> "$WORK/corrupt.parts/part-00002-of-00003.slipstream/image.bin"
+$PY - "$WORK/corrupt.parts/part-00002-of-00003.slipstream" <<'PYEOF'
+import json, sys
+d = sys.argv[1]
+m = json.load(open(d + "/manifest.json"))
+assert "image.bin" not in m["slip"]["checksums"]["files"], "a payload .bin is covered by its payload checksums"
+PYEOF
+expect_status 3 "$SLIP" merge --from "$WORK/corrupt.parts" -o "$WORK/m5"
+grep -q "part-00002-of-00003.slipstream" "$WORK/err" || { cat "$WORK/err"; fail "appended byte not refused"; }
+[ -z "$(ls -A "$WORK/m1" "$WORK/m2" "$WORK/m3" "$WORK/m4" "$WORK/m5" 2>/dev/null | grep slipstream)" ] || fail "a refused merge left a cache"
 pass "merge refuses missing, overlapping, foreign and corrupted parts"
 
 # --status: missing and abandoned parts, exit 1; a killed task rerun merges identically.

@@ -2,6 +2,7 @@
 // source (../shared/fixtures/pyslipstream, with the upstream loader's *.expected.json).
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <functional>
 
 #include <nlohmann/json.hpp>
@@ -11,6 +12,8 @@
 #include "slip/error.hpp"
 #include "slip/hash.hpp"
 #include "slip/verify.hpp"
+#include "format/manifest_io.hpp"
+#include "util/file_io.hpp"
 #include "test_support.hpp"
 
 namespace slip {
@@ -122,7 +125,61 @@ TEST(PyFixtureRoundTrip, SlipWritesTheSameStorageFilesAsPython) {
   const VerifyReport v = verify_cache(r.cache_path);
   EXPECT_TRUE(v.ok());
   EXPECT_TRUE(v.checksums_present);
-  EXPECT_EQ(v.checksums_checked, 24u + 1u + 7u);  // payloads + manifest + 7 files (6 storage + image.xxh3.npy)
+  // payloads + manifest + 6 files: the 5 storage files other than image.bin (covered payload by
+  // payload, docs/FORMAT.md#checksums) + image.xxh3.npy
+  EXPECT_EQ(v.checksums_checked, 24u + 1u + 6u);
+  const json listed = mine["slip"]["checksums"]["files"];
+  EXPECT_FALSE(listed.contains("image.bin"));
+  for (const char* name : {"image.meta.npy", "image.xxh3.npy", "label.npy", "index.npy", "path.bin", "path.offsets.npy"})
+    EXPECT_TRUE(listed.contains(name)) << name;
+}
+
+// Caches of earlier builds list their payload .bin in slip.checksums.files as well: verify still
+// checks it whole (docs/FORMAT.md#checksums). Built here by adding the entry to a fresh cache.
+TEST(PyFixtureRoundTrip, ACacheThatListsItsPayloadBinIsCheckedWholeAsBefore) {
+  SLIP_REQUIRE_SHARED();
+  const fs::path fx = fixture("slipcache-3131b662");
+  test::TempDir tmp;
+  {
+    const Cache py = Cache::open(fx);
+    const size_t fi = *py.field_index("image"), pi = *py.field_index("path");
+    for (uint64_t i = 0; i < py.size(); ++i) {
+      const fs::path p = tmp.path() / "src" / std::string(py.string(pi, i));
+      fs::create_directories(p.parent_path());
+      std::ofstream(p, std::ios::binary)
+          .write(reinterpret_cast<const char*>(py.payload(fi, i).data()), static_cast<std::streamsize>(py.payload(fi, i).size()));
+    }
+  }
+  auto source = open_source((tmp.path() / "src/slipfixture_src").string());
+  ConvertOptions options;
+  options.output_dir = tmp.path() / "out";
+  const fs::path dir = convert(*source, options).cache_path;
+  nlohmann::ordered_json manifest = detail::read_manifest(dir);
+  const auto [size, sum] = detail::xxh3_64_of_file(dir / "image.bin");
+  manifest["slip"]["checksums"]["files"]["image.bin"] = hex64(sum);
+  detail::write_manifest(dir, manifest);
+  const VerifyReport clean = verify_cache(dir);
+  EXPECT_TRUE(clean.ok());
+  EXPECT_EQ(clean.checksums_checked, 24u + 1u + 7u);  // and image.bin, whole
+  // One byte changed inside sample 3: both the payload's and the file's checksum disagree.
+  const MetaRecord r = Cache::open(dir).record(0, 3);
+  {
+    std::fstream f(dir / "image.bin", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(r.data_ptr + r.data_size / 2));
+    char c = 0;
+    f.get(c);
+    f.seekp(static_cast<std::streamoff>(r.data_ptr + r.data_size / 2));
+    f.put(static_cast<char>(c ^ 0x10));
+  }
+  const VerifyReport bad = verify_cache(dir);
+  EXPECT_FALSE(bad.ok());
+  bool payload = false, whole = false;
+  for (const VerifyIssue& i : bad.issues) {
+    payload |= i.message.find("payload checksum mismatch") != std::string::npos && i.sample == std::optional<uint64_t>(3);
+    whole |= i.message.find("file checksum mismatch") != std::string::npos && i.file == "image.bin";
+  }
+  EXPECT_TRUE(payload) << "the changed payload is not named";
+  EXPECT_TRUE(whole) << "the listed whole-file checksum is not checked";
 }
 
 }  // namespace

@@ -112,7 +112,8 @@ void MappedFile::drop_page_cache() const noexcept {
   ::close(fd);
 }
 
-FileWriter::FileWriter(const std::filesystem::path& path, size_t buffer_size) : path_(path.string()), buffer_(buffer_size) {
+FileWriter::FileWriter(const std::filesystem::path& path, size_t buffer_size, Checksum checksum)
+    : path_(path.string()), buffer_(buffer_size), hashing_(checksum == Checksum::xxh3) {
   fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) throw_errno("cannot create", path_, errno);
 }
@@ -126,7 +127,7 @@ void FileWriter::write(std::span<const std::byte> data) {
   if (data.empty()) return;                                        // (an empty span may carry a null pointer: memcpy must not see it)
   if (data.size() >= buffer_.size()) return write_borrowed(data);  // written before write() returns
   if (used_ + data.size() > buffer_.size()) flush();
-  hash_.update(data);
+  if (hashing_) hash_.update(data);
   written_ += data.size();
   std::byte* at = buffer_.data() + used_;
   std::memcpy(at, data.data(), data.size());
@@ -142,7 +143,7 @@ void FileWriter::write(std::span<const std::byte> data) {
 
 void FileWriter::write_borrowed(std::span<const std::byte> data) {
   if (data.empty()) return;
-  hash_.update(data);
+  if (hashing_) hash_.update(data);
   written_ += data.size();
   queue(data.data(), data.size());
   if (data.size() >= buffer_.size()) flush();  // a large piece: no reason to hold it

@@ -98,7 +98,11 @@ class BackgroundSync {
 // all: they go to the kernel in place, gathered with the buffered ones (writev), in order.
 class FileWriter {
  public:
-  explicit FileWriter(const std::filesystem::path& path, size_t buffer_size = 256u << 10);
+  // Checksum::none: a file whose bytes are checked piece by piece elsewhere (a payload `.bin`,
+  // covered by its `<f>.xxh3.npy`); hashing it whole again cost a fifth of a conversion's
+  // writer thread.
+  enum class Checksum { xxh3, none };
+  explicit FileWriter(const std::filesystem::path& path, size_t buffer_size = 256u << 10, Checksum checksum = Checksum::xxh3);
   ~FileWriter();
   FileWriter(const FileWriter&) = delete;
   FileWriter& operator=(const FileWriter&) = delete;
@@ -111,7 +115,7 @@ class FileWriter {
   // Hands everything queued to the kernel; borrowed pieces may be released after it.
   void flush();
   uint64_t bytes_written() const noexcept { return written_; }
-  uint64_t checksum() const noexcept { return hash_.digest(); }
+  uint64_t checksum() const noexcept { return hash_.digest(); }  // (Checksum::xxh3 only)
   // Flushes, fsyncs and closes; errors throw. The destructor closes silently, writing nothing
   // more (borrowed pieces may be gone by then).
   void close();
@@ -130,6 +134,7 @@ class FileWriter {
   uint64_t writeback_ = 0;                  // bytes whose writeback was asked to start
   std::unique_ptr<BackgroundSync> syncer_;  // started once the file is large enough to need it
   Xxh3 hash_;
+  bool hashing_ = true;
 };
 
 // Size and XXH3-64 of a whole file, read in 4 MiB pieces (memory bounded for any size);
