@@ -194,9 +194,9 @@ TEST(CacheBoundary, BadFieldNumberIsSlipErrorNotOutOfRange) {
   SLIP_REQUIRE_SHARED();
   const Cache cache = Cache::open(test::shared_dir() / "fixtures/pyslipstream/slipcache-3131b662");
   const size_t missing = cache.fields().size() + 3;
-  for (auto call : std::vector<std::function<void()>>{[&] { (void)cache.record(missing, 0); }, [&] { (void)cache.payload(missing, 0); },
-                                                      [&] { (void)cache.string(missing, 0); }, [&] { (void)cache.int_value(missing, 0); },
-                                                      [&] { (void)cache.array_bytes(missing, 0); }}) {
+  for (const auto& call : std::vector<std::function<void()>>{
+           [&] { (void)cache.record(missing, 0); }, [&] { (void)cache.payload(missing, 0); }, [&] { (void)cache.string(missing, 0); },
+           [&] { (void)cache.int_value(missing, 0); }, [&] { (void)cache.array_bytes(missing, 0); }}) {
     try {
       call();
       ADD_FAILURE() << "no throw";
