@@ -165,6 +165,7 @@ void FileWriter::flush() {
       if (errno == EINTR) continue;
       throw_errno("cannot write", path_, errno);
     }
+    if (n == 0) throw_errno("cannot write", path_, EIO);  // no progress: never loop on it
     // A short write: skip the pieces written whole, trim the one written in part.
     auto left = static_cast<size_t>(n);
     while (first < pending_.size() && left >= pending_[first].iov_len) left -= pending_[first++].iov_len;
