@@ -2,6 +2,7 @@
 // source (../shared/fixtures/pyslipstream, with the upstream loader's *.expected.json).
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <fstream>
 #include <functional>
 
@@ -134,26 +135,76 @@ TEST(PyFixtureRoundTrip, SlipWritesTheSameStorageFilesAsPython) {
     EXPECT_TRUE(listed.contains(name)) << name;
 }
 
-// Caches of earlier builds list their payload .bin in slip.checksums.files as well: verify still
-// checks it whole (docs/FORMAT.md#checksums). Built here by adding the entry to a fresh cache.
-TEST(PyFixtureRoundTrip, ACacheThatListsItsPayloadBinIsCheckedWholeAsBefore) {
-  SLIP_REQUIRE_SHARED();
-  const fs::path fx = fixture("slipcache-3131b662");
-  test::TempDir tmp;
+// The fixture's source rebuilt under `root` (see the test above) and converted by slip: a cache
+// written by this build.
+fs::path convert_fixture_source(const fs::path& root) {
   {
-    const Cache py = Cache::open(fx);
+    const Cache py = Cache::open(fixture("slipcache-3131b662"));
     const size_t fi = *py.field_index("image"), pi = *py.field_index("path");
     for (uint64_t i = 0; i < py.size(); ++i) {
-      const fs::path p = tmp.path() / "src" / std::string(py.string(pi, i));
+      const fs::path p = root / "src" / std::string(py.string(pi, i));
       fs::create_directories(p.parent_path());
       std::ofstream(p, std::ios::binary)
           .write(reinterpret_cast<const char*>(py.payload(fi, i).data()), static_cast<std::streamsize>(py.payload(fi, i).size()));
     }
   }
-  auto source = open_source((tmp.path() / "src/slipfixture_src").string());
+  auto source = open_source((root / "src/slipfixture_src").string());
   ConvertOptions options;
-  options.output_dir = tmp.path() / "out";
-  const fs::path dir = convert(*source, options).cache_path;
+  options.output_dir = root / "out";
+  return convert(*source, options).cache_path;
+}
+
+bool has_issue(const VerifyReport& report, std::string_view file, std::string_view text) {
+  for (const VerifyIssue& i : report.issues)
+    if (i.file == file && i.message.find(text) != std::string::npos) return true;
+  return false;
+}
+
+// A payload .bin is not in slip.checksums.files: its records must tile it, so bytes no payload
+// covers are found even when the manifest (sizes and checksum) was made to agree with them.
+TEST(PyFixtureRoundTrip, BytesNoPayloadCoversAreFoundWithoutAWholeFileChecksum) {
+  SLIP_REQUIRE_SHARED();
+  test::TempDir tmp;
+  const fs::path dir = convert_fixture_source(tmp.path());
+  ASSERT_TRUE(verify_cache(dir).ok());
+  std::ofstream(dir / "image.bin", std::ios::binary | std::ios::app) << "trailing";
+  nlohmann::ordered_json manifest = detail::read_manifest(dir);
+  manifest["file_sizes"]["image.bin"] = fs::file_size(dir / "image.bin");
+  detail::write_manifest(dir, manifest);
+  const VerifyReport report = verify_cache(dir);
+  EXPECT_FALSE(report.ok());
+  EXPECT_TRUE(has_issue(report, "image.bin", "but the records cover")) << "trailing bytes not found";
+}
+
+// A record moved off its place (a gap, payload 5 read from the wrong bytes), with the records'
+// own checksum made to agree: the contiguity rule and the payload checksum both report it.
+TEST(PyFixtureRoundTrip, ARecordOutOfPlaceIsFoundWithoutAWholeFileChecksum) {
+  SLIP_REQUIRE_SHARED();
+  test::TempDir tmp;
+  const fs::path dir = convert_fixture_source(tmp.path());
+  const fs::path meta = dir / "image.meta.npy";
+  std::string bytes = test::read_file(meta);
+  const uint64_t header = bytes.size() - Cache::open(dir).size() * sizeof(MetaRecord);
+  uint64_t ptr = 0;
+  std::memcpy(&ptr, bytes.data() + header + 5 * sizeof(MetaRecord), 8);
+  ptr += 1;
+  std::memcpy(bytes.data() + header + 5 * sizeof(MetaRecord), &ptr, 8);
+  std::ofstream(meta, std::ios::binary | std::ios::trunc) << bytes;
+  nlohmann::ordered_json manifest = detail::read_manifest(dir);
+  manifest["slip"]["checksums"]["files"]["image.meta.npy"] = hex64(detail::xxh3_64_of_file(meta).second);
+  detail::write_manifest(dir, manifest);
+  const VerifyReport report = verify_cache(dir);
+  EXPECT_FALSE(report.ok());
+  EXPECT_TRUE(has_issue(report, "image.meta.npy", "must be contiguous")) << "the gap is not reported";
+  EXPECT_TRUE(has_issue(report, "image.bin", "payload checksum mismatch")) << "the moved payload is not reported";
+}
+
+// Caches of earlier builds list their payload .bin in slip.checksums.files as well: verify still
+// checks it whole (docs/FORMAT.md#checksums). Built here by adding the entry to a fresh cache.
+TEST(PyFixtureRoundTrip, ACacheThatListsItsPayloadBinIsCheckedWholeAsBefore) {
+  SLIP_REQUIRE_SHARED();
+  test::TempDir tmp;
+  const fs::path dir = convert_fixture_source(tmp.path());
   nlohmann::ordered_json manifest = detail::read_manifest(dir);
   const auto [size, sum] = detail::xxh3_64_of_file(dir / "image.bin");
   manifest["slip"]["checksums"]["files"]["image.bin"] = hex64(sum);
