@@ -108,6 +108,13 @@ pass "--status, kill + rerun: identical merged cache"
 merged=$("$SLIP" merge --from "$WORK"/n1/*.parts -o "$WORK/linked" --link -q)
 [ "$(stat -c %h "$merged/image.bin")" -ge 2 ] || fail "--link did not hard-link"
 diff -r "$single" "$merged" >/dev/null || fail "--link merge differs"
+# The same checks as a copy: one flipped payload byte in the only part is refused, nothing linked.
+cp -r "$WORK"/n1/*.parts "$WORK/corrupt1.parts"
+part1=$(echo "$WORK"/corrupt1.parts/part-*)
+$PY -c "f=open('$part1/image.bin','r+b'); f.seek(7000); b=f.read(1); f.seek(7000); f.write(bytes([b[0]^1]))"
+expect_status 3 "$SLIP" merge --from "$WORK/corrupt1.parts" -o "$WORK/linked-corrupt" --link
+grep "image.bin" "$WORK/err" | grep -q "does not match its checksum" || { cat "$WORK/err"; fail "--link: corrupted part not refused"; }
+[ -z "$(ls -A "$WORK/linked-corrupt" 2>/dev/null | grep slipstream)" ] || fail "--link: a refused merge left a cache"
 pass "--link"
 
 # Resubmitting a missing part keeps the original numbering (the split recorded in array.json),

@@ -97,16 +97,18 @@ void check_part_file(const Part& part, const std::string& name, std::span<const 
     throw Error(Errc::bad_input, "part file checksum mismatch (corrupted part)").with_path((part.dir / name).string());
 }
 
-// A part's payload .bin: against the whole-file checksum when the part records one (parts of
-// earlier builds), otherwise payload by payload against the part's <f>.xxh3.npy, the records tiling
-// the file (what verify checks): a corrupted part is refused either way.
-void check_part_payloads(const Part& part, const Cache& c, size_t field, std::span<const std::byte> bytes) {
+// A part's payload field, whole: its records and payload checksums against the part's
+// manifest, then its .bin: hashed whole when the part lists it (parts of earlier builds),
+// otherwise payload by payload against those checksums, the records tiling the file (what
+// verify checks; docs/FORMAT.md#checksums). A corrupted part is refused either way.
+void check_part_payload_field(const Part& part, const Cache& c, size_t field) {
   const CacheField& f = c.fields()[field];
-  const std::string& bin = f.files[0];
+  const std::string &bin = f.files[0], &records = f.files[1];
+  const std::string sums = detail::checksum_file(f.name);
+  check_part_file(part, records, c.file_bytes(records));
+  check_part_file(part, sums, c.file_bytes(sums));
+  const auto bytes = c.file_bytes(bin);
   if (part.manifest["slip"]["checksums"]["files"].contains(bin)) return check_part_file(part, bin, bytes);
-  check_part_file(part, f.files[1], c.file_bytes(f.files[1]));  // the records
-  const std::string cs = detail::checksum_file(f.name);
-  check_part_file(part, cs, c.file_bytes(cs));  // the payload checksums
   uint64_t expect = 0;
   for (uint64_t i = 0; i < c.size(); ++i) {
     throw_if_interrupted();
@@ -255,23 +257,21 @@ MergeResult merge_parts(const std::vector<fs::path>& inputs, const MergeOptions&
     throw_if_interrupted();
     for (const Cache& c : caches) c.release_resident_pages();  // the previous field's pages
     if (hard_link) {
+      const bool payload_field = is_payload_type(spec.type);
+      if (payload_field) check_part_payload_field(parts[0], caches[0], fi);
       for (const std::string& name : f0.files) {
         std::error_code ec;
         // A payload .bin is covered by its payload checksums (docs/FORMAT.md#checksums).
-        const bool payload_bin = is_payload_type(spec.type) && name == f0.files[0];
-        if (payload_bin)
-          check_part_payloads(parts[0], caches[0], fi, caches[0].file_bytes(name));
-        else
-          check_part_file(parts[0], name, caches[0].file_bytes(name));
+        const bool payload_bin = payload_field && name == f0.files[0];
+        if (!payload_field || (name != f0.files[0] && name != f0.files[1])) check_part_file(parts[0], name, caches[0].file_bytes(name));
         fs::create_hard_link(parts[0].dir / name, out / name, ec);
         if (ec) fs::copy_file(parts[0].dir / name, out / name, ec);
         if (ec) throw Error(Errc::io, "cannot link or copy: " + ec.message()).with_path((out / name).string());
         files.storage_sizes.emplace_back(name, caches[0].file_bytes(name).size());
         if (!payload_bin) files.checksums[name] = xxh3_64(caches[0].file_bytes(name));
       }
-      if (is_payload_type(spec.type)) {
+      if (payload_field) {
         const std::string cs = detail::checksum_file(spec.name);
-        check_part_file(parts[0], cs, caches[0].file_bytes(cs));
         std::error_code ec;
         fs::create_hard_link(parts[0].dir / cs, out / cs, ec);
         if (ec) fs::copy_file(parts[0].dir / cs, out / cs, ec);
@@ -296,11 +296,12 @@ MergeResult merge_parts(const std::vector<fs::path>& inputs, const MergeOptions&
         for (size_t p = 0; p < caches.size(); ++p) {
           const Cache& c = caches[p];
           const auto bytes = c.file_bytes(bin);
-          if (payload)
-            check_part_payloads(parts[p], c, fi, bytes);
-          else
+          if (payload) {
+            check_part_payload_field(parts[p], c, fi);
+          } else {
             check_part_file(parts[p], bin, bytes);
-          check_part_file(parts[p], table, c.file_bytes(table));
+            check_part_file(parts[p], table, c.file_bytes(table));
+          }
           const uint64_t base = bin_out.bytes_written();
           bin_out.write(bytes);
           copied += bytes.size();
@@ -318,8 +319,6 @@ MergeResult merge_parts(const std::vector<fs::path>& inputs, const MergeOptions&
             if (payload) largest = std::max(largest, c.record(fi, i).data_size);
           }
           if (payload) {
-            const std::string cs = detail::checksum_file(spec.name);
-            check_part_file(parts[p], cs, c.file_bytes(cs));
             for (uint64_t i = 0; i < c.size(); ++i) sums.push_back(*c.payload_checksum(fi, i));
           }
           // A part's pages are not needed again: RSS stays at about one part's files, not the
