@@ -76,8 +76,8 @@ void CacheWriter::append_borrowing(std::span<const Value> values, std::span<cons
 }
 
 void CacheWriter::release_borrowed() {
-  for (auto& c : columns_)
-    if (c->data) c->data->flush();
+  for (auto& c : columns_)  // only payload columns borrow; the others keep their small buffers
+    if (c->data && is_payload_type(c->spec.type)) c->data->flush();
 }
 
 void CacheWriter::append(std::span<const Value> values, std::span<const uint64_t> payload_sums, bool borrow) {
