@@ -73,6 +73,9 @@ class ImageFolderSource final : public Source {
     if (root_.has_filename() == false) root_ = root_.parent_path();
     if (!fs::exists(root_, ec)) throw Error(Errc::io, "no such directory").with_path(root_arg);
     if (!fs::is_directory(root_, ec)) throw Error(Errc::bad_input, "not a directory").with_path(root_arg);
+    root_slash_ = root_.string();
+    if (root_slash_.empty() || root_slash_.back() != '/') root_slash_ += '/';
+    root_name_slash_ = root_.filename().string() + "/";
     if (options.scan_snapshot_dir.empty())
       scan(options.progress);
     else
@@ -101,11 +104,10 @@ class ImageFolderSource final : public Source {
     out.values.resize(4);
     for (auto& v : out.values) v = Value{};
     out.problem.reset();
-    const fs::path file = root_ / relative;
-    out.origin = file.string();
+    out.origin = full_path(relative);
     // Files are read ahead of the writer with io-depth requests in flight (util/read_ahead.hpp).
     if (!reader_)
-      reader_ = std::make_unique<detail::ReadAhead>([this](uint64_t i) { return (root_ / entries_.relative(i)).string(); }, pos_,
+      reader_ = std::make_unique<detail::ReadAhead>([this](uint64_t i) { return full_path(entries_.relative(i)); }, pos_,
                                                     entries_.size() - pos_, read_options_);
     detail::ReadResult read = std::move(*reader_->take());
     out.values[0].bytes = std::move(read.bytes);
@@ -113,13 +115,23 @@ class ImageFolderSource final : public Source {
     out.values[1].int_value = entries_.label(pos_);
     out.values[2].int_value = static_cast<int64_t>(pos_);
     // The Python reader stores the path relative to the root's parent (docs/FORMAT.md#imagefolder).
-    const std::string rel = root_.filename().string() + "/" + std::string(relative);
-    out.values[3].bytes.assign(reinterpret_cast<const std::byte*>(rel.data()), reinterpret_cast<const std::byte*>(rel.data()) + rel.size());
+    Bytes& path = out.values[3].bytes;
+    path.resize(root_name_slash_.size() + relative.size());
+    std::memcpy(path.data(), root_name_slash_.data(), root_name_slash_.size());
+    std::memcpy(path.data() + root_name_slash_.size(), relative.data(), relative.size());
     ++pos_;
     return true;
   }
 
  private:
+  // root_ / relative, as fs::path would join them, without parsing a path per image (this
+  // runs twice per sample: the string work of fs::path was a few percent of a conversion).
+  std::string full_path(std::string_view relative) const {
+    std::string full;
+    full.reserve(root_slash_.size() + relative.size());
+    return full.append(root_slash_).append(relative);
+  }
+
   // One class directory walked as sorted(os.walk(class_dir, followlinks=True)) does, except
   // that each directory (device, inode) is entered once: a symbolic link back to an ancestor
   // or to a directory already walked is reported and skipped, never followed again (os.walk
@@ -242,7 +254,6 @@ class ImageFolderSource final : public Source {
     // each probe is a serial round trip (64 of them took imagefolder_slowfs from 7.8x to 3.8x).
     constexpr size_t kProbe = 8;
     unsigned line_threads = threads;
-    const std::string root_prefix = root_.string() + "/";
     for (size_t first = 0; first < entries_.size(); first += kChunk) {
       throw_if_interrupted();
       const size_t count = std::min(kChunk, entries_.size() - first);
@@ -254,11 +265,7 @@ class ImageFolderSource final : public Source {
           fingerprinted.add(std::min<size_t>(256, count - k));
         }
         const std::string_view relative = entries_.relative(i);
-        // root + "/" + relative, built without fs::path: this runs once per image (the
-        // string work was half of a page-cache scan's CPU).
-        std::string full;
-        full.reserve(root_prefix.size() + relative.size());
-        full.append(root_prefix).append(relative);
+        const std::string full = full_path(relative);  // (fs::path's string work was half of a page-cache scan's CPU)
         std::string& line = lines[k];
         line.reserve(relative.size() + 48);
         line.append(relative).push_back('\t');
@@ -330,6 +337,8 @@ class ImageFolderSource final : public Source {
   }
 
   fs::path root_;
+  std::string root_slash_;       // root_ with one trailing '/': the prefix of every image's path
+  std::string root_name_slash_;  // the root's own name and '/': the prefix of the path field
   Schema schema_;
   EntryList entries_;
   std::string fingerprint_;
