@@ -5,7 +5,8 @@
 #  (a) page cache:  slip convert           vs  find | xargs cat > FILE   (the same bytes read and written)
 #  (b) slow FS:     slip convert           vs  find | xargs -P 32 cat > FILE, and vs --io-depth 1
 #                   (tests/servers/slowfs adds 1 ms to every open/stat/read/readdir, as NFS does)
-#  (c) tar shards:  slip convert           vs  cat / zcat of all shards, 2 at a time (the CPUs)
+#  (c) tar shards:  slip convert           vs  cat / zcat of all shards, 2 at a time (the CPUs),
+#                   and vs one cat of all shards into one file (slip too writes one file)
 # Page-cache and tar rows are measured 3 times per side (ROUNDS), alternating, and the best of
 # each is reported; the slow-FS rows once (the serial one takes minutes).
 # Every slip run uses --non-jpeg keep (bytes copied, no transcoding: the storage is measured, not
@@ -83,6 +84,8 @@ row "(a) page cache, ImageFolder" "$src" 'find \| xargs cat > FILE' "cd $src && 
 row "(a) page cache, ImageFolder" "$src" 'find \| xargs cat > FILE; sync FILE' "cd $src && find . -type f | xargs cat > $work/cat.out && sync $work/cat.out"
 row "(c) 100 tar shards" "$work/shards/s{000..099}.tar" "cat, 2 at a time" \
   "ls $work/shards/*.tar | xargs -P 2 -n 1 sh -c 'cat \"\$0\" > $work/cat.\$\$'"
+# slip writes one .bin, whose buffered writes the kernel serializes; the same shape of baseline:
+row "(c) 100 tar shards" "$work/shards/s{000..099}.tar" "cat all > FILE (one file)" "cat $work/shards/*.tar > $work/cat.out"
 row "(c) 100 tar.gz shards" "$work/gz/s{000..099}.tar.gz" "zcat, 2 at a time" \
   "ls $work/gz/*.tar.gz | xargs -P 2 -n 1 sh -c 'zcat \"\$0\" > $work/cat.\$\$'"
 if [ -x "$SLOWFS" ] && [ -e /dev/fuse ] && mkdir -p "$mnt" && "$SLOWFS" "$src" "$mnt" --delay-us 1000; then
