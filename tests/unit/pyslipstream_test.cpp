@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -12,6 +13,7 @@
 #include "slip/convert.hpp"
 #include "slip/error.hpp"
 #include "slip/hash.hpp"
+#include "slip/merge.hpp"
 #include "slip/verify.hpp"
 #include "format/manifest_io.hpp"
 #include "util/file_io.hpp"
@@ -92,26 +94,33 @@ TEST_P(PyFixture, ManifestTextIsWhatOurSerialiserWrites) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, PyFixture, ::testing::Values("slipcache-3131b662", "slipcache-3131b662-yuv420"));
 
-// Rebuild the fixture's source ImageFolder from the JPEG cache (its payloads are the source
-// files verbatim, `path` gives their names), convert it with slip, and compare every
-// storage file byte for byte with what the Python writer produced.
-TEST(PyFixtureRoundTrip, SlipWritesTheSameStorageFilesAsPython) {
-  SLIP_REQUIRE_SHARED();
-  const fs::path fx = fixture("slipcache-3131b662");
-  const Cache py = Cache::open(fx);
-  test::TempDir tmp;
+// The fixture's source ImageFolder rebuilt under `root` from the JPEG cache (its payloads are
+// the source files verbatim, `path` gives their names), converted by slip into root/out.
+ConvertResult convert_fixture_source(const fs::path& root, std::optional<ShardSpec> shard = std::nullopt) {
+  const Cache py = Cache::open(fixture("slipcache-3131b662"));
   const size_t fi = *py.field_index("image"), pi = *py.field_index("path");
   for (uint64_t i = 0; i < py.size(); ++i) {
-    const fs::path p = tmp.path() / "src" / std::string(py.string(pi, i));
+    const fs::path p = root / "src" / std::string(py.string(pi, i));
+    if (fs::exists(p)) continue;  // (a second part of the same source)
     fs::create_directories(p.parent_path());
     std::ofstream(p, std::ios::binary)
         .write(reinterpret_cast<const char*>(py.payload(fi, i).data()), static_cast<std::streamsize>(py.payload(fi, i).size()));
   }
-  auto source = open_source((tmp.path() / "src/slipfixture_src").string());
+  auto source = open_source((root / "src/slipfixture_src").string());
   ConvertOptions options;
-  options.output_dir = tmp.path() / "out";
+  options.output_dir = root / "out";
   options.threads = 2;
-  const ConvertResult r = convert(*source, options);
+  options.shard = shard;
+  return convert(*source, options);
+}
+
+// Convert the rebuilt source with slip and compare every storage file byte for byte with what
+// the Python writer produced.
+TEST(PyFixtureRoundTrip, SlipWritesTheSameStorageFilesAsPython) {
+  SLIP_REQUIRE_SHARED();
+  const fs::path fx = fixture("slipcache-3131b662");
+  test::TempDir tmp;
+  const ConvertResult r = convert_fixture_source(tmp.path());
   ASSERT_EQ(r.written, 24u);
   EXPECT_EQ(r.transcoded, 0u);
   for (const char* name : {"image.bin", "image.meta.npy", "label.npy", "index.npy", "path.bin", "path.offsets.npy"})
@@ -135,25 +144,6 @@ TEST(PyFixtureRoundTrip, SlipWritesTheSameStorageFilesAsPython) {
     EXPECT_TRUE(listed.contains(name)) << name;
 }
 
-// The fixture's source rebuilt under `root` (see the test above) and converted by slip: a cache
-// written by this build.
-fs::path convert_fixture_source(const fs::path& root) {
-  {
-    const Cache py = Cache::open(fixture("slipcache-3131b662"));
-    const size_t fi = *py.field_index("image"), pi = *py.field_index("path");
-    for (uint64_t i = 0; i < py.size(); ++i) {
-      const fs::path p = root / "src" / std::string(py.string(pi, i));
-      fs::create_directories(p.parent_path());
-      std::ofstream(p, std::ios::binary)
-          .write(reinterpret_cast<const char*>(py.payload(fi, i).data()), static_cast<std::streamsize>(py.payload(fi, i).size()));
-    }
-  }
-  auto source = open_source((root / "src/slipfixture_src").string());
-  ConvertOptions options;
-  options.output_dir = root / "out";
-  return convert(*source, options).cache_path;
-}
-
 bool has_issue(const VerifyReport& report, std::string_view file, std::string_view text) {
   for (const VerifyIssue& i : report.issues)
     if (i.file == file && i.message.find(text) != std::string::npos) return true;
@@ -165,7 +155,7 @@ bool has_issue(const VerifyReport& report, std::string_view file, std::string_vi
 TEST(PyFixtureRoundTrip, BytesNoPayloadCoversAreFoundWithoutAWholeFileChecksum) {
   SLIP_REQUIRE_SHARED();
   test::TempDir tmp;
-  const fs::path dir = convert_fixture_source(tmp.path());
+  const fs::path dir = convert_fixture_source(tmp.path()).cache_path;
   ASSERT_TRUE(verify_cache(dir).ok());
   std::ofstream(dir / "image.bin", std::ios::binary | std::ios::app) << "trailing";
   nlohmann::ordered_json manifest = detail::read_manifest(dir);
@@ -181,7 +171,7 @@ TEST(PyFixtureRoundTrip, BytesNoPayloadCoversAreFoundWithoutAWholeFileChecksum) 
 TEST(PyFixtureRoundTrip, ARecordOutOfPlaceIsFoundWithoutAWholeFileChecksum) {
   SLIP_REQUIRE_SHARED();
   test::TempDir tmp;
-  const fs::path dir = convert_fixture_source(tmp.path());
+  const fs::path dir = convert_fixture_source(tmp.path()).cache_path;
   const fs::path meta = dir / "image.meta.npy";
   std::string bytes = test::read_file(meta);
   const uint64_t header = bytes.size() - Cache::open(dir).size() * sizeof(MetaRecord);
@@ -199,12 +189,52 @@ TEST(PyFixtureRoundTrip, ARecordOutOfPlaceIsFoundWithoutAWholeFileChecksum) {
   EXPECT_TRUE(has_issue(report, "image.bin", "payload checksum mismatch")) << "the moved payload is not reported";
 }
 
+// merge checks a part's payload .bin the same way (no whole-file checksum to lean on): a record
+// moved off its place and bytes no payload covers are refused, naming the part's file, even
+// when the part's manifest (sizes, checksums) was made to agree with them.
+TEST(PyFixtureRoundTrip, MergeRefusesAPartWhosePayloadsDoNotTileItsBin) {
+  SLIP_REQUIRE_SHARED();
+  for (const bool append : {false, true}) {
+    test::TempDir tmp;
+    convert_fixture_source(tmp.path(), ShardSpec{0, 2});
+    const fs::path part = convert_fixture_source(tmp.path(), ShardSpec{1, 2}).cache_path;
+    nlohmann::ordered_json manifest = detail::read_manifest(part);
+    if (append) {
+      std::ofstream(part / "image.bin", std::ios::binary | std::ios::app) << "trailing";
+      manifest["file_sizes"]["image.bin"] = fs::file_size(part / "image.bin");
+    } else {
+      const fs::path meta = part / "image.meta.npy";
+      std::string bytes = test::read_file(meta);
+      const uint64_t header = bytes.size() - Cache::open(part).size() * sizeof(MetaRecord);
+      uint64_t ptr = 0;
+      std::memcpy(&ptr, bytes.data() + header + 3 * sizeof(MetaRecord), 8);
+      ptr += 1;
+      std::memcpy(bytes.data() + header + 3 * sizeof(MetaRecord), &ptr, 8);
+      std::ofstream(meta, std::ios::binary | std::ios::trunc) << bytes;
+      manifest["slip"]["checksums"]["files"]["image.meta.npy"] = hex64(detail::xxh3_64_of_file(meta).second);
+    }
+    detail::write_manifest(part, manifest);
+    MergeOptions options;
+    options.output_dir = tmp.path() / "merged";
+    try {
+      merge_parts({part.parent_path()}, options);
+      ADD_FAILURE() << (append ? "trailing bytes" : "a moved record") << " merged";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::bad_input);
+      const std::string what = e.what();
+      EXPECT_NE(what.find((part / "image.bin").string()), std::string::npos) << what;
+      EXPECT_NE(what.find(append ? "payloads cover" : "out of place"), std::string::npos) << what;
+    }
+    EXPECT_FALSE(fs::exists(options.output_dir) && !fs::is_empty(options.output_dir)) << "a refused merge left files";
+  }
+}
+
 // Caches of earlier builds list their payload .bin in slip.checksums.files as well: verify still
 // checks it whole (docs/FORMAT.md#checksums). Built here by adding the entry to a fresh cache.
 TEST(PyFixtureRoundTrip, ACacheThatListsItsPayloadBinIsCheckedWholeAsBefore) {
   SLIP_REQUIRE_SHARED();
   test::TempDir tmp;
-  const fs::path dir = convert_fixture_source(tmp.path());
+  const fs::path dir = convert_fixture_source(tmp.path()).cache_path;
   nlohmann::ordered_json manifest = detail::read_manifest(dir);
   const auto [size, sum] = detail::xxh3_64_of_file(dir / "image.bin");
   manifest["slip"]["checksums"]["files"]["image.bin"] = hex64(sum);
