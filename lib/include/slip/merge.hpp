@@ -36,10 +36,11 @@ struct MergeResult {
 };
 
 // `inputs` is either one work directory (<name>-<id8>.parts/) or the part directories. Checks
-// that the parts are complete and uncorrupted (manifest checksum, file sizes, every file's
-// checksum), belong to the same source and cover it exactly once, then writes the cache a
-// single-process convert writes, byte for byte (with the same SOURCE_DATE_EPOCH), atomically.
-// Throws Error(bad_input) naming the offending part.
+// that the parts are complete and uncorrupted (manifest checksum, file sizes, every listed
+// file's checksum and every payload's, payloads tiling their .bin), belong to the same source
+// and cover it exactly once, then writes the cache a single-process convert writes, byte for
+// byte (with the same SOURCE_DATE_EPOCH), atomically. Throws Error(bad_input) naming the
+// offending part.
 MergeResult merge_parts(const std::vector<std::filesystem::path>& inputs, const MergeOptions& options = {});
 
 struct PartState {
