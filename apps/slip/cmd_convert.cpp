@@ -1,4 +1,4 @@
-// slip convert SRC [-o DIR] [--name N] [--threads N] [--force] [--image-format ...] [--non-jpeg ...] [--on-error ...] [--json]
+// slip convert SRC [-o DIR] [--name N] [--threads N] [--force] [--image-format ...] [--jpeg-restarts] [--non-jpeg ...] [--on-error ...] [--json]
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
@@ -24,6 +24,7 @@ struct ConvertArgs {
   bool force = false;
   std::string non_jpeg = "transcode";
   std::string image_format = "jpeg";
+  bool jpeg_restarts = false;
   std::string on_error = "fail";
   bool allow_empty = false;
   bool dry_run = false;
@@ -58,6 +59,9 @@ Action setup_convert(CLI::App& sub, const GlobalOptions& global) {
                  "no entropy decoding when training)")
       ->check(CLI::IsMember({"jpeg", "yuv420"}))
       ->capture_default_str();
+  sub.add_flag("--jpeg-restarts", a->jpeg_restarts,
+               "Re-encode each JPEG losslessly (same pixels) with restart markers every few blocks, so that crops "
+               "decode only the part of the image under them; convert takes longer (see docs/FORMAT.md#restart-markers)");
   sub.add_option("--on-error", a->on_error, "A bad sample: fail the conversion, or skip it (recorded in the ledger)")
       ->check(CLI::IsMember({"fail", "skip"}))
       ->capture_default_str();
@@ -121,6 +125,9 @@ Action setup_convert(CLI::App& sub, const GlobalOptions& global) {
     options.on_error = a->on_error == "skip" ? OnError::skip : OnError::fail;
     options.allow_empty = a->allow_empty;
     options.image_format = a->image_format == "yuv420" ? StoredFormat::yuv420 : StoredFormat::jpeg;
+    if (a->jpeg_restarts && options.image_format != StoredFormat::jpeg)
+      throw Error(Errc::usage, "--jpeg-restarts applies to JPEG storage, not --image-format yuv420");
+    options.jpeg_restarts = a->jpeg_restarts;
     if (!a->shard.empty()) options.shard = parse_shard(a->shard, process_environment());
     options.max_image_pixels = parse_count(a->max_image_pixels);
     options.max_bytes_in_flight = parse_count(a->max_in_flight);

@@ -47,6 +47,11 @@ struct ConvertOptions {
   // as its exact YUV420 payload (docs/FORMAT.md#yuv420-conversion); the cache is named <name>-yuv420-<id8> and its content id
   // differs from the JPEG cache's of the same source.
   StoredFormat image_format = StoredFormat::jpeg;
+  // jpeg storage: every stored JPEG re-encoded losslessly (same DCT coefficients, so the same
+  // pixels from any decoder) with a restart marker every few MCUs of a row, so that the decode
+  // engine entropy-decodes only the part of an image under a crop (docs/FORMAT.md#restart-markers).
+  // A JPEG libjpeg reports anything about is stored as it came. A byte-affecting option.
+  bool jpeg_restarts = false;
   OnError on_error = OnError::fail;
   // A conversion that leaves no sample (an empty source, or every sample skipped) is an error
   // (Error(bad_input)) unless this is set. Part caches of a job array may always be empty.
@@ -72,7 +77,7 @@ struct ConvertOptions {
 };
 
 // The options that change the bytes of a cache, canonical and sorted: "key=value" lines
-// (convert's non-default --non-jpeg, --on-error, --max-image-pixels; the source's --rename,
+// (convert's non-default --non-jpeg, --on-error, --max-image-pixels, --jpeg-restarts; the source's --rename,
 // --fields, --field, --raw-field, --layout, --image-field, --label-field, --missing,
 // --max-sample-bytes, --allow-truncated). Empty for the defaults. Threads, progress, download
 // and network settings never appear: they do not change the bytes.

@@ -18,6 +18,7 @@
 #include "format/manifest_io.hpp"
 #include "format/staging.hpp"
 #include "convert/manifest_build.hpp"
+#include "image/jpeg_restarts.hpp"
 #include <limits>
 #include <exception>
 #include <atomic>
@@ -77,6 +78,7 @@ std::string canonical_options(const ConvertOptions& options) {
   if (options.non_jpeg != NonJpegPolicy::transcode)
     lines.push_back(std::string("non-jpeg=") + (options.non_jpeg == NonJpegPolicy::keep ? "keep" : "fail"));
   if (options.on_error != OnError::fail) lines.push_back("on-error=skip");
+  if (options.jpeg_restarts && options.image_format == StoredFormat::jpeg) lines.push_back("jpeg-restarts=1");
   if (options.max_image_pixels != ConvertOptions{}.max_image_pixels)
     lines.push_back("max-image-pixels=" + std::to_string(options.max_image_pixels));
   // Source settings that change which samples or bytes are stored, in the order given where
@@ -139,7 +141,13 @@ void store_as_yuv420(Value& v, const RgbImage& rgb) {
   v.raw_channels = 0;
 }
 
-void prepare_image(Value& v, NonJpegPolicy policy, bool to_yuv420, uint64_t max_pixels, Prepared& out, const std::string& field) {
+// --jpeg-restarts: the stored JPEG re-encoded with restart markers, when libjpeg takes it cleanly.
+void add_restarts(Value& v) {
+  if (std::optional<std::vector<std::byte>> reencoded = detail::reencode_with_restarts(v.bytes)) v.bytes.assign(reencoded->begin(), reencoded->end());
+}
+
+void prepare_image(Value& v, NonJpegPolicy policy, bool to_yuv420, bool restarts, uint64_t max_pixels, Prepared& out,
+                   const std::string& field) {
   auto problem = [&](std::string why) {
     out.problem = std::move(why);
     out.problem_field = field;
@@ -161,6 +169,7 @@ void prepare_image(Value& v, NonJpegPolicy policy, bool to_yuv420, uint64_t max_
       for (uint64_t k = 0; k < 3; ++k) rgb.pixels[i * 3 + k] = src[i * c + (c == 1 ? 0 : k)];
     if (to_yuv420) return store_as_yuv420(v, rgb);
     store_as_jpeg(v, rgb);
+    if (restarts) add_restarts(v);
     out.transcoded_fields.push_back(field);
     out.transcode_reason = "raw " + std::to_string(c) + "-channel pixels encoded as RGB JPEG q100";
     return;
@@ -189,6 +198,7 @@ void prepare_image(Value& v, NonJpegPolicy policy, bool to_yuv420, uint64_t max_
     if (h.components != 4) {
       v.width = h.width;
       v.height = h.height;
+      if (restarts) add_restarts(v);
       return;
     }
     why_not_jpeg = "CMYK JPEG (TurboJPEG cannot decode it to RGB)";
@@ -215,6 +225,7 @@ void prepare_image(Value& v, NonJpegPolicy policy, bool to_yuv420, uint64_t max_
         RgbImage rgb = decode_to_rgb(v.bytes);
         if (to_yuv420) return store_as_yuv420(v, rgb);
         store_as_jpeg(v, rgb);
+        if (restarts) add_restarts(v);
         out.transcoded_fields.push_back(field);
         out.transcode_reason = why_not_jpeg + " re-encoded as RGB JPEG q100";
       } catch (const Error& e) {
@@ -225,7 +236,7 @@ void prepare_image(Value& v, NonJpegPolicy policy, bool to_yuv420, uint64_t max_
   }
 }
 
-void prepare(Sample& s, const Schema& schema, NonJpegPolicy policy, uint64_t max_pixels, Prepared& out) {
+void prepare(Sample& s, const Schema& schema, NonJpegPolicy policy, bool restarts, uint64_t max_pixels, Prepared& out) {
   // An image field's stored format travels in its FieldSpec (set by convert()).
   out = Prepared{};
   out.sums.assign(schema.fields.size(), 0);
@@ -243,7 +254,7 @@ void prepare(Sample& s, const Schema& schema, NonJpegPolicy policy, uint64_t max
       return;
     }
     if (spec.type == FieldType::image) {
-      prepare_image(v, policy, spec.image_format == "yuv420", max_pixels, out, spec.name);
+      prepare_image(v, policy, spec.image_format == "yuv420", restarts, max_pixels, out, spec.name);
       if (out.problem) return;
     }
     // A str field must read back as text in numpy and the Python loader (UTF-8 decode).
@@ -437,7 +448,7 @@ void run_pipeline(Source& source, const Schema& schema, const ConvertOptions& op
       const auto t = std::chrono::steady_clock::now();
       pool.run(batch->count, [&](unsigned, size_t i) {
         const detail::CancelScope scope(cancel);
-        prepare(batch->samples[i], schema, options.non_jpeg, options.max_image_pixels, batch->prepared[i]);
+        prepare(batch->samples[i], schema, options.non_jpeg, options.jpeg_restarts, options.max_image_pixels, batch->prepared[i]);
       });
       result.stage_seconds.prepare += seconds_since(t);
       if (!write_queue.push(std::move(*batch))) break;

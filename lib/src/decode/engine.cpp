@@ -95,6 +95,8 @@ struct Worker {
   std::vector<uint8_t> plane_y, plane_cb, plane_cr;
   std::vector<CropWindow> windows;
   std::vector<detail::PixelRect> parts;  // the windows in DCT-scaled pixels (planar multi-crop)
+  std::vector<size_t> restart_ends;      // a restart-marker JPEG's intervals (restart_cut.hpp)
+  std::vector<std::byte> restart_jpeg;   // the intervals under the windows, as a JPEG
   std::vector<uint32_t> sizes;
   RgbImage fallback;
   uint64_t decoded_bytes = 0;
@@ -192,18 +194,60 @@ struct BatchDecoder::Impl {
     // With several windows, only the iMCUs under one of them (their hull leaves much uncovered).
     int x0, y0, x1, y1;
     union_box(w.windows, x0, y0, x1, y1);
+    // A JPEG with restart markers: only the intervals under the hull are decoded, cut out as a
+    // smaller JPEG whose top-left pixel is (cut.x, cut.y) of the image (a multiple of 8 pixels,
+    // so of every scale's pixel too). Anything unusual about it: the whole image, as usual.
+    detail::RestartCut cut{};
+    const bool restarted = options.crop_aware && cut_restart_window(w, payload, x0, y0, x1, y1, cut);
+    DecodedPlanes planes;
+    if (!decode_window_planes(w, denom, x0, y0, x1, y1, cut, planes)) {
+      // A cut that does not decode: the whole image says what is wrong (or decodes after all).
+      if (!restarted || !w.jpeg.read_header(payload, info) || !w.jpeg.planar_capable() ||
+          !decode_window_planes(w, denom, x0, y0, x1, y1, {}, planes)) {
+        fail(w, slot, id, "corrupt JPEG: " + w.jpeg.message());
+        return true;
+      }
+    }
+    resize_planar_crops(w, slot, planes, denom, outputs);
+    return true;
+  }
+
+  // The restart intervals of `payload` (whose header w.jpeg has read) under pixels [x0, x1) x
+  // [y0, y1), cut out as w.restart_jpeg and its header read by w.jpeg (true), or nothing done
+  // and w.jpeg still on `payload` (false).
+  static bool cut_restart_window(Worker& w, std::span<const std::byte> payload, int x0, int y0, int x1, int y1, detail::RestartCut& cut) {
+    detail::RestartGeometry geometry;
+    size_t sof_offset = 0;
+    if (!w.jpeg.restart_geometry(geometry) || !detail::index_restart_intervals(payload, geometry, w.restart_ends) ||
+        !detail::find_frame_header(payload, geometry.entropy_offset, sof_offset) ||
+        !detail::cut_restart_window(payload, geometry, sof_offset, w.restart_ends, static_cast<uint32_t>(x0), static_cast<uint32_t>(y0),
+                                    static_cast<uint32_t>(x1), static_cast<uint32_t>(y1), w.restart_jpeg, cut))
+      return false;
+    JpegImageInfo info;
+    if (w.jpeg.read_header(w.restart_jpeg, info) && w.jpeg.planar_capable() && static_cast<uint32_t>(info.width) == cut.width &&
+        static_cast<uint32_t>(info.height) == cut.height)
+      return true;
+    cut = {};
+    w.jpeg.read_header(payload, info);  // back on the whole image (its header read fine before)
+    return false;
+  }
+
+  // decode_planes of the JPEG whose header w.jpeg has read: the image's pixels [x0, x1) x
+  // [y0, y1) (and w.windows' parts), that JPEG's top-left pixel being (cut.x, cut.y) of the
+  // image; planes in the image's scaled coordinates.
+  static bool decode_window_planes(Worker& w, int denom, int x0, int y0, int x1, int y1, const detail::RestartCut& cut,
+                                   DecodedPlanes& planes) {
+    const int cut_x = static_cast<int>(cut.x) / denom, cut_y = static_cast<int>(cut.y) / denom;
     w.parts.clear();
     if (w.windows.size() > 1)
       for (const CropWindow& win : w.windows)
-        w.parts.push_back(
-            {win.x / denom, win.y / denom, (win.x + win.width + denom - 1) / denom, (win.y + win.height + denom - 1) / denom});
-    DecodedPlanes planes;
-    if (!w.jpeg.decode_planes(denom, x0 / denom, y0 / denom, (x1 + denom - 1) / denom, (y1 + denom - 1) / denom, w.region, planes,
-                              w.parts)) {
-      fail(w, slot, id, "corrupt JPEG: " + w.jpeg.message());
-      return true;
-    }
-    resize_planar_crops(w, slot, planes, denom, outputs);
+        w.parts.push_back({win.x / denom - cut_x, win.y / denom - cut_y, (win.x + win.width + denom - 1) / denom - cut_x,
+                           (win.y + win.height + denom - 1) / denom - cut_y});
+    if (!w.jpeg.decode_planes(denom, x0 / denom - cut_x, y0 / denom - cut_y, (x1 + denom - 1) / denom - cut_x,
+                              (y1 + denom - 1) / denom - cut_y, w.region, planes, w.parts))
+      return false;
+    planes.x_origin += cut_x;
+    planes.y_origin += cut_y;
     return true;
   }
 

@@ -63,6 +63,7 @@ bool JpegRegionDecoder::read_header(std::span<const std::byte> data, JpegImageIn
   info.width = static_cast<int>(cinfo_.image_width);
   info.height = static_cast<int>(cinfo_.image_height);
   info.components = cinfo_.num_components;
+  entropy_offset_ = data.size() - cinfo_.src->bytes_in_buffer;
   info.rgb_capable = cinfo_.jpeg_color_space == JCS_YCbCr || cinfo_.jpeg_color_space == JCS_GRAYSCALE || cinfo_.jpeg_color_space == JCS_RGB;
   if (warned_) {
     jpeg_abort_decompress(&cinfo_);
@@ -126,6 +127,19 @@ bool JpegRegionDecoder::planar_capable() const {
         c[i].v_samp_factor != c[1].v_samp_factor)
       return false;
   }
+  return true;
+}
+
+bool JpegRegionDecoder::restart_geometry(RestartGeometry& geometry) const {
+  if (cinfo_.restart_interval == 0 || cinfo_.progressive_mode || cinfo_.comps_in_scan != cinfo_.num_components) return false;
+  geometry.width = cinfo_.image_width;
+  geometry.height = cinfo_.image_height;
+  // A one-component scan's MCU is one block; an interleaved scan's, the largest sampling factors.
+  const bool single = cinfo_.num_components == 1;
+  geometry.mcu_width = single ? DCTSIZE : static_cast<uint32_t>(cinfo_.max_h_samp_factor) * DCTSIZE;
+  geometry.mcu_height = single ? DCTSIZE : static_cast<uint32_t>(cinfo_.max_v_samp_factor) * DCTSIZE;
+  geometry.interval = cinfo_.restart_interval;
+  geometry.entropy_offset = entropy_offset_;
   return true;
 }
 

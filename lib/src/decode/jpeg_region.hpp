@@ -15,6 +15,8 @@
 #include <cstdio>  // jpeglib.h needs FILE
 #include <jpeglib.h>
 
+#include "decode/restart_cut.hpp"
+
 namespace slip::detail {
 
 struct JpegImageInfo {
@@ -77,6 +79,9 @@ class JpegRegionDecoder {
   // bytes. Multi-crop windows leave much of their hull uncovered.
   bool decode_planes(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch, DecodedPlanes& out,
                      std::span<const PixelRect> parts = {});
+  // The image read by read_header as restart intervals (restart_cut.hpp): false unless it is a
+  // single-scan (sequential, interleaved or one-component) JPEG with a restart interval.
+  bool restart_geometry(RestartGeometry& geometry) const;
   // The image size at scale 1/denom, valid after read_header.
   void scaled_size(int denom, int& width, int& height);
 
@@ -98,6 +103,7 @@ class JpegRegionDecoder {
   ErrorManager error_{};
   std::string message_;
   bool warned_ = false;
+  size_t entropy_offset_ = 0;  // where read_header's data has its first scan's entropy-coded bytes
   // jpeg_read_raw_data's row pointers: v_samp_factor * DCT_scaled_size (<= 4 * 8) per plane.
   JSAMPROW raw_rows_[3][32] = {};
 };
