@@ -294,11 +294,12 @@ TEST(DecodePixels, CenterPipelineCloseToResize256CenterCrop224) {
 struct SampleCache {
   test::TempDir tmp;
   std::optional<Cache> cache;
-  explicit SampleCache(const fs::path& src) {
+  explicit SampleCache(const fs::path& src, bool jpeg_restarts = false) {
     auto source = open_source(src.string());
     ConvertOptions opt;
     opt.output_dir = tmp.path() / "out";
     opt.non_jpeg = NonJpegPolicy::keep;
+    opt.jpeg_restarts = jpeg_restarts;
     cache.emplace(Cache::open(convert(*source, opt).cache_path));
   }
 };
@@ -340,6 +341,39 @@ TEST(DecodeEngine, OneAndTwoThreadsGiveIdenticalBatches) {
       for (int ch = 0; ch < 3; ++ch)
         ASSERT_NEAR(f32[ch * pixels + p], (u8[p * 3 + ch] / 255.0f - o.mean[ch]) / o.std[ch], 1e-5) << pipeline;
   }
+}
+
+// A cache converted with --jpeg-restarts holds other bytes (re-encoded with restart markers) but
+// the same coefficients, and the engine decodes only the restart intervals under the crops:
+// every pipeline, planar and Pillow-exact, gives the plain cache's crops to the byte.
+TEST(DecodeEngine, RestartMarkerCacheGivesThePlainCachesCrops) {
+  const fs::path sample = fs::path(SLIP_SOURCE_DIR) / "examples/sample";
+  SampleCache plain(sample), restarted(sample, true);
+  ASSERT_EQ(plain.cache->size(), restarted.cache->size());
+  uint64_t differing_payloads = 0, reencodable = 0;
+  for (uint64_t id = 0; id < plain.cache->size(); ++id) {
+    const auto a = plain.cache->payload(0, id), b = restarted.cache->payload(0, id);
+    differing_payloads += a.size() != b.size() || std::memcmp(a.data(), b.data(), a.size()) != 0;
+    JpegHeader h;
+    reencodable += parse_jpeg_header(a, h) && h.components != 4;  // CMYK (kept by --non-jpeg keep) is left as it is
+  }
+  EXPECT_EQ(differing_payloads, reencodable) << "every YCbCr and grayscale JPEG is re-encoded";
+  EXPECT_GE(reencodable, 30u);
+  for (const char* pipeline : {"rrc", "direct-rrc", "center", "multicrop"})
+    for (ResampleMode mode : {ResampleMode::planar, ResampleMode::rgb}) {
+      DecodeOptions o;
+      o.groups = pipeline_crop_groups(pipeline);
+      o.flip_probability = 0.5;
+      o.seed = 5;
+      o.resample = mode;
+      for (uint64_t epoch : {0, 1, 2})
+        EXPECT_EQ(run_batch(*plain.cache, o, epoch), run_batch(*restarted.cache, o, epoch))
+            << pipeline << (mode == ResampleMode::rgb ? " rgb" : " planar") << " epoch " << epoch;
+    }
+  BatchDecoder plain_engine(*plain.cache, DecodeOptions{}), restarted_engine(*restarted.cache, DecodeOptions{});
+  std::vector<uint64_t> ids(plain.cache->size());
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = i;
+  EXPECT_EQ(plain_engine.decode_full(ids), restarted_engine.decode_full(ids));
 }
 
 // Flip mirrors the unflipped crop exactly.
