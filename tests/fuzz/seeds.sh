@@ -23,6 +23,15 @@ for f in "$shared/corpus/imagenet_like/n02979186/n02979186_11501.JPEG" "$shared/
     { printf "\x$control"; cat "$f"; } > "$out/fuzz_engine_jpeg/$control-$(basename "$f")"
   done
 done
+# Restart markers: the same small JPEGs, re-encoded by the target itself (top bit) or not, and
+# the corpus photos written with restart markers (one interval per MCU row; 5 MCUs).
+for f in "$shared/corpus/imagenet_like/n02979186/n02979186_11501.JPEG" "$shared/corpus/imagenet_like/n03888605/n03888605_7974.JPEG" \
+         "$shared/corpus/imagenet_like/n03417042/n03417042_11319.JPEG" "$shared/corpus/imagenet_like/n03888605/n03888605_13171.JPEG" \
+         $(find "$src/examples/sample" -type f | LC_ALL=C sort | head -4); do
+  for control in 80 9b e5 2d; do
+    { printf "\x$control"; cat "$f"; } > "$out/fuzz_restart_cut/$control-$(basename "$f")"
+  done
+done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/tiny/a" "$tmp/tiny/b"
