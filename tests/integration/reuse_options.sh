@@ -35,7 +35,7 @@ pass "--on-error skip vs fail: different caches; reused --json reports the store
 # Each byte-affecting option gives its own cache; byte-neutral ones keep the id.
 ids() { "$SLIP" convert "$r" -o "$WORK/o" --on-error skip --dry-run "$@" 2>/dev/null | tail -1; }
 base=$(ids)
-for opt in "--non-jpeg keep" "--non-jpeg fail" "--max-image-pixels 1000000"; do
+for opt in "--non-jpeg keep" "--non-jpeg fail" "--max-image-pixels 1000000" "--jpeg-restarts"; do
   other=$(ids $opt)
   [ "$other" != "$base" ] || fail "$opt does not change the content id"
 done
