@@ -4,7 +4,8 @@
 # efficiency reported is the minimum over the runs, each against the limit measured in its own
 # run. Then the decode engine's goals (issue 23) against those minima, and whether any run was
 # too noisy to judge (epochs more than 10% apart).
-# 1-thread rows show the thread scaling.
+# 1-thread rows show the thread scaling. "(restarts)" rows run on the same corpus converted with
+# --jpeg-restarts (docs/FORMAT.md#restart-markers), against the full decode of those images.
 # Usage: bench/figures.sh [path/to/slip] [path/to/shared] [--write-readme]
 #   --write-readme  also replaces the table between the bench-figures markers in README.md
 set -euo pipefail
@@ -18,12 +19,17 @@ PY=/usr/bin/python3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cache=$("$SLIP" convert "$SHARED/corpus/imagenet_like" -o "$work" -q)
+# The same images re-encoded with restart markers (convert --jpeg-restarts): rows marked
+# "(restarts)" run on it, each against the full decode of its own images.
+restarts=$("$SLIP" convert "$SHARED/corpus/imagenet_like" -o "$work" -q --jpeg-restarts)
 # Rows run on 2 threads; the "-j 1" rows show the thread scaling on the same images.
 rows=(
   "-p raw" "-p decode" "-p center" "-p center --resample rgb" "-p center --no-crop-aware"
   "-p rrc" "-p rrc --resample rgb" "-p rrc --no-crop-aware" "-p direct-rrc"
   "-p multicrop" "-p multicrop --resample rgb" "-p multicrop --filter bicubic" "-p rrc --order shuffle"
   "-p decode -j 1" "-p rrc -j 1" "-p multicrop -j 1"
+  "(restarts) -p decode" "(restarts) -p center" "(restarts) -p rrc" "(restarts) -p direct-rrc" "(restarts) -p multicrop"
+  "(restarts) -p multicrop --filter bicubic" "(restarts) -p rrc -j 1"
 )
 : >"$work/runs.jsonl"
 for run in $(seq "$RUNS"); do
@@ -31,7 +37,9 @@ for run in $(seq "$RUNS"); do
     # shellcheck disable=SC2086 # the row's flags are words
     threads=(-j 2)
     [[ "$args" == *"-j "* ]] && threads=()
-    "$SLIP" bench "$cache" "${threads[@]}" -e 3 --json $args |
+    target=$cache flags=$args
+    [[ "$args" == "(restarts) "* ]] && target=$restarts flags=${args#"(restarts) "}
+    "$SLIP" bench "$target" "${threads[@]}" -e 3 --json $flags |
       $PY -c 'import json, sys; d = json.load(sys.stdin); d["row"] = sys.argv[1]; d["run"] = int(sys.argv[2]); print(json.dumps(d))' "$args" "$run" \
         >>"$work/runs.jsonl"
   done
@@ -66,12 +74,14 @@ for row in order:
 print()
 print("%s; batch 256, best of 3 epochs per run; `*`: a run whose epochs were more than 10%% apart (noisy)." % machine)
 scaling = [(p, by_row.get("-p %s -j 1" % p), by_row.get("-p %s" % p)) for p in ("decode", "rrc", "multicrop")]
+scaling.append(("rrc (restarts)", by_row.get("(restarts) -p rrc -j 1"), by_row.get("(restarts) -p rrc")))
 parts = ["%s %.2fx" % (p, max(d["best_images_per_second"] for d in two) / max(d["best_images_per_second"] for d in one))
          for p, one, two in scaling if one and two]
 if parts:
     print("Thread scaling, 2 threads over 1 (best runs): %s." % ", ".join(parts))
 goals = [("-p decode", 0.95), ("-p center", 1.4), ("-p rrc", 1.6), ("-p direct-rrc", 1.6), ("-p multicrop", 1.0),
          ("-p multicrop --filter bicubic", 0.9)]
+goals += [("(restarts) " + row, target) for row, target in goals]
 print()
 print("| goal (min over runs) | target | measured | met |")
 print("| --- | ---: | ---: | --- |")
