@@ -198,7 +198,7 @@ struct BatchDecoder::Impl {
     // smaller JPEG whose top-left pixel is (cut.x, cut.y) of the image (a multiple of 8 pixels,
     // so of every scale's pixel too). Anything unusual about it: the whole image, as usual.
     detail::RestartCut cut{};
-    const bool restarted = options.crop_aware && cut_restart_window(w, payload, x0, y0, x1, y1, cut);
+    const bool restarted = options.crop_aware && cut_restart_window(w, payload, x0, y0, x1, y1, cut, true);
     DecodedPlanes planes;
     if (!decode_window_planes(w, denom, x0, y0, x1, y1, cut, planes)) {
       // A cut that does not decode: the whole image says what is wrong (or decodes after all).
@@ -214,8 +214,10 @@ struct BatchDecoder::Impl {
 
   // The restart intervals of `payload` (whose header w.jpeg has read) under pixels [x0, x1) x
   // [y0, y1), cut out as w.restart_jpeg and its header read by w.jpeg (true), or nothing done
-  // and w.jpeg still on `payload` (false).
-  static bool cut_restart_window(Worker& w, std::span<const std::byte> payload, int x0, int y0, int x1, int y1, detail::RestartCut& cut) {
+  // and w.jpeg still on `payload` (false). `planar`: the cut must suit decode_planes, else
+  // decode_region.
+  static bool cut_restart_window(Worker& w, std::span<const std::byte> payload, int x0, int y0, int x1, int y1, detail::RestartCut& cut,
+                                 bool planar) {
     detail::RestartGeometry geometry;
     size_t sof_offset = 0;
     if (!w.jpeg.restart_geometry(geometry) || !detail::index_restart_intervals(payload, geometry, w.restart_ends) ||
@@ -224,7 +226,8 @@ struct BatchDecoder::Impl {
                                     static_cast<uint32_t>(x1), static_cast<uint32_t>(y1), w.restart_jpeg, cut))
       return false;
     JpegImageInfo info;
-    if (w.jpeg.read_header(w.restart_jpeg, info) && w.jpeg.planar_capable() && static_cast<uint32_t>(info.width) == cut.width &&
+    if (w.jpeg.read_header(w.restart_jpeg, info) && (planar ? w.jpeg.planar_capable() : info.rgb_capable) &&
+        static_cast<uint32_t>(info.width) == cut.width &&
         static_cast<uint32_t>(info.height) == cut.height)
       return true;
     cut = {};
@@ -402,13 +405,22 @@ struct BatchDecoder::Impl {
       const int margin = options.crop_aware && !full ? 16 : 0;
       const int rx0 = std::max(0, x0 / denom - margin), ry0 = std::max(0, y0 / denom - margin);
       const int rx1 = (x1 + denom - 1) / denom + margin, ry1 = (y1 + denom - 1) / denom + margin;
+      // Restart markers: only the intervals under the region (margin included, so the cut's
+      // own edges, which fancy upsampling treats as image edges, stay outside the windows).
+      detail::RestartCut cut{};
+      const bool restarted = options.crop_aware && !full && cut_restart_window(w, payload, rx0 * denom, ry0 * denom, rx1 * denom, ry1 * denom, cut, false);
+      int cut_x = static_cast<int>(cut.x) / denom, cut_y = static_cast<int>(cut.y) / denom;
       DecodedRegion region;
-      if (!w.jpeg.decode_region(denom, rx0, ry0, rx1, ry1, w.region, region)) {
-        fail(w, slot, id, "corrupt JPEG: " + w.jpeg.message());
-        return false;
+      if (!w.jpeg.decode_region(denom, rx0 - cut_x, ry0 - cut_y, rx1 - cut_x, ry1 - cut_y, w.region, region)) {
+        // A cut that does not decode: the whole image says what is wrong (or decodes after all).
+        cut_x = cut_y = 0;
+        if (!restarted || !w.jpeg.read_header(payload, info) || !w.jpeg.decode_region(denom, rx0, ry0, rx1, ry1, w.region, region)) {
+          fail(w, slot, id, "corrupt JPEG: " + w.jpeg.message());
+          return false;
+        }
       }
-      view = {region.data + static_cast<size_t>(region.x_offset) * 3, std::min(rx1, region.scaled_width) - rx0,
-              std::min(ry1, region.scaled_height) - ry0, region.stride};
+      view = {region.data + static_cast<size_t>(region.x_offset) * 3, std::min(rx1, region.scaled_width + cut_x) - rx0,
+              std::min(ry1, region.scaled_height + cut_y) - ry0, region.stride};
       inv_scale = 1.0 / denom;
       origin_x = rx0;
       origin_y = ry0;
