@@ -1,4 +1,5 @@
-// slip convert SRC [-o DIR] [--name N] [--threads N] [--force] [--image-format ...] [--jpeg-restarts] [--non-jpeg ...] [--on-error ...] [--json]
+// slip convert SRC [-o DIR] [--name N] [--threads N] [--force] [--image-format ...] [--jpeg-restarts] [--non-jpeg ...] [--on-error ...]
+// [--json]
 #include <algorithm>
 #include <filesystem>
 #include <iostream>

@@ -40,8 +40,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint32_t x1 = x0 + 1 + (w - x0) * (control & 3) / 4, y1 = y0 + 1 + (h - y0) * ((control >> 2) & 3) / 4;
   slip::detail::RestartCut cut;
   if (!slip::detail::cut_restart_window(bytes, geometry, sof, ends, x0, y0, x1, y1, cut_jpeg, cut)) return 0;
-  if (cut.x > x0 || cut.y > y0 || cut.x + cut.width > w || cut.y + cut.height > h || cut_jpeg.size() > bytes.size() + 16)
-    __builtin_trap();
+  if (cut.x > x0 || cut.y > y0 || cut.x + cut.width > w || cut.y + cut.height > h || cut_jpeg.size() > bytes.size() + 16) __builtin_trap();
   if (!jpeg.read_header(cut_jpeg, info)) return 0;
   if (static_cast<uint32_t>(info.width) != cut.width || static_cast<uint32_t>(info.height) != cut.height) return 0;
   if (!jpeg.planar_capable()) return 0;

@@ -131,8 +131,8 @@ int check_reencoded(const std::vector<std::byte>& original, const std::string& n
         continue;
       }
       std::ostringstream where;
-      where << name << " 1/" << denom << " window [" << x0 << "," << x1 << ")x[" << y0 << "," << y1 << ") cut at " << cut.x << ","
-            << cut.y << " " << cut.width << "x" << cut.height;
+      where << name << " 1/" << denom << " window [" << x0 << "," << x1 << ")x[" << y0 << "," << y1 << ") cut at " << cut.x << "," << cut.y
+            << " " << cut.width << "x" << cut.height;
       EXPECT_LE(cut.x, x0) << where.str();
       EXPECT_LE(cut.y, y0) << where.str();
       EXPECT_GE(cut.x + cut.width, std::min(x1, w)) << where.str();
@@ -153,13 +153,14 @@ int check_reencoded(const std::vector<std::byte>& original, const std::string& n
       for (int p = 0; p < part.planes; ++p) {
         const double sx = p == 0 ? 1.0 : part.chroma_scale_x, sy = p == 0 ? 1.0 : part.chroma_scale_y;
         const auto ox = static_cast<size_t>(cut.x / denom * sx), oy = static_cast<size_t>(cut.y / denom * sy);
-        const bool inside = ox + part.width[p] <= static_cast<size_t>(whole.width[p]) && oy + part.height[p] <= static_cast<size_t>(whole.height[p]);
+        const bool inside =
+            ox + part.width[p] <= static_cast<size_t>(whole.width[p]) && oy + part.height[p] <= static_cast<size_t>(whole.height[p]);
         EXPECT_TRUE(inside) << where.str() << " plane " << p;
         if (!inside) continue;
         int mismatches = 0;
         for (int y = 0; y < part.height[p]; ++y)
-          mismatches += std::memcmp(part.data[p] + static_cast<size_t>(y) * part.stride[p],
-                                    whole.data[p] + (oy + y) * whole.stride[p] + ox, static_cast<size_t>(part.width[p])) != 0;
+          mismatches += std::memcmp(part.data[p] + static_cast<size_t>(y) * part.stride[p], whole.data[p] + (oy + y) * whole.stride[p] + ox,
+                                    static_cast<size_t>(part.width[p])) != 0;
         EXPECT_EQ(mismatches, 0) << where.str() << " plane " << p;
       }
       ++checked;
@@ -185,7 +186,8 @@ TEST(JpegRestarts, EverySamplingBaselineAndProgressive) {
   for (const auto& [name, samp] : samplings)
     for (bool progressive : {false, true})
       for (const auto& [w, h] : {std::pair{333, 217}, std::pair{500, 375}, std::pair{17, 9}, std::pair{1, 1}}) {
-        const std::string label = std::string(name) + (progressive ? " progressive " : " baseline ") + std::to_string(w) + "x" + std::to_string(h);
+        const std::string label =
+            std::string(name) + (progressive ? " progressive " : " baseline ") + std::to_string(w) + "x" + std::to_string(h);
         check_reencoded(synthetic_jpeg(w, h, samp, progressive), label, static_cast<uint32_t>(w * 7 + samp));
       }
 }

@@ -143,7 +143,8 @@ void store_as_yuv420(Value& v, const RgbImage& rgb) {
 
 // --jpeg-restarts: the stored JPEG re-encoded with restart markers, when libjpeg takes it cleanly.
 void add_restarts(Value& v) {
-  if (std::optional<std::vector<std::byte>> reencoded = detail::reencode_with_restarts(v.bytes)) v.bytes.assign(reencoded->begin(), reencoded->end());
+  if (std::optional<std::vector<std::byte>> reencoded = detail::reencode_with_restarts(v.bytes))
+    v.bytes.assign(reencoded->begin(), reencoded->end());
 }
 
 void prepare_image(Value& v, NonJpegPolicy policy, bool to_yuv420, bool restarts, uint64_t max_pixels, Prepared& out,

@@ -227,8 +227,7 @@ struct BatchDecoder::Impl {
       return false;
     JpegImageInfo info;
     if (w.jpeg.read_header(w.restart_jpeg, info) && (planar ? w.jpeg.planar_capable() : info.rgb_capable) &&
-        static_cast<uint32_t>(info.width) == cut.width &&
-        static_cast<uint32_t>(info.height) == cut.height)
+        static_cast<uint32_t>(info.width) == cut.width && static_cast<uint32_t>(info.height) == cut.height)
       return true;
     cut = {};
     w.jpeg.read_header(payload, info);  // back on the whole image (its header read fine before)
@@ -408,7 +407,8 @@ struct BatchDecoder::Impl {
       // Restart markers: only the intervals under the region (margin included, so the cut's
       // own edges, which fancy upsampling treats as image edges, stay outside the windows).
       detail::RestartCut cut{};
-      const bool restarted = options.crop_aware && !full && cut_restart_window(w, payload, rx0 * denom, ry0 * denom, rx1 * denom, ry1 * denom, cut, false);
+      const bool restarted =
+          options.crop_aware && !full && cut_restart_window(w, payload, rx0 * denom, ry0 * denom, rx1 * denom, ry1 * denom, cut, false);
       int cut_x = static_cast<int>(cut.x) / denom, cut_y = static_cast<int>(cut.y) / denom;
       DecodedRegion region;
       if (!w.jpeg.decode_region(denom, rx0 - cut_x, ry0 - cut_y, rx1 - cut_x, ry1 - cut_y, w.region, region)) {

@@ -71,9 +71,8 @@ bool find_frame_header(std::span<const std::byte> jpeg, size_t entropy_offset, s
   return found && i == entropy_offset;
 }
 
-bool cut_restart_window(std::span<const std::byte> jpeg, const RestartGeometry& geometry, size_t sof_offset,
-                        std::span<const size_t> ends, uint32_t x0, uint32_t y0, uint32_t x1, uint32_t y1, std::vector<std::byte>& out,
-                        RestartCut& cut) {
+bool cut_restart_window(std::span<const std::byte> jpeg, const RestartGeometry& geometry, size_t sof_offset, std::span<const size_t> ends,
+                        uint32_t x0, uint32_t y0, uint32_t x1, uint32_t y1, std::vector<std::byte>& out, RestartCut& cut) {
   const RestartGeometry& g = geometry;
   if (!valid(g) || ends.size() != interval_count(g) || g.entropy_offset > jpeg.size() || sof_offset + 10 > g.entropy_offset) return false;
   x1 = std::min(x1, g.width);
