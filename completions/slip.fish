@@ -26,7 +26,7 @@ complete -c slip -n "__fish_seen_subcommand_from convert" -l threads -s j -x -d 
 complete -c slip -n "__fish_seen_subcommand_from convert" -l force -s f -d 'Rebuild even if a complete cache of this source exists'
 complete -c slip -n "__fish_seen_subcommand_from convert" -l non-jpeg -x -a 'transcode keep fail' -d 'Images that are not RGB-decodable JPEG (PNG, CMYK JPEG, ...): transcode to RGB JPEG q100, keep verbatim, or fail'
 complete -c slip -n "__fish_seen_subcommand_from convert" -l image-format -x -a 'jpeg yuv420' -d 'Store images as encoded JPEG, or as decoded planar YUV 4:2:0 (about 1.7x the bytes of ImageNet JPEGs, no entropy decoding when training)'
-complete -c slip -n "__fish_seen_subcommand_from convert" -l jpeg-restarts -d 'Re-encode each JPEG losslessly (same pixels) with restart markers every few blocks, so that crops decode only the part of the image under them; convert takes longer (see docs/FORMAT.md#restart-markers)'
+complete -c slip -n "__fish_seen_subcommand_from convert" -l jpeg-restarts -d 'Re-encode each JPEG losslessly (same pixels) with restart markers every few blocks, so that crops decode only the part of the image under them; convert takes longer (docs/FORMAT.md, restart markers)'
 complete -c slip -n "__fish_seen_subcommand_from convert" -l on-error -x -a 'fail skip' -d 'A bad sample: fail the conversion, or skip it (recorded in the ledger)'
 complete -c slip -n "__fish_seen_subcommand_from convert" -l allow-empty -d 'Write a cache even when no sample is left (an empty source, or every sample skipped); otherwise exit 3'
 complete -c slip -n "__fish_seen_subcommand_from convert" -l dry-run -s n -d 'Say what would be written and where; write nothing'

@@ -62,7 +62,7 @@ Action setup_convert(CLI::App& sub, const GlobalOptions& global) {
       ->capture_default_str();
   sub.add_flag("--jpeg-restarts", a->jpeg_restarts,
                "Re-encode each JPEG losslessly (same pixels) with restart markers every few blocks, so that crops "
-               "decode only the part of the image under them; convert takes longer (see docs/FORMAT.md#restart-markers)");
+               "decode only the part of the image under them; convert takes longer (docs/FORMAT.md, restart markers)");
   sub.add_option("--on-error", a->on_error, "A bad sample: fail the conversion, or skip it (recorded in the ledger)")
       ->check(CLI::IsMember({"fail", "skip"}))
       ->capture_default_str();
