@@ -4,6 +4,7 @@
 #include <cstring>
 #include <span>
 
+#include "slip/image.hpp"
 #include "util/scratch.hpp"
 
 // jpeg_decomp_master's partial-decompression fields (libjpeg-turbo >= 2.0 here, installed with its
@@ -35,12 +36,21 @@ void JpegRegionDecoder::on_message(j_common_ptr info, int level) {
   err->owner->warned_ = true;
 }
 
+void JpegRegionDecoder::on_progress(j_common_ptr info) {
+  if (reinterpret_cast<j_decompress_ptr>(info)->input_scan_number <= kMaxJpegScans) return;
+  auto* err = reinterpret_cast<ErrorManager*>(info->err);
+  err->owner->message_ = "progressive JPEG with more than " + std::to_string(kMaxJpegScans) + " scans";
+  std::longjmp(err->jump, 1);
+}
+
 JpegRegionDecoder::JpegRegionDecoder() {
   cinfo_.err = jpeg_std_error(&error_.base);
   error_.base.error_exit = on_error;
   error_.base.emit_message = on_message;
   error_.owner = this;
+  progress_.progress_monitor = on_progress;
   jpeg_create_decompress(&cinfo_);
+  cinfo_.progress = &progress_;
 }
 
 JpegRegionDecoder::~JpegRegionDecoder() { jpeg_destroy_decompress(&cinfo_); }
@@ -52,6 +62,7 @@ bool JpegRegionDecoder::read_header(std::span<const std::byte> data, JpegImageIn
   cinfo_ = {};
   cinfo_.err = &error_.base;
   jpeg_create_decompress(&cinfo_);
+  cinfo_.progress = &progress_;
   warned_ = false;
   message_.clear();
   if (setjmp(error_.jump)) {

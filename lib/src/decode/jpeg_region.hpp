@@ -95,12 +95,14 @@ class JpegRegionDecoder {
   };
   static void on_error(j_common_ptr info);
   static void on_message(j_common_ptr info, int level);
+  static void on_progress(j_common_ptr info);  // refuses more than kMaxJpegScans scans
   bool decode_region_impl(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch, DecodedRegion& out);
   bool decode_planes_impl(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch, DecodedPlanes& out,
                           std::span<const PixelRect> parts);
 
   jpeg_decompress_struct cinfo_{};
   ErrorManager error_{};
+  jpeg_progress_mgr progress_{};
   std::string message_;
   bool warned_ = false;
   size_t entropy_offset_ = 0;  // where read_header's data has its first scan's entropy-coded bytes

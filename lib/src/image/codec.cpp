@@ -101,7 +101,7 @@ std::vector<uint8_t> tj_decode(tjhandle h, std::span<const std::byte> data, cons
   std::vector<uint8_t> out(static_cast<size_t>(info.width) * static_cast<size_t>(info.height) *
                            static_cast<size_t>(tjPixelSize[pixel_format]));
   if (tjDecompress2(h, bytes_of(data), static_cast<unsigned long>(data.size()), out.data(), info.width, 0, info.height, pixel_format,
-                    TJFLAG_ACCURATEDCT) != 0)
+                    TJFLAG_ACCURATEDCT | TJFLAG_LIMITSCANS) != 0)
     throw_tj(false);
   return out;
 }

@@ -6,6 +6,8 @@
 
 #include <jpeglib.h>
 
+#include "slip/image.hpp"
+
 namespace slip::detail {
 
 uint32_t restart_interval_for(uint32_t mcus_per_row, uint32_t mcu_width) {
@@ -27,7 +29,9 @@ class Reencoder {
     error_.base.error_exit = on_error;
     error_.base.emit_message = on_message;
     error_.owner = this;
+    progress_.progress_monitor = on_progress;
     jpeg_create_decompress(&decompress_);
+    decompress_.progress = &progress_;
     jpeg_create_compress(&compress_);
   }
   ~Reencoder() {
@@ -72,6 +76,10 @@ class Reencoder {
     Reencoder* owner;
   };
   static void on_error(j_common_ptr info) { std::longjmp(reinterpret_cast<ErrorManager*>(info->err)->jump, 1); }
+  static void on_progress(j_common_ptr info) {
+    if (info->is_decompressor && reinterpret_cast<j_decompress_ptr>(info)->input_scan_number > kMaxJpegScans)
+      std::longjmp(reinterpret_cast<ErrorManager*>(info->err)->jump, 1);
+  }
   static void on_message(j_common_ptr info, int level) {
     if (level < 0) reinterpret_cast<ErrorManager*>(info->err)->owner->warned_ = true;  // warnings, not trace messages
   }
@@ -114,6 +122,7 @@ class Reencoder {
   jpeg_decompress_struct decompress_{};
   jpeg_compress_struct compress_{};
   ErrorManager error_{};
+  jpeg_progress_mgr progress_{};
   bool warned_ = false;
   Destination destination_{};
   std::vector<std::byte> output_;
