@@ -22,10 +22,10 @@ namespace slip {
 //    whatever the options say.
 inline constexpr uint64_t kDefaultMaxImagePixels = 89'478'485;
 inline constexpr uint64_t kDecodePixelLimit = 2 * kDefaultMaxImagePixels;
-// Progressive JPEGs with more scans are refused by every slip decoder: a few kilobytes of scans
-// that each refine one coefficient bit can make a decode run for minutes (libjpeg-turbo's
-// "two issues with the JPEG standard" report). TurboJPEG's TJFLAG_LIMITSCANS limit; real encoders
-// write about ten.
+// Progressive JPEGs with more scans are refused by every slip decoder: each scan is another pass
+// over all of the image's blocks, so a small file of scans that each refine one coefficient bit
+// multiplies the decode time (libjpeg-turbo's "two issues with the JPEG standard" report).
+// TurboJPEG's TJFLAG_LIMITSCANS limit; real encoders write about ten scans.
 inline constexpr int kMaxJpegScans = 500;
 
 enum class ImageFormat { unknown, jpeg, png, gif, bmp, webp, tiff, ppm };
