@@ -74,7 +74,8 @@ class TurboJpegLimit {
         static_cast<uint64_t>(width) * static_cast<uint64_t>(height) > kDecodePixelLimit)
       return 0;
     pixels_.resize(static_cast<size_t>(width) * height * 3);
-    tjDecompress2(handle_.get(), data, static_cast<unsigned long>(payload.size()), pixels_.data(), width, 0, height, TJPF_RGB, TJFLAG_LIMITSCANS);
+    tjDecompress2(handle_.get(), data, static_cast<unsigned long>(payload.size()), pixels_.data(), width, 0, height, TJPF_RGB,
+                  TJFLAG_LIMITSCANS);
     return 1;
   }
 
