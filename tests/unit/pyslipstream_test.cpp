@@ -166,22 +166,28 @@ TEST(PyFixtureRoundTrip, BytesNoPayloadCoversAreFoundWithoutAWholeFileChecksum) 
   EXPECT_TRUE(has_issue(report, "image.bin", "but the records cover")) << "trailing bytes not found";
 }
 
+// Points sample `record`'s image payload one byte further in the cache (or part) at `dir`;
+// returns the rewritten image.meta.npy's checksum, for a manifest made to agree.
+std::string move_record_by_one_byte(const fs::path& dir, size_t record) {
+  const fs::path meta = dir / "image.meta.npy";
+  std::string bytes = test::read_file(meta);
+  const uint64_t at = bytes.size() - Cache::open(dir).size() * sizeof(MetaRecord) + record * sizeof(MetaRecord);
+  uint64_t ptr = 0;
+  std::memcpy(&ptr, bytes.data() + at, 8);
+  ptr += 1;
+  std::memcpy(bytes.data() + at, &ptr, 8);
+  std::ofstream(meta, std::ios::binary | std::ios::trunc) << bytes;
+  return hex64(detail::xxh3_64_of_file(meta).second);
+}
+
 // A record moved off its place (a gap, payload 5 read from the wrong bytes), with the records'
 // own checksum made to agree: the contiguity rule and the payload checksum both report it.
 TEST(PyFixtureRoundTrip, ARecordOutOfPlaceIsFoundWithoutAWholeFileChecksum) {
   SLIP_REQUIRE_SHARED();
   test::TempDir tmp;
   const fs::path dir = convert_fixture_source(tmp.path()).cache_path;
-  const fs::path meta = dir / "image.meta.npy";
-  std::string bytes = test::read_file(meta);
-  const uint64_t header = bytes.size() - Cache::open(dir).size() * sizeof(MetaRecord);
-  uint64_t ptr = 0;
-  std::memcpy(&ptr, bytes.data() + header + 5 * sizeof(MetaRecord), 8);
-  ptr += 1;
-  std::memcpy(bytes.data() + header + 5 * sizeof(MetaRecord), &ptr, 8);
-  std::ofstream(meta, std::ios::binary | std::ios::trunc) << bytes;
   nlohmann::ordered_json manifest = detail::read_manifest(dir);
-  manifest["slip"]["checksums"]["files"]["image.meta.npy"] = hex64(detail::xxh3_64_of_file(meta).second);
+  manifest["slip"]["checksums"]["files"]["image.meta.npy"] = move_record_by_one_byte(dir, 5);
   detail::write_manifest(dir, manifest);
   const VerifyReport report = verify_cache(dir);
   EXPECT_FALSE(report.ok());
@@ -203,15 +209,7 @@ TEST(PyFixtureRoundTrip, MergeRefusesAPartWhosePayloadsDoNotTileItsBin) {
       std::ofstream(part / "image.bin", std::ios::binary | std::ios::app) << "trailing";
       manifest["file_sizes"]["image.bin"] = fs::file_size(part / "image.bin");
     } else {
-      const fs::path meta = part / "image.meta.npy";
-      std::string bytes = test::read_file(meta);
-      const uint64_t header = bytes.size() - Cache::open(part).size() * sizeof(MetaRecord);
-      uint64_t ptr = 0;
-      std::memcpy(&ptr, bytes.data() + header + 3 * sizeof(MetaRecord), 8);
-      ptr += 1;
-      std::memcpy(bytes.data() + header + 3 * sizeof(MetaRecord), &ptr, 8);
-      std::ofstream(meta, std::ios::binary | std::ios::trunc) << bytes;
-      manifest["slip"]["checksums"]["files"]["image.meta.npy"] = hex64(detail::xxh3_64_of_file(meta).second);
+      manifest["slip"]["checksums"]["files"]["image.meta.npy"] = move_record_by_one_byte(part, 3);
     }
     detail::write_manifest(part, manifest);
     MergeOptions options;

@@ -4,7 +4,6 @@
 #include <cstring>
 #include <span>
 
-#include "slip/image.hpp"
 #include "util/scratch.hpp"
 
 // jpeg_decomp_master's partial-decompression fields (libjpeg-turbo >= 2.0 here, installed with its
@@ -18,39 +17,10 @@
 
 namespace slip::detail {
 
-void JpegRegionDecoder::on_error(j_common_ptr info) {
-  auto* err = reinterpret_cast<ErrorManager*>(info->err);
-  char text[JMSG_LENGTH_MAX];
-  (*info->err->format_message)(info, text);
-  err->owner->message_ = text;
-  std::longjmp(err->jump, 1);
-}
-
-void JpegRegionDecoder::on_message(j_common_ptr info, int level) {
-  if (level >= 0) return;  // trace messages
-  auto* err = reinterpret_cast<ErrorManager*>(info->err);
-  if (err->owner->warned_) return;
-  char text[JMSG_LENGTH_MAX];
-  (*info->err->format_message)(info, text);
-  err->owner->message_ = text;
-  err->owner->warned_ = true;
-}
-
-void JpegRegionDecoder::on_progress(j_common_ptr info) {
-  if (reinterpret_cast<j_decompress_ptr>(info)->input_scan_number <= kMaxJpegScans) return;
-  auto* err = reinterpret_cast<ErrorManager*>(info->err);
-  err->owner->message_ = "progressive JPEG with more than " + std::to_string(kMaxJpegScans) + " scans";
-  std::longjmp(err->jump, 1);
-}
-
 JpegRegionDecoder::JpegRegionDecoder() {
-  cinfo_.err = jpeg_std_error(&error_.base);
-  error_.base.error_exit = on_error;
-  error_.base.emit_message = on_message;
-  error_.owner = this;
-  progress_.progress_monitor = on_progress;
+  errors_.attach(reinterpret_cast<j_common_ptr>(&cinfo_));
   jpeg_create_decompress(&cinfo_);
-  cinfo_.progress = &progress_;
+  errors_.limit_scans(&cinfo_);
 }
 
 JpegRegionDecoder::~JpegRegionDecoder() { jpeg_destroy_decompress(&cinfo_); }
@@ -60,12 +30,11 @@ bool JpegRegionDecoder::read_header(std::span<const std::byte> data, JpegImageIn
   // jpeg_skip_scanlines across jpeg_abort_decompress, which changed later images' pixels.
   jpeg_destroy_decompress(&cinfo_);
   cinfo_ = {};
-  cinfo_.err = &error_.base;
+  errors_.attach(reinterpret_cast<j_common_ptr>(&cinfo_));
   jpeg_create_decompress(&cinfo_);
-  cinfo_.progress = &progress_;
-  warned_ = false;
-  message_.clear();
-  if (setjmp(error_.jump)) {
+  errors_.limit_scans(&cinfo_);
+  errors_.clear();
+  if (setjmp(errors_.jump())) {
     jpeg_abort_decompress(&cinfo_);
     return false;
   }
@@ -76,7 +45,7 @@ bool JpegRegionDecoder::read_header(std::span<const std::byte> data, JpegImageIn
   info.components = cinfo_.num_components;
   entropy_offset_ = data.size() - cinfo_.src->bytes_in_buffer;
   info.rgb_capable = cinfo_.jpeg_color_space == JCS_YCbCr || cinfo_.jpeg_color_space == JCS_GRAYSCALE || cinfo_.jpeg_color_space == JCS_RGB;
-  if (warned_) {
+  if (errors_.warned) {
     jpeg_abort_decompress(&cinfo_);
     return false;
   }
@@ -92,11 +61,11 @@ void JpegRegionDecoder::scaled_size(int denom, int& width, int& height) {
 bool JpegRegionDecoder::decode_region(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch, DecodedRegion& out) {
   const bool ok = decode_region_impl(denom, x0, y0, x1, y1, scratch, out);
   jpeg_abort_decompress(&cinfo_);
-  return ok && !warned_;
+  return ok && !errors_.warned;
 }
 
 bool JpegRegionDecoder::decode_region_impl(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch, DecodedRegion& out) {
-  if (setjmp(error_.jump)) return false;
+  if (setjmp(errors_.jump())) return false;
   cinfo_.scale_num = 1;
   cinfo_.scale_denom = static_cast<unsigned>(denom);
   cinfo_.out_color_space = JCS_RGB;
@@ -117,7 +86,7 @@ bool JpegRegionDecoder::decode_region_impl(int denom, int x0, int y0, int x1, in
     JSAMPROW row = scratch.data() + static_cast<size_t>(y) * out.stride;
     const JDIMENSION got = jpeg_read_scanlines(&cinfo_, &row, 1);
     if (got == 0) {
-      message_ = "no scanline returned";
+      errors_.message = "no scanline returned";
       return false;
     }
     y += static_cast<int>(got);
@@ -158,7 +127,7 @@ bool JpegRegionDecoder::decode_planes(int denom, int x0, int y0, int x1, int y1,
                                       std::span<const PixelRect> parts) {
   const bool ok = decode_planes_impl(denom, x0, y0, x1, y1, scratch, out, parts);
   jpeg_abort_decompress(&cinfo_);
-  return ok && !warned_;
+  return ok && !errors_.warned;
 }
 
 namespace {
@@ -186,7 +155,7 @@ void set_transformed_columns(jpeg_decompress_struct& cinfo, JDIMENSION first, JD
 
 bool JpegRegionDecoder::decode_planes_impl(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch, DecodedPlanes& out,
                                            std::span<const PixelRect> parts) {
-  if (setjmp(error_.jump)) return false;
+  if (setjmp(errors_.jump())) return false;
   cinfo_.scale_num = 1;
   cinfo_.scale_denom = static_cast<unsigned>(denom);
   cinfo_.raw_data_out = TRUE;
@@ -219,7 +188,7 @@ bool JpegRegionDecoder::decode_planes_impl(int denom, int x0, int y0, int x1, in
     const jpeg_component_info& comp = cinfo_.comp_info[c];
     rows_per_imcu[c] = comp.v_samp_factor * comp.DCT_scaled_size;
     if (rows_per_imcu[c] > 32) {
-      message_ = "unsupported JPEG sampling for planar decoding";
+      errors_.message = "unsupported JPEG sampling for planar decoding";
       return false;
     }
     const int blocks_per_imcu = planes == 1 ? 1 : comp.h_samp_factor;
@@ -247,7 +216,7 @@ bool JpegRegionDecoder::decode_planes_impl(int denom, int x0, int y0, int x1, in
     point_rows(0, first_column, arrays);
     for (int row = 0; row < first_row; ++row)
       if (jpeg_read_raw_data(&cinfo_, arrays, static_cast<JDIMENSION>(imcu_height)) == 0) {
-        message_ = "no raw data returned";
+        errors_.message = "no raw data returned";
         return false;
       }
   }
@@ -274,7 +243,7 @@ bool JpegRegionDecoder::decode_planes_impl(int denom, int x0, int y0, int x1, in
 #endif
     point_rows(band, band_first, arrays);
     if (jpeg_read_raw_data(&cinfo_, arrays, static_cast<JDIMENSION>(imcu_height)) == 0) {
-      message_ = "no raw data returned";
+      errors_.message = "no raw data returned";
       return false;
     }
   }

@@ -16,6 +16,7 @@
 #include <jpeglib.h>
 
 #include "decode/restart_cut.hpp"
+#include "image/libjpeg_errors.hpp"
 
 namespace slip::detail {
 
@@ -85,26 +86,15 @@ class JpegRegionDecoder {
   // The image size at scale 1/denom, valid after read_header.
   void scaled_size(int denom, int& width, int& height);
 
-  const std::string& message() const { return message_; }
+  const std::string& message() const { return errors_.message; }
 
  private:
-  struct ErrorManager {
-    jpeg_error_mgr base;
-    std::jmp_buf jump;
-    JpegRegionDecoder* owner;
-  };
-  static void on_error(j_common_ptr info);
-  static void on_message(j_common_ptr info, int level);
-  static void on_progress(j_common_ptr info);  // refuses more than kMaxJpegScans scans
   bool decode_region_impl(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch, DecodedRegion& out);
   bool decode_planes_impl(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch, DecodedPlanes& out,
                           std::span<const PixelRect> parts);
 
   jpeg_decompress_struct cinfo_{};
-  ErrorManager error_{};
-  jpeg_progress_mgr progress_{};
-  std::string message_;
-  bool warned_ = false;
+  LibjpegErrors errors_;
   size_t entropy_offset_ = 0;  // where read_header's data has its first scan's entropy-coded bytes
   // jpeg_read_raw_data's row pointers: v_samp_factor * DCT_scaled_size (<= 4 * 8) per plane.
   JSAMPROW raw_rows_[3][32] = {};

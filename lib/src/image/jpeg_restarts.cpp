@@ -6,7 +6,7 @@
 
 #include <jpeglib.h>
 
-#include "slip/image.hpp"
+#include "image/libjpeg_errors.hpp"
 
 namespace slip::detail {
 
@@ -24,14 +24,10 @@ namespace {
 class Reencoder {
  public:
   Reencoder() {
-    decompress_.err = jpeg_std_error(&error_.base);
-    compress_.err = &error_.base;
-    error_.base.error_exit = on_error;
-    error_.base.emit_message = on_message;
-    error_.owner = this;
-    progress_.progress_monitor = on_progress;
+    errors_.attach(reinterpret_cast<j_common_ptr>(&decompress_));
+    errors_.attach(reinterpret_cast<j_common_ptr>(&compress_));
     jpeg_create_decompress(&decompress_);
-    decompress_.progress = &progress_;
+    errors_.limit_scans(&decompress_);
     jpeg_create_compress(&compress_);
   }
   ~Reencoder() {
@@ -42,7 +38,7 @@ class Reencoder {
   Reencoder& operator=(const Reencoder&) = delete;
 
   std::optional<std::vector<std::byte>> run(std::span<const std::byte> jpeg) {
-    if (!transcode(jpeg) || warned_) return std::nullopt;
+    if (!transcode(jpeg) || errors_.warned) return std::nullopt;
     return std::move(output_);
   }
 
@@ -70,20 +66,6 @@ class Reencoder {
     r.output_.resize(r.output_.size() - r.destination_.base.free_in_buffer);
   }
 
-  struct ErrorManager {
-    jpeg_error_mgr base;
-    std::jmp_buf jump;
-    Reencoder* owner;
-  };
-  static void on_error(j_common_ptr info) { std::longjmp(reinterpret_cast<ErrorManager*>(info->err)->jump, 1); }
-  static void on_progress(j_common_ptr info) {
-    if (info->is_decompressor && reinterpret_cast<j_decompress_ptr>(info)->input_scan_number > kMaxJpegScans)
-      std::longjmp(reinterpret_cast<ErrorManager*>(info->err)->jump, 1);
-  }
-  static void on_message(j_common_ptr info, int level) {
-    if (level < 0) reinterpret_cast<ErrorManager*>(info->err)->owner->warned_ = true;  // warnings, not trace messages
-  }
-
   // Whether a saved segment is one the compressor writes itself (JFIF APP0, Adobe APP14).
   bool written_by_compressor(const jpeg_saved_marker_ptr m) const {
     const bool jfif = m->marker == JPEG_APP0 && m->data_length >= 5 && std::memcmp(m->data, "JFIF\0", 5) == 0;
@@ -92,14 +74,14 @@ class Reencoder {
   }
 
   bool transcode(std::span<const std::byte> jpeg) {
-    if (setjmp(error_.jump)) return false;
+    if (setjmp(errors_.jump())) return false;
     jpeg_mem_src(&decompress_, reinterpret_cast<const unsigned char*>(jpeg.data()), static_cast<unsigned long>(jpeg.size()));
     jpeg_save_markers(&decompress_, JPEG_COM, 0xFFFF);
     for (int n = 0; n < 16; ++n) jpeg_save_markers(&decompress_, JPEG_APP0 + n, 0xFFFF);
     jpeg_read_header(&decompress_, TRUE);
-    if (warned_ || (decompress_.num_components != 1 && decompress_.num_components != 3)) return false;
+    if (errors_.warned || (decompress_.num_components != 1 && decompress_.num_components != 3)) return false;
     jvirt_barray_ptr* coefficients = jpeg_read_coefficients(&decompress_);
-    if (warned_) return false;
+    if (errors_.warned) return false;
     jpeg_copy_critical_parameters(&decompress_, &compress_);
     compress_.optimize_coding = TRUE;
     const bool single = decompress_.num_components == 1;
@@ -121,9 +103,7 @@ class Reencoder {
 
   jpeg_decompress_struct decompress_{};
   jpeg_compress_struct compress_{};
-  ErrorManager error_{};
-  jpeg_progress_mgr progress_{};
-  bool warned_ = false;
+  LibjpegErrors errors_;
   Destination destination_{};
   std::vector<std::byte> output_;
 };
