@@ -105,9 +105,11 @@ int check_reencoded(const std::vector<std::byte>& original, const std::string& n
   }
   EXPECT_EQ(g.interval, restart_interval_for(g.mcus_per_row(), g.mcu_width)) << name;
   std::vector<size_t> ends;
-  size_t sof = 0;
   EXPECT_TRUE(index_restart_intervals(*reencoded, g, ends)) << name;
-  EXPECT_TRUE(find_frame_header(*reencoded, g.entropy_offset, sof)) << name;
+  // The frame header the geometry names is the SOF (FF C0 or C1) before the scan data.
+  EXPECT_LT(g.sof_offset + 10, g.entropy_offset) << name;
+  EXPECT_EQ(std::to_integer<int>((*reencoded)[g.sof_offset]), 0xFF) << name;
+  EXPECT_EQ(std::to_integer<int>((*reencoded)[g.sof_offset + 1]) & 0xFE, 0xC0) << name;
   if (!decoder.planar_capable()) return 0;
   std::mt19937 rng(seed);
   std::vector<uint8_t> whole_scratch, cut_scratch;
@@ -125,7 +127,7 @@ int check_reencoded(const std::vector<std::byte>& original, const std::string& n
       const uint32_t x0 = trial == 0 ? 0 : rng() % w, y0 = trial == 1 ? 0 : rng() % h;
       const uint32_t x1 = trial == 2 ? w : x0 + 1 + rng() % (w - x0), y1 = trial == 3 ? h : y0 + 1 + rng() % (h - y0);
       RestartCut cut;
-      if (!cut_restart_window(*reencoded, g, sof, ends, x0, y0, x1, y1, cut_jpeg, cut)) {
+      if (!cut_restart_window(*reencoded, g, ends, x0, y0, x1, y1, cut_jpeg, cut)) {
         // Only a window whose intervals are the whole image is not cut.
         EXPECT_TRUE(x0 < g.interval * g.mcu_width && y0 < g.mcu_height) << name;
         continue;
@@ -244,18 +246,17 @@ TEST(JpegRestarts, IrregularRestartStreamsAreRefused) {
   EXPECT_FALSE(index_restart_intervals(jpeg, odd, e));  // counts no longer match
   RestartCut cut;
   std::vector<std::byte> out;
-  size_t sof = 0;
-  ASSERT_TRUE(find_frame_header(jpeg, g.entropy_offset, sof));
-  EXPECT_FALSE(cut_restart_window(jpeg, odd, sof, ends, 100, 100, 120, 120, out, cut));  // intervals that do not tile the rows
-  EXPECT_FALSE(cut_restart_window(jpeg, g, sof, ends, 0, 0, 333, 217, out, cut));        // the whole image
-  EXPECT_FALSE(cut_restart_window(jpeg, g, sof, ends, 50, 50, 50, 60, out, cut));        // empty
-  EXPECT_FALSE(cut_restart_window(jpeg, g, sof, ends, 400, 0, 500, 10, out, cut));       // outside
-  EXPECT_TRUE(cut_restart_window(jpeg, g, sof, ends, 100, 100, 120, 120, out, cut));
+  EXPECT_FALSE(cut_restart_window(jpeg, odd, ends, 100, 100, 120, 120, out, cut));  // intervals that do not tile the rows
+  EXPECT_FALSE(cut_restart_window(jpeg, g, ends, 0, 0, 333, 217, out, cut));        // the whole image
+  EXPECT_FALSE(cut_restart_window(jpeg, g, ends, 50, 50, 50, 60, out, cut));        // empty
+  EXPECT_FALSE(cut_restart_window(jpeg, g, ends, 400, 0, 500, 10, out, cut));       // outside
+  EXPECT_TRUE(cut_restart_window(jpeg, g, ends, 100, 100, 120, 120, out, cut));
   EXPECT_EQ(cut.x, 96u);  // 21 MCUs per row: intervals of 3 MCUs (48 px)
   EXPECT_EQ(cut.y, 96u);
-  // A header with two frame headers, or one that does not end where the scan data begins.
-  EXPECT_FALSE(find_frame_header(jpeg, g.entropy_offset - 1, sof));
-  EXPECT_FALSE(find_frame_header(std::span(jpeg).subspan(0, 4), 4, sof));
+  // A frame header that would not fit before the scan data is never patched.
+  RestartGeometry late = g;
+  late.sof_offset = g.entropy_offset - 9;
+  EXPECT_FALSE(cut_restart_window(jpeg, late, ends, 100, 100, 120, 120, out, cut));
 }
 
 TEST(JpegRestarts, CorruptOrForeignInputIsNotReencoded) {

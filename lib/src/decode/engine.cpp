@@ -219,10 +219,8 @@ struct BatchDecoder::Impl {
   static bool cut_restart_window(Worker& w, std::span<const std::byte> payload, int x0, int y0, int x1, int y1, detail::RestartCut& cut,
                                  bool planar) {
     detail::RestartGeometry geometry;
-    size_t sof_offset = 0;
     if (!w.jpeg.restart_geometry(geometry) || !detail::index_restart_intervals(payload, geometry, w.restart_ends) ||
-        !detail::find_frame_header(payload, geometry.entropy_offset, sof_offset) ||
-        !detail::cut_restart_window(payload, geometry, sof_offset, w.restart_ends, static_cast<uint32_t>(x0), static_cast<uint32_t>(y0),
+        !detail::cut_restart_window(payload, geometry, w.restart_ends, static_cast<uint32_t>(x0), static_cast<uint32_t>(y0),
                                     static_cast<uint32_t>(x1), static_cast<uint32_t>(y1), w.restart_jpeg, cut))
       return false;
     JpegImageInfo info;

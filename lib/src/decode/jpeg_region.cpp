@@ -4,6 +4,7 @@
 #include <cstring>
 #include <span>
 
+#include "slip/image.hpp"
 #include "util/scratch.hpp"
 
 // jpeg_decomp_master's partial-decompression fields (libjpeg-turbo >= 2.0 here, installed with its
@@ -43,6 +44,7 @@ bool JpegRegionDecoder::read_header(std::span<const std::byte> data, JpegImageIn
   info.width = static_cast<int>(cinfo_.image_width);
   info.height = static_cast<int>(cinfo_.image_height);
   info.components = cinfo_.num_components;
+  data_ = data;
   entropy_offset_ = data.size() - cinfo_.src->bytes_in_buffer;
   info.rgb_capable = cinfo_.jpeg_color_space == JCS_YCbCr || cinfo_.jpeg_color_space == JCS_GRAYSCALE || cinfo_.jpeg_color_space == JCS_RGB;
   if (errors_.warned) {
@@ -120,6 +122,11 @@ bool JpegRegionDecoder::restart_geometry(RestartGeometry& geometry) const {
   geometry.mcu_height = single ? DCTSIZE : static_cast<uint32_t>(cinfo_.max_v_samp_factor) * DCTSIZE;
   geometry.interval = cinfo_.restart_interval;
   geometry.entropy_offset = entropy_offset_;
+  // The SOF by the project's own header walk (slip/image.hpp); libjpeg read the same header
+  // without a warning, so they agree. The cut is checked against the size it wrote anyway.
+  JpegHeader header;
+  if (!parse_jpeg_header(data_, header) || header.sof_offset + 10 > entropy_offset_) return false;
+  geometry.sof_offset = header.sof_offset;
   return true;
 }
 

@@ -95,7 +95,8 @@ class JpegRegionDecoder {
 
   jpeg_decompress_struct cinfo_{};
   LibjpegErrors errors_;
-  size_t entropy_offset_ = 0;  // where read_header's data has its first scan's entropy-coded bytes
+  std::span<const std::byte> data_;  // read_header's data (the caller keeps it alive until the decode)
+  size_t entropy_offset_ = 0;        // where read_header's data has its first scan's entropy-coded bytes
   // jpeg_read_raw_data's row pointers: v_samp_factor * DCT_scaled_size (<= 4 * 8) per plane.
   JSAMPROW raw_rows_[3][32] = {};
 };

@@ -10,9 +10,6 @@ const uint8_t* bytes_of(std::span<const std::byte> d) { return reinterpret_cast<
 
 uint32_t ceil_div(uint32_t a, uint32_t b) { return a / b + (a % b != 0); }
 
-// SOFn: C0..CF except DHT (C4), JPG (C8) and DAC (CC), which share the range.
-bool is_sof(uint8_t m) { return m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC; }
-
 uint64_t interval_count(const RestartGeometry& g) {
   const uint64_t mcus = uint64_t{g.mcus_per_row()} * g.mcu_rows();
   return (mcus + g.interval - 1) / g.interval;
@@ -50,31 +47,10 @@ bool index_restart_intervals(std::span<const std::byte> jpeg, const RestartGeome
   }
 }
 
-bool find_frame_header(std::span<const std::byte> jpeg, size_t entropy_offset, size_t& sof_offset) {
-  const uint8_t* const data = bytes_of(jpeg);
-  if (entropy_offset > jpeg.size() || entropy_offset < 2 || data[0] != 0xFF || data[1] != 0xD8) return false;
-  bool found = false;
-  size_t i = 2;
-  while (i < entropy_offset) {
-    if (i + 4 > entropy_offset || data[i] != 0xFF) return false;
-    const uint8_t marker = data[i + 1];
-    if (marker == 0xFF || marker == 0x00 || (marker >= 0xD0 && marker <= 0xD9)) return false;
-    const size_t length = size_t{data[i + 2]} << 8 | data[i + 3];
-    if (length < 2) return false;
-    if (is_sof(marker)) {
-      if (found || length < 8 || i + 10 > entropy_offset) return false;
-      found = true;
-      sof_offset = i;
-    }
-    i += 2 + length;
-  }
-  return found && i == entropy_offset;
-}
-
-bool cut_restart_window(std::span<const std::byte> jpeg, const RestartGeometry& geometry, size_t sof_offset, std::span<const size_t> ends,
-                        uint32_t x0, uint32_t y0, uint32_t x1, uint32_t y1, std::vector<std::byte>& out, RestartCut& cut) {
+bool cut_restart_window(std::span<const std::byte> jpeg, const RestartGeometry& geometry, std::span<const size_t> ends, uint32_t x0,
+                        uint32_t y0, uint32_t x1, uint32_t y1, std::vector<std::byte>& out, RestartCut& cut) {
   const RestartGeometry& g = geometry;
-  if (!valid(g) || ends.size() != interval_count(g) || g.entropy_offset > jpeg.size() || sof_offset + 10 > g.entropy_offset) return false;
+  if (!valid(g) || ends.size() != interval_count(g) || g.entropy_offset > jpeg.size() || g.sof_offset + 10 > g.entropy_offset) return false;
   x1 = std::min(x1, g.width);
   y1 = std::min(y1, g.height);
   if (x0 >= x1 || y0 >= y1) return false;
@@ -102,10 +78,10 @@ bool cut_restart_window(std::span<const std::byte> jpeg, const RestartGeometry& 
 
   const std::byte* const data = jpeg.data();
   out.assign(data, data + g.entropy_offset);
-  out[sof_offset + 5] = std::byte(cut.height >> 8);
-  out[sof_offset + 6] = std::byte(cut.height & 0xFF);
-  out[sof_offset + 7] = std::byte(cut.width >> 8);
-  out[sof_offset + 8] = std::byte(cut.width & 0xFF);
+  out[g.sof_offset + 5] = std::byte(cut.height >> 8);
+  out[g.sof_offset + 6] = std::byte(cut.height & 0xFF);
+  out[g.sof_offset + 7] = std::byte(cut.width >> 8);
+  out[g.sof_offset + 8] = std::byte(cut.width & 0xFF);
   uint32_t written = 0;
   for (uint32_t r = r0; r < r1; r += row_step)
     for (uint32_t c = c0; c < c1; ++c) {

@@ -26,6 +26,7 @@ struct RestartGeometry {
   uint32_t mcu_width = 0, mcu_height = 0;  // one MCU in pixels (8 x sampling factor; 8x8 for one component)
   uint32_t interval = 0;                   // MCUs per restart interval (DRI), > 0
   size_t entropy_offset = 0;               // the first byte after the SOS segment
+  size_t sof_offset = 0;                   // the frame header's marker (FF Cn), before entropy_offset
   uint32_t mcus_per_row() const { return (width + mcu_width - 1) / mcu_width; }
   uint32_t mcu_rows() const { return (height + mcu_height - 1) / mcu_height; }
 };
@@ -42,15 +43,11 @@ struct RestartCut {
 };
 
 // Writes to `out` a JPEG of the restart intervals that cover pixels [x0, x1) x [y0, y1): the
-// header bytes up to the scan data with the frame's size replaced (the SOF at `sof_offset`),
+// header bytes up to the scan data with the frame's size replaced (the SOF at sof_offset),
 // those intervals' bytes with markers RST0.. between them, then EOI. False (out unspecified)
 // when the intervals do not tile the MCU grid, the window is empty, or the cut would be the
 // whole image.
-bool cut_restart_window(std::span<const std::byte> jpeg, const RestartGeometry& geometry, size_t sof_offset, std::span<const size_t> ends,
-                        uint32_t x0, uint32_t y0, uint32_t x1, uint32_t y1, std::vector<std::byte>& out, RestartCut& cut);
-
-// The offset of the frame header's marker (FF Cn) among the header segments before
-// `entropy_offset`, walking them strictly (no stray bytes); false unless there is exactly one.
-bool find_frame_header(std::span<const std::byte> jpeg, size_t entropy_offset, size_t& sof_offset);
+bool cut_restart_window(std::span<const std::byte> jpeg, const RestartGeometry& geometry, std::span<const size_t> ends, uint32_t x0,
+                        uint32_t y0, uint32_t x1, uint32_t y1, std::vector<std::byte>& out, RestartCut& cut);
 
 }  // namespace slip::detail
