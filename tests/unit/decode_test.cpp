@@ -12,7 +12,9 @@
 #include <nlohmann/json.hpp>
 #include <turbojpeg.h>
 
+#include "decode/jpeg_region.hpp"
 #include "decode/samplers.hpp"
+#include "image/jpeg_restarts.hpp"
 #include "slip/cache.hpp"
 #include "slip/convert.hpp"
 #include "slip/decode.hpp"
@@ -374,6 +376,95 @@ TEST(DecodeEngine, RestartMarkerCacheGivesThePlainCachesCrops) {
   std::vector<uint64_t> ids(plain.cache->size());
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = i;
   EXPECT_EQ(plain_engine.decode_full(ids), restarted_engine.decode_full(ids));
+}
+
+// A restart-marker JPEG that lies is never decoded differently through a cut than whole:
+// - a marker out of sequence makes the stream irregular, so the image is decoded whole and
+//   every epoch fails naming the sample (libjpeg warns);
+// - junk bytes inside one interval are corruption no decoder notices: the crops through the cut
+//   equal those of the same damaged bytes decoded whole (the same bytes behind an FF fill byte
+//   before EOI, which makes the engine refuse the cut), or both fail alike.
+TEST(DecodeEngine, DamagedRestartJpegDecodesThroughACutAsItDoesWhole) {
+  const fs::path sample = fs::path(SLIP_SOURCE_DIR) / "examples/sample/n01440764";
+  std::vector<std::byte> intact;
+  for (const auto& entry : fs::directory_iterator(sample)) {
+    const auto bytes = file_bytes(entry.path());
+    JpegHeader h;
+    if (parse_jpeg_header(bytes, h) && h.components == 3 && !h.progressive && h.width >= 300 && h.height >= 300) {
+      intact = *detail::reencode_with_restarts(bytes);
+      break;
+    }
+  }
+  ASSERT_FALSE(intact.empty());
+  detail::JpegRegionDecoder jpeg;
+  detail::JpegImageInfo info;
+  ASSERT_TRUE(jpeg.read_header(intact, info));
+  detail::RestartGeometry g;
+  std::vector<size_t> ends;
+  ASSERT_TRUE(jpeg.restart_geometry(g) && detail::index_restart_intervals(intact, g, ends));
+  ASSERT_GT(ends.size(), 40u);
+  auto cache_of = [](const std::vector<std::byte>& jpeg_bytes, test::TempDir& tmp) {
+    fs::create_directories(tmp.path() / "src/c");
+    std::ofstream(tmp.path() / "src/c/x.jpg", std::ios::binary)
+        .write(reinterpret_cast<const char*>(jpeg_bytes.data()), static_cast<std::streamsize>(jpeg_bytes.size()));
+    auto source = open_source((tmp.path() / "src").string());
+    ConvertOptions opt;
+    opt.output_dir = tmp.path() / "out";
+    return Cache::open(convert(*source, opt).cache_path);
+  };
+  // Every (pipeline, path, epoch): the crops, or the error's text.
+  auto outcomes = [](const Cache& cache) {
+    std::vector<std::string> out;
+    for (const char* pipeline : {"rrc", "center", "multicrop"})
+      for (ResampleMode mode : {ResampleMode::planar, ResampleMode::rgb})
+        for (uint64_t epoch = 0; epoch < 6; ++epoch) {
+          DecodeOptions o;
+          o.groups = pipeline_crop_groups(pipeline);
+          o.resample = mode;
+          o.seed = 3;
+          o.threads = 1;
+          try {
+            std::string crops;
+            for (const auto& group : run_batch(cache, o, epoch)) crops.append(reinterpret_cast<const char*>(group.data()), group.size());
+            out.push_back(crops);
+          } catch (const Error& e) {
+            out.push_back(std::string("error: ") + e.what());
+          }
+        }
+    return out;
+  };
+
+  auto out_of_sequence = intact;
+  out_of_sequence[ends[ends.size() / 2] + 1] = std::byte(0xD0 + (ends.size() / 2 + 3) % 8);
+  test::TempDir sequence_dir;
+  for (const std::string& outcome : outcomes(cache_of(out_of_sequence, sequence_dir))) {
+    EXPECT_EQ(outcome.rfind("error: ", 0), 0u) << "a crop of an irregular restart stream";
+    EXPECT_NE(outcome.find("sample 0"), std::string::npos) << outcome;
+  }
+
+  auto junk = intact;
+  const std::byte extra[] = {std::byte{0x5A}, std::byte{0x3C}, std::byte{0x77}};
+  junk.insert(junk.begin() + static_cast<std::ptrdiff_t>(ends[ends.size() / 2] - 1), std::begin(extra), std::end(extra));
+  auto junk_whole = junk;
+  junk_whole.insert(junk_whole.end() - 2, std::byte{0xFF});  // FF FF D9: a fill byte, no cut
+  test::TempDir junk_dir, whole_dir;
+  const Cache junk_cache = cache_of(junk, junk_dir), whole_cache = cache_of(junk_whole, whole_dir);
+  {
+    detail::JpegImageInfo i;
+    std::vector<size_t> e;
+    ASSERT_TRUE(jpeg.read_header(junk_whole, i) && jpeg.restart_geometry(g));
+    ASSERT_FALSE(detail::index_restart_intervals(junk_whole, g, e)) << "the reference must be decoded whole";
+  }
+  const auto through_cuts = outcomes(junk_cache), whole = outcomes(whole_cache);
+  ASSERT_EQ(through_cuts.size(), whole.size());
+  size_t differing = 0;
+  for (size_t i = 0; i < whole.size(); ++i) differing += through_cuts[i] != whole[i];
+  EXPECT_EQ(differing, 0u) << "of " << whole.size() << " outcomes";
+  test::TempDir intact_dir;
+  const auto clean = outcomes(cache_of(intact, intact_dir));
+  size_t changed = 0;
+  for (size_t i = 0; i < whole.size(); ++i) changed += clean[i] != whole[i];
+  EXPECT_GT(changed, 0u) << "the junk changes nothing: the comparison above proves nothing";
 }
 
 // Flip mirrors the unflipped crop exactly.
