@@ -4,7 +4,9 @@
 #include <benchmark/benchmark.h>
 #include <turbojpeg.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <ctime>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +17,7 @@
 #include "decode/jpeg_region.hpp"
 #include "decode/resample.hpp"
 #include "decode/resample_planar.hpp"
+#include "image/jpeg_restarts.hpp"
 #include "image/yuv420_kernels.hpp"
 #include "slip/decode.hpp"
 #include "slip/image.hpp"
@@ -81,6 +84,80 @@ void BM_CropAwareDecode(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_CropAwareDecode)->Arg(0)->Arg(128)->Arg(256)->Arg(375);
+
+// The whole sample to its planes (no IDCT skipped) with libjpeg's Huffman decoder (arg 0) or
+// slip's (arg 1), as stored (arg2 0) or re-encoded with restart markers (arg2 1), which sends
+// libjpeg-turbo 2.1 to its slow decoder.
+void BM_PlanesFullDecode(benchmark::State& state) {
+  static const std::vector<std::byte> restarted = *slip::detail::reencode_with_restarts(sample_jpeg());
+  const auto& jpeg = state.range(1) ? restarted : sample_jpeg();
+  slip::detail::JpegRegionDecoder decoder;
+  decoder.set_entropy_decoding(state.range(0) ? slip::detail::EntropyDecoding::slip_only : slip::detail::EntropyDecoding::libjpeg);
+  slip::detail::JpegImageInfo info;
+  std::vector<uint8_t> scratch;
+  slip::detail::DecodedPlanes planes;
+  for (auto _ : state) {
+    decoder.read_header(jpeg, info);
+    if (!decoder.decode_planes(1, 0, 0, info.width, info.height, scratch, planes)) state.SkipWithError("decode failed");
+    benchmark::DoNotOptimize(planes.data[0]);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_PlanesFullDecode)->Args({0, 0})->Args({1, 0})->Args({0, 1})->Args({1, 1});
+
+// libjpeg's Huffman decoder against slip's on the corpus's baseline JPEGs (arg 1: re-encoded
+// with restart markers): each image decoded whole to its planes by one then the other, R
+// rounds, each image's fastest of each kept (thread CPU time). A ratio measured in one run, as
+// the machines here are shared: libjpeg_over_slip > 1 means slip's is faster.
+double thread_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+void BM_EntropyDecoderRatio(benchmark::State& state) {
+  std::vector<std::vector<std::byte>> images;
+  for (const auto& entry : fs::recursive_directory_iterator(shared_dir() / "corpus/imagenet_like")) {
+    if (!entry.is_regular_file() || entry.path().extension() != ".JPEG" || images.size() >= 200) continue;
+    std::ifstream in(entry.path(), std::ios::binary);
+    const std::vector<char> raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::vector<std::byte> bytes(raw.size());
+    std::memcpy(bytes.data(), raw.data(), raw.size());
+    if (state.range(0)) {
+      auto restarted = slip::detail::reencode_with_restarts(bytes);
+      if (!restarted) continue;
+      bytes = std::move(*restarted);
+    }
+    images.push_back(std::move(bytes));
+  }
+  slip::detail::JpegRegionDecoder libjpeg, ours;
+  libjpeg.set_entropy_decoding(slip::detail::EntropyDecoding::libjpeg);
+  ours.set_entropy_decoding(slip::detail::EntropyDecoding::slip_only);
+  std::vector<double> best_libjpeg(images.size(), 1e9), best_ours(images.size(), 1e9);
+  std::vector<uint8_t> scratch;
+  slip::detail::DecodedPlanes planes;
+  size_t decoded = 0;
+  auto timed = [&](slip::detail::JpegRegionDecoder& d, const std::vector<std::byte>& jpeg, double& best) {
+    slip::detail::JpegImageInfo info;
+    const double t0 = thread_seconds();
+    if (!d.read_header(jpeg, info) || !d.planar_capable() || !d.decode_planes(1, 0, 0, info.width, info.height, scratch, planes)) return;
+    best = std::min(best, thread_seconds() - t0);
+  };
+  for (auto _ : state)
+    for (int round = 0; round < 5; ++round)
+      for (size_t i = 0; i < images.size(); ++i) {
+        timed(libjpeg, images[i], best_libjpeg[i]);
+        timed(ours, images[i], best_ours[i]);
+        ++decoded;
+      }
+  double sum_libjpeg = 0, sum_ours = 0;
+  for (size_t i = 0; i < images.size(); ++i)
+    if (best_libjpeg[i] < 1e9 && best_ours[i] < 1e9) sum_libjpeg += best_libjpeg[i], sum_ours += best_ours[i];
+  state.counters["libjpeg_ms"] = 1e3 * sum_libjpeg;
+  state.counters["slip_ms"] = 1e3 * sum_ours;
+  state.counters["libjpeg_over_slip"] = sum_ours > 0 ? sum_libjpeg / sum_ours : 0;
+  state.SetItemsProcessed(static_cast<int64_t>(decoded));
+}
+BENCHMARK(BM_EntropyDecoderRatio)->Arg(0)->Arg(1)->Iterations(1)->Unit(benchmark::kMillisecond);
 
 // The resampler: a side x side RGB window to 224x224 (bilinear), as rrc does after decoding.
 void BM_ResampleTo224(benchmark::State& state) {

@@ -61,12 +61,26 @@ void JpegRegionDecoder::scaled_size(int denom, int& width, int& height) {
 }
 
 bool JpegRegionDecoder::decode_region(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch, DecodedRegion& out) {
-  const bool ok = decode_region_impl(denom, x0, y0, x1, y1, scratch, out);
+  bool ok = decode_region_impl(denom, x0, y0, x1, y1, scratch, out, entropy_decoding_ != EntropyDecoding::libjpeg) && !errors_.warned;
   jpeg_abort_decompress(&cinfo_);
-  return ok && !errors_.warned;
+  used_slip_huffman_ = ok && huffman_attached_;
+  if (!ok && retry_with_libjpeg()) {
+    ok = decode_region_impl(denom, x0, y0, x1, y1, scratch, out, false) && !errors_.warned;
+    jpeg_abort_decompress(&cinfo_);
+  }
+  return ok;
 }
 
-bool JpegRegionDecoder::decode_region_impl(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch, DecodedRegion& out) {
+bool JpegRegionDecoder::retry_with_libjpeg() {
+  if (!huffman_attached_ || !huffman_.failed() || entropy_decoding_ != EntropyDecoding::slip_then_libjpeg) return false;
+  // slip's decoder refused the stream: libjpeg's decides, on a fresh decompressor.
+  JpegImageInfo info;
+  return read_header(data_, info);
+}
+
+bool JpegRegionDecoder::decode_region_impl(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch, DecodedRegion& out,
+                                           bool slip_huffman) {
+  huffman_attached_ = false;
   if (setjmp(errors_.jump())) return false;
   cinfo_.scale_num = 1;
   cinfo_.scale_denom = static_cast<unsigned>(denom);
@@ -79,6 +93,7 @@ bool JpegRegionDecoder::decode_region_impl(int denom, int x0, int y0, int x1, in
   const int right = std::min(x1, out.scaled_width), bottom = std::min(y1, out.scaled_height);
   JDIMENSION xoffset = static_cast<JDIMENSION>(x0), width = static_cast<JDIMENSION>(right - x0);
   if (width < cinfo_.output_width) jpeg_crop_scanline(&cinfo_, &xoffset, &width);
+  if (slip_huffman && !errors_.warned) huffman_attached_ = huffman_.attach(cinfo_);
   out.x_offset = x0 - static_cast<int>(xoffset);
   out.stride = static_cast<size_t>(cinfo_.output_width) * 3;
   const int rows = bottom - y0;
@@ -132,9 +147,15 @@ bool JpegRegionDecoder::restart_geometry(RestartGeometry& geometry) const {
 
 bool JpegRegionDecoder::decode_planes(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch, DecodedPlanes& out,
                                       std::span<const PixelRect> parts) {
-  const bool ok = decode_planes_impl(denom, x0, y0, x1, y1, scratch, out, parts);
+  const bool slip_huffman = entropy_decoding_ != EntropyDecoding::libjpeg;
+  bool ok = decode_planes_impl(denom, x0, y0, x1, y1, scratch, out, parts, slip_huffman) && !errors_.warned;
   jpeg_abort_decompress(&cinfo_);
-  return ok && !errors_.warned;
+  used_slip_huffman_ = ok && huffman_attached_;
+  if (!ok && retry_with_libjpeg()) {
+    ok = decode_planes_impl(denom, x0, y0, x1, y1, scratch, out, parts, false) && !errors_.warned;
+    jpeg_abort_decompress(&cinfo_);
+  }
+  return ok;
 }
 
 namespace {
@@ -161,13 +182,15 @@ void set_transformed_columns(jpeg_decompress_struct& cinfo, JDIMENSION first, JD
 }  // namespace
 
 bool JpegRegionDecoder::decode_planes_impl(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch, DecodedPlanes& out,
-                                           std::span<const PixelRect> parts) {
+                                           std::span<const PixelRect> parts, bool slip_huffman) {
+  huffman_attached_ = false;
   if (setjmp(errors_.jump())) return false;
   cinfo_.scale_num = 1;
   cinfo_.scale_denom = static_cast<unsigned>(denom);
   cinfo_.raw_data_out = TRUE;
   cinfo_.dct_method = JDCT_ISLOW;
   jpeg_start_decompress(&cinfo_);
+  if (slip_huffman && !errors_.warned) huffman_attached_ = huffman_.attach(cinfo_);
   const int planes = cinfo_.num_components;
   // The iMCU grid in scaled luma pixels (a lone component's MCU is one block, as in
   // jpeg_crop_scanline).

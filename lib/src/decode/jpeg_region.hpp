@@ -15,6 +15,7 @@
 #include <cstdio>  // jpeglib.h needs FILE
 #include <jpeglib.h>
 
+#include "decode/huffman_decoder.hpp"
 #include "decode/restart_cut.hpp"
 #include "image/libjpeg_errors.hpp"
 
@@ -54,6 +55,11 @@ struct PixelRect {
   int x0 = 0, y0 = 0, x1 = 0, y1 = 0;
 };
 
+// Who entropy-decodes decode_planes' sequential JPEGs: slip's HuffmanDecoder, and libjpeg again
+// for any stream it refuses (the default); libjpeg only; or slip's alone, a refusal failing
+// the decode (tests compare it with libjpeg's).
+enum class EntropyDecoding { slip_then_libjpeg, libjpeg, slip_only };
+
 class JpegRegionDecoder {
  public:
   JpegRegionDecoder();
@@ -80,6 +86,11 @@ class JpegRegionDecoder {
   // bytes. Multi-crop windows leave much of their hull uncovered.
   bool decode_planes(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch, DecodedPlanes& out,
                      std::span<const PixelRect> parts = {});
+  void set_entropy_decoding(EntropyDecoding mode) { entropy_decoding_ = mode; }
+  // Whether the last decode_planes ran slip's Huffman decoder to the end (false: libjpeg's,
+  // from the start or after slip's refused the stream).
+  bool last_decode_used_slip_huffman() const { return used_slip_huffman_; }
+
   // The image read by read_header as restart intervals (restart_cut.hpp): false unless it is a
   // single-scan (sequential, interleaved or one-component) JPEG with a restart interval.
   bool restart_geometry(RestartGeometry& geometry) const;
@@ -89,12 +100,19 @@ class JpegRegionDecoder {
   const std::string& message() const { return errors_.message; }
 
  private:
-  bool decode_region_impl(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch, DecodedRegion& out);
+  bool decode_region_impl(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch, DecodedRegion& out, bool slip_huffman);
+  // After a failed decode: true when slip's Huffman decoder caused it and libjpeg's should decide
+  // (the header is then read again for that).
+  bool retry_with_libjpeg();
   bool decode_planes_impl(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch, DecodedPlanes& out,
-                          std::span<const PixelRect> parts);
+                          std::span<const PixelRect> parts, bool slip_huffman);
 
   jpeg_decompress_struct cinfo_{};
   LibjpegErrors errors_;
+  HuffmanDecoder huffman_;
+  EntropyDecoding entropy_decoding_ = EntropyDecoding::slip_then_libjpeg;
+  bool used_slip_huffman_ = false;
+  bool huffman_attached_ = false;  // set before the setjmp frame's decode (a member: longjmp-safe)
   std::span<const std::byte> data_;  // read_header's data (the caller keeps it alive until the decode)
   size_t entropy_offset_ = 0;        // where read_header's data has its first scan's entropy-coded bytes
   // jpeg_read_raw_data's row pointers: v_samp_factor * DCT_scaled_size (<= 4 * 8) per plane.

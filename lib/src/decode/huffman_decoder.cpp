@@ -1,0 +1,308 @@
+#include "decode/huffman_decoder.hpp"
+
+#include <cstring>
+
+// The entropy module's interface (jpeg_entropy_decoder), the input controller's scan count
+// and libjpeg's MCU layout are libjpeg-turbo internals, installed with its headers here.
+#if __has_include(<jpegint.h>) && defined(LIBJPEG_TURBO_VERSION_NUMBER) && LIBJPEG_TURBO_VERSION_NUMBER >= 2000000
+#include <jpegint.h>
+#define SLIP_JPEG_INTERNALS 1
+#else
+#define SLIP_JPEG_INTERNALS 0
+struct jpeg_entropy_decoder {};
+#endif
+
+namespace slip::detail {
+
+struct HuffmanDecoder::Hook {
+  jpeg_entropy_decoder pub;  // first: libjpeg holds &pub
+  HuffmanDecoder* self = nullptr;
+};
+
+HuffmanDecoder::HuffmanDecoder() : hook_(std::make_unique<Hook>()) {}
+HuffmanDecoder::~HuffmanDecoder() = default;
+
+namespace {
+
+constexpr int kLookahead = HuffmanDecoder::kLookaheadBits;
+
+// Zigzag position -> natural (row-major) index, then 16 more entries: a run may carry the
+// position past 63 in a corrupt stream, which libjpeg decodes without a warning into
+// coefficient 63 (its own table has the same tail).
+constexpr int kNaturalOrder[64 + 16] = {
+    0,  1,  8,  16, 9,  2,  3,  10, 17, 24, 32, 25, 18, 11, 4,  5,  12, 19, 26, 33, 40, 48, 41, 34, 27, 20, 13,
+    6,  7,  14, 21, 28, 35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51, 58, 59, 52, 45, 38, 31,
+    39, 46, 53, 60, 61, 54, 47, 55, 62, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63};
+
+// A magnitude category's bits to the value (JPEG's EXTEND, F.12).
+inline int32_t extend(uint32_t bits, int size) {
+  return bits < (1u << (size - 1)) ? static_cast<int32_t>(bits) - (1 << size) + 1 : static_cast<int32_t>(bits);
+}
+
+// The decoding tables of a JPEG table, checked as libjpeg's jpeg_make_d_derived_tbl checks it
+// (it has already refused a bad one by now; this keeps the tables safe on their own).
+bool build_table(const JHUFF_TBL& source, bool dc, HuffmanDecoder::Table& t) {
+  int total = 0, longest = 0;
+  for (int l = 1; l <= 16; ++l) {
+    total += source.bits[l];
+    if (source.bits[l]) longest = l;
+  }
+  if (total > 256) return false;
+  std::memset(t.fast, 0, sizeof t.fast);
+  std::memset(t.fast_ac, 0, sizeof t.fast_ac);
+  int code = 0, p = 0;
+  for (int l = 1; l <= longest; ++l) {
+    if (source.bits[l] == 0) {
+      t.max_code[l] = -1;
+      t.value_offset[l] = 0;
+    } else {
+      t.value_offset[l] = p - code;
+      for (int i = 0; i < source.bits[l]; ++i, ++p, ++code) {
+        const uint8_t symbol = source.huffval[p];
+        if (dc && symbol > 15) return false;
+        t.symbols[p] = symbol;
+        if (l > kLookahead) continue;
+        const int shift = kLookahead - l, first = code << shift, last = (code + 1) << shift;
+        for (int j = first; j < last; ++j) t.fast[j] = static_cast<uint16_t>(l << 8 | symbol);
+        const int run = symbol >> 4, size = symbol & 15;
+        if (!dc && symbol == 0) {  // end of block: value 0, run 0
+          for (int j = first; j < last; ++j) t.fast_ac[j] = static_cast<int16_t>(l);
+          continue;
+        }
+        if (dc || size == 0 || l + size > kLookahead) continue;
+        for (int j = first; j < last; ++j) {
+          const int value = extend(static_cast<uint32_t>(j >> (shift - size)) & ((1u << size) - 1), size);
+          if (value >= -128 && value <= 127) t.fast_ac[j] = static_cast<int16_t>(value * 256 + run * 16 + l + size);
+        }
+      }
+      t.max_code[l] = code - 1;
+    }
+    if (code >= (1 << l)) return false;  // no code may be all ones
+    code <<= 1;
+  }
+  for (int l = longest + 1; l <= 17; ++l) t.max_code[l] = -1;
+  return true;
+}
+
+}  // namespace
+
+bool HuffmanDecoder::attach(jpeg_decompress_struct& cinfo) {
+#if SLIP_JPEG_INTERNALS
+  if (cinfo.progressive_mode || cinfo.arith_code || cinfo.buffered_image || cinfo.inputctl == nullptr || cinfo.inputctl->has_multiple_scans ||
+      cinfo.entropy == nullptr || cinfo.src == nullptr || cinfo.src->next_input_byte == nullptr)
+    return false;
+  if (cinfo.Ss != 0 || cinfo.Se != DCTSIZE2 - 1 || cinfo.Ah != 0 || cinfo.Al != 0) return false;
+  if (cinfo.comps_in_scan < 1 || cinfo.comps_in_scan > MAX_COMPS_IN_SCAN || cinfo.blocks_in_MCU < 1 ||
+      cinfo.blocks_in_MCU > D_MAX_BLOCKS_IN_MCU)
+    return false;
+  bool dc_built[NUM_HUFF_TBLS] = {}, ac_built[NUM_HUFF_TBLS] = {};
+  for (int ci = 0; ci < cinfo.comps_in_scan; ++ci) {
+    const jpeg_component_info* comp = cinfo.cur_comp_info[ci];
+    if (comp == nullptr || comp->dc_tbl_no < 0 || comp->dc_tbl_no >= NUM_HUFF_TBLS || comp->ac_tbl_no < 0 || comp->ac_tbl_no >= NUM_HUFF_TBLS)
+      return false;
+    const JHUFF_TBL* dc = cinfo.dc_huff_tbl_ptrs[comp->dc_tbl_no];
+    const JHUFF_TBL* ac = cinfo.ac_huff_tbl_ptrs[comp->ac_tbl_no];
+    if (dc == nullptr || ac == nullptr) return false;
+    if (!dc_built[comp->dc_tbl_no] && !build_table(*dc, true, dc_tables_[comp->dc_tbl_no])) return false;
+    if (!ac_built[comp->ac_tbl_no] && !build_table(*ac, false, ac_tables_[comp->ac_tbl_no])) return false;
+    dc_built[comp->dc_tbl_no] = ac_built[comp->ac_tbl_no] = true;
+  }
+  blocks_ = cinfo.blocks_in_MCU;
+  for (int b = 0; b < blocks_; ++b) {
+    const int ci = cinfo.MCU_membership[b];
+    if (ci < 0 || ci >= cinfo.comps_in_scan) return false;
+    block_component_[b] = ci;
+    block_dc_[b] = &dc_tables_[cinfo.cur_comp_info[ci]->dc_tbl_no];
+    block_ac_[b] = &ac_tables_[cinfo.cur_comp_info[ci]->ac_tbl_no];
+  }
+  next_ = cinfo.src->next_input_byte;
+  end_ = next_ + cinfo.src->bytes_in_buffer;
+  bits_ = 0;
+  count_ = padding_ = 0;
+  at_marker_ = false;
+  restarts_to_go_ = cinfo.restart_interval;
+  next_restart_ = 0;
+  for (int32_t& dc : last_dc_) dc = 0;
+  failed_ = false;
+  cinfo_ = &cinfo;
+  hook_->pub.start_pass = start_pass_hook;
+  hook_->pub.decode_mcu = decode_mcu_hook;
+  hook_->pub.insufficient_data = FALSE;
+  hook_->self = this;
+  cinfo.entropy = &hook_->pub;
+  return true;
+#else
+  (void)cinfo;
+  return false;
+#endif
+}
+
+HuffmanDecoder& HuffmanDecoder::self_of(j_decompress_ptr cinfo) { return *reinterpret_cast<Hook*>(cinfo->entropy)->self; }
+
+// Another scan after the only one: not a stream attach() took; stop.
+void HuffmanDecoder::start_pass_hook(j_decompress_ptr cinfo) { self_of(cinfo).failed_ = true; }
+
+boolean HuffmanDecoder::decode_mcu_hook(j_decompress_ptr cinfo, JBLOCKROW* blocks) {
+  return self_of(cinfo).decode_mcu(blocks) ? TRUE : FALSE;
+}
+
+// Fills the bit buffer to more than 56 bits, or to the next marker (or the data's end), after
+// which it shifts in zeros; a stuffed 0xFF 0x00 is one 0xFF byte.
+void HuffmanDecoder::refill() {
+  while (count_ <= 56 && !at_marker_) {
+    if (end_ - next_ >= 8) {
+      // Eight bytes at once when none of them is 0xFF (the usual case).
+      uint64_t word;
+      std::memcpy(&word, next_, 8);
+      const uint64_t inverted = ~word;
+      if (((inverted - 0x0101010101010101ULL) & ~inverted & 0x8080808080808080ULL) == 0) {
+        const int take = (64 - count_) / 8;
+        word = __builtin_bswap64(word);
+        bits_ |= (word >> (64 - 8 * take)) << (64 - count_ - 8 * take);
+        count_ += 8 * take;
+        next_ += take;
+        continue;
+      }
+    }
+    if (next_ == end_) {
+      failed_ = true;  // data ending without a marker: libjpeg warns (premature end of file)
+      at_marker_ = true;
+      break;
+    }
+    const uint8_t byte = *next_;
+    if (byte == 0xFF) {
+      if (end_ - next_ < 2 || next_[1] != 0x00) {
+        at_marker_ = true;
+        break;
+      }
+      next_ += 2;
+    } else {
+      ++next_;
+    }
+    bits_ |= static_cast<uint64_t>(byte) << (56 - count_);
+    count_ += 8;
+  }
+  if (at_marker_ && count_ < 64) {
+    padding_ += 64 - count_;
+    count_ = 64;
+  }
+}
+
+// libjpeg's process_restart, strictly: the interval's data ends within its last byte and the
+// next marker is the expected RSTn.
+bool HuffmanDecoder::restart() {
+  if (!at_marker_) refill();
+  if (!at_marker_ || failed_ || count_ - padding_ >= 8 || end_ - next_ < 2 || next_[1] != 0xD0 + next_restart_) return false;
+  next_ += 2;
+  bits_ = 0;
+  count_ = padding_ = 0;
+  at_marker_ = false;
+  for (int32_t& dc : last_dc_) dc = 0;
+  restarts_to_go_ = cinfo_->restart_interval;
+  next_restart_ = (next_restart_ + 1) & 7;
+  return true;
+}
+
+__attribute__((target("bmi2"))) bool HuffmanDecoder::decode_mcu(JBLOCKROW* blocks) {
+  if (failed_) return false;
+  if (cinfo_->restart_interval && restarts_to_go_ == 0 && !restart()) {
+    failed_ = true;
+    return false;
+  }
+  // The reader's state in locals (registers) for the MCU; refill() works on the members.
+  uint64_t bits = bits_;
+  int count = count_;
+  const uint8_t* next = next_;
+  auto fill = [&] {
+    if (count >= 32) return;
+    if (end_ - next >= 8 && !at_marker_) {
+      uint64_t word;
+      std::memcpy(&word, next, 8);
+      const uint64_t inverted = ~word;
+      if (((inverted - 0x0101010101010101ULL) & ~inverted & 0x8080808080808080ULL) == 0) {  // no 0xFF byte
+        const int take = (64 - count) >> 3;
+        bits |= (__builtin_bswap64(word) >> (64 - 8 * take)) << (64 - count - 8 * take);
+        count += 8 * take;
+        next += take;
+        return;
+      }
+    }
+    bits_ = bits, count_ = count, next_ = next;
+    refill();
+    bits = bits_, count = count_, next = next_;
+  };
+  auto take_bits = [&](int n) {
+    const auto value = static_cast<uint32_t>(bits >> (64 - n));
+    bits <<= n;
+    count -= n;
+    return value;
+  };
+  // One symbol: the one-step table, then longer codes as F.16 compares them; -1 for a code the
+  // table does not have.
+  auto symbol_of = [&](const Table& t) -> int {
+    const uint16_t fast = t.fast[bits >> (64 - kLookahead)];
+    if (fast) {
+      take_bits(fast >> 8);
+      return fast & 0xFF;
+    }
+    for (int l = kLookahead + 1; l <= 16; ++l) {
+      const auto code = static_cast<int32_t>(bits >> (64 - l));
+      if (code <= t.max_code[l]) {
+        take_bits(l);
+        return t.symbols[code + t.value_offset[l]];
+      }
+    }
+    return -1;
+  };
+  bool ok = true;
+  JBLOCK discarded;  // libjpeg-turbo's jpeg_skip_scanlines passes no blocks: decode, keep nothing
+  for (int b = 0; b < blocks_ && ok; ++b) {
+    JCOEF* block = blocks ? blocks[b][0] : discarded;
+    fill();
+    const int dc_size = symbol_of(*block_dc_[b]);
+    if (dc_size < 0) {
+      ok = false;
+      break;
+    }
+    const int32_t diff = dc_size ? extend(take_bits(dc_size), dc_size) : 0;
+    // libjpeg's sum in int, wrapping on corrupt streams, then truncated to JCOEF.
+    int32_t& last = last_dc_[block_component_[b]];
+    last = static_cast<int32_t>(static_cast<uint32_t>(last) + static_cast<uint32_t>(diff));
+    block[0] = static_cast<JCOEF>(last);
+    const Table& ac = *block_ac_[b];
+    for (int k = 1; k < DCTSIZE2; ++k) {
+      fill();
+      const int16_t fast = ac.fast_ac[bits >> (64 - kLookahead)];
+      if (fast) {
+        take_bits(fast & 15);
+        if ((fast >> 4) == 0) break;  // end of block (value 0, run 0)
+        k += (fast >> 4) & 15;
+        block[kNaturalOrder[k]] = static_cast<JCOEF>(fast >> 8);
+        continue;
+      }
+      const int symbol = symbol_of(ac);
+      if (symbol < 0) {
+        ok = false;
+        break;
+      }
+      const int run = symbol >> 4, size = symbol & 15;
+      if (size) {
+        k += run;
+        block[kNaturalOrder[k]] = static_cast<JCOEF>(extend(take_bits(size), size));
+      } else {
+        if (run != 15) break;
+        k += 15;
+      }
+    }
+  }
+  bits_ = bits, count_ = count, next_ = next;
+  // Bits past a marker were needed: libjpeg warns (premature end of data segment).
+  if (!ok || count_ < padding_) failed_ = true;
+  if (failed_) return false;
+  if (cinfo_->restart_interval) --restarts_to_go_;
+  cinfo_->src->next_input_byte = next_;
+  cinfo_->src->bytes_in_buffer = static_cast<size_t>(end_ - next_);
+  return true;
+}
+
+}  // namespace slip::detail

@@ -1,0 +1,88 @@
+// slip's own Huffman decoder for sequential JPEG scans, put in place of libjpeg's inside a
+// libjpeg decompression (its entropy module's decode_mcu), so libjpeg still does everything
+// else: markers, the IDCT, the planes. Why: entropy decoding is half of a crop's time, and
+// libjpeg-turbo 2.1 drops to its slow decoder whenever a JPEG has restart markers, which are
+// what lets the engine skip the rows and columns outside a crop (restart_cut.hpp).
+//
+// It gives libjpeg's coefficients exactly on any stream it accepts, and it accepts less: a bad
+// code, data running into a marker or the end, a restart marker out of sequence or not right
+// after its interval, fill bytes, all stop the decode (decode_mcu suspends, so the read returns
+// nothing) with failed() set; the caller then decodes the image again with libjpeg's own
+// decoder, whose verdict and coefficients stand.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>  // jpeglib.h needs FILE
+#include <memory>
+
+#include <jpeglib.h>
+
+namespace slip::detail {
+
+class HuffmanDecoder {
+ public:
+  HuffmanDecoder();
+  ~HuffmanDecoder();
+  HuffmanDecoder(const HuffmanDecoder&) = delete;  // libjpeg holds a pointer into it
+  HuffmanDecoder& operator=(const HuffmanDecoder&) = delete;
+
+  // Right after jpeg_start_decompress on a memory source: takes over the entropy decoding of
+  // cinfo's scan when it is the image's only one, sequential and Huffman-coded (any component
+  // count in the scan, any restart interval). False, with cinfo untouched, otherwise or when
+  // this build cannot reach libjpeg's internals. `this` must outlive the decompression.
+  bool attach(jpeg_decompress_struct& cinfo);
+  // True once a decode_mcu refused the stream (see above).
+  bool failed() const { return failed_; }
+
+  // The largest lookahead of the one-step tables (bits).
+  static constexpr int kLookaheadBits = 10;
+
+  struct Table {
+    // Codes up to kLookaheadBits long: (length << 8) | symbol, 0 for a longer code.
+    uint16_t fast[1 << kLookaheadBits];
+    // AC tables: code and magnitude bits together when they fit the lookahead and the value
+    // fits int8 (the common small coefficients): value << 8 | run << 4 | total length, else 0.
+    int16_t fast_ac[1 << kLookaheadBits];
+    // Longer codes, canonical: a code of length l is valid iff code <= max_code[l], its symbol
+    // symbols[code + value_offset[l]].
+    int32_t max_code[18];
+    int32_t value_offset[17];
+    uint8_t symbols[256];
+  };
+
+ private:
+  struct Hook;
+  static HuffmanDecoder& self_of(j_decompress_ptr cinfo);
+  static boolean decode_mcu_hook(j_decompress_ptr cinfo, JBLOCKROW* blocks);
+  static void start_pass_hook(j_decompress_ptr cinfo);
+  bool decode_mcu(JBLOCKROW* blocks);
+  bool restart();
+  void refill();
+
+  jpeg_decompress_struct* cinfo_ = nullptr;
+  bool failed_ = false;
+  // The bit reader over the scan's bytes: `bits_` holds `count_` bits, most significant first.
+  // After a marker (or the data's end) it shifts in zeros, `padding_` of them still buffered.
+  const uint8_t* next_ = nullptr;
+  const uint8_t* end_ = nullptr;
+  uint64_t bits_ = 0;
+  int count_ = 0;
+  int padding_ = 0;
+  bool at_marker_ = false;
+  // Scan state as libjpeg keeps it.
+  unsigned restarts_to_go_ = 0;
+  unsigned next_restart_ = 0;
+  int32_t last_dc_[4] = {};
+  // Per block of the MCU: its component's index in the scan and tables.
+  int blocks_ = 0;
+  int block_component_[D_MAX_BLOCKS_IN_MCU] = {};
+  const Table* block_dc_[D_MAX_BLOCKS_IN_MCU] = {};
+  const Table* block_ac_[D_MAX_BLOCKS_IN_MCU] = {};
+  Table dc_tables_[NUM_HUFF_TBLS];
+  Table ac_tables_[NUM_HUFF_TBLS];
+  // What libjpeg calls: its own entropy struct, then a pointer back here (huffman_decoder.cpp).
+  std::unique_ptr<Hook> hook_;
+};
+
+}  // namespace slip::detail

@@ -1,0 +1,203 @@
+// slip's Huffman decoder (decode/huffman_decoder.cpp) against libjpeg-turbo's own, the
+// independent implementation it stands in for: the same planes and RGB on every baseline JPEG
+// of the corpus, as stored and re-encoded with restart markers, at every DCT scale and through
+// the row-skipping region decode; and on damaged streams, never a result libjpeg would not
+// give: what slip's decoder accepts, libjpeg decodes without a warning to the same samples, and
+// the default mode's verdict is libjpeg's.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "decode/jpeg_region.hpp"
+#include "image/jpeg_restarts.hpp"
+#include "test_support.hpp"
+
+namespace slip::detail {
+namespace {
+
+std::vector<std::byte> bytes_of(const std::string& s) {
+  std::vector<std::byte> out(s.size());
+  std::memcpy(out.data(), s.data(), s.size());
+  return out;
+}
+
+// Every JPEG of the corpus but CMYK and the multi-megapixel ones, with its manifest kind.
+struct CorpusJpeg {
+  std::string name, kind;
+  bool progressive = false;
+  std::vector<std::byte> bytes;
+};
+std::vector<CorpusJpeg> corpus_jpegs() {
+  std::vector<CorpusJpeg> out;
+  std::istringstream lines(test::read_file(test::shared_dir() / "corpus/imagenet_like.manifest.tsv"));
+  std::string line;
+  std::getline(lines, line);
+  while (std::getline(lines, line)) {
+    std::vector<std::string> col;
+    std::istringstream fields(line);
+    for (std::string f; std::getline(fields, f, '\t');) col.push_back(f);
+    if (col.size() < 8 || col[4] != "jpeg" || col[5] == "cmyk") continue;
+    if (std::stoll(col[2]) * std::stoll(col[3]) > 4'000'000) continue;
+    out.push_back({col[0], col[5] + "/" + col[6], col[7] == "yes", bytes_of(test::read_file(test::shared_dir() / "corpus/imagenet_like" / col[0]))});
+  }
+  return out;
+}
+
+// One decode's outcome: success and the samples it gave (planes or RGB rows, packed).
+struct Outcome {
+  bool ok = false;
+  bool slip_huffman = false;
+  std::vector<uint8_t> samples;
+  bool operator==(const Outcome& o) const { return ok == o.ok && samples == o.samples; }
+};
+
+Outcome planes_of(JpegRegionDecoder& d, EntropyDecoding mode, const std::vector<std::byte>& jpeg, int denom, int x0, int y0, int x1,
+                  int y1) {
+  Outcome r;
+  JpegImageInfo info;
+  d.set_entropy_decoding(mode);
+  if (!d.read_header(jpeg, info) || !d.planar_capable()) return r;
+  std::vector<uint8_t> scratch;
+  DecodedPlanes planes;
+  r.ok = d.decode_planes(denom, x0, y0, x1, y1, scratch, planes);
+  r.slip_huffman = d.last_decode_used_slip_huffman();
+  if (!r.ok) return r;
+  for (int c = 0; c < planes.planes; ++c)
+    for (int y = 0; y < planes.height[c]; ++y)
+      r.samples.insert(r.samples.end(), planes.data[c] + static_cast<size_t>(y) * planes.stride[c],
+                       planes.data[c] + static_cast<size_t>(y) * planes.stride[c] + planes.width[c]);
+  return r;
+}
+
+Outcome rgb_region_of(JpegRegionDecoder& d, EntropyDecoding mode, const std::vector<std::byte>& jpeg, int x0, int y0, int x1, int y1) {
+  Outcome r;
+  JpegImageInfo info;
+  d.set_entropy_decoding(mode);
+  if (!d.read_header(jpeg, info) || !info.rgb_capable) return r;
+  std::vector<uint8_t> scratch;
+  DecodedRegion region;
+  r.ok = d.decode_region(1, x0, y0, x1, y1, scratch, region);
+  r.slip_huffman = d.last_decode_used_slip_huffman();
+  if (!r.ok) return r;
+  for (int y = 0; y < y1 - y0; ++y) {
+    const uint8_t* row = region.data + static_cast<size_t>(y) * region.stride + static_cast<size_t>(region.x_offset) * 3;
+    r.samples.insert(r.samples.end(), row, row + static_cast<size_t>(x1 - x0) * 3);
+  }
+  return r;
+}
+
+TEST(HuffmanDecoder, CorpusDecodesToLibjpegsSamplesStoredAndWithRestartMarkers) {
+  const auto corpus = corpus_jpegs();
+  ASSERT_GT(corpus.size(), 700u);
+  JpegRegionDecoder d;
+  int slip_decoded = 0, progressive = 0, restarted = 0;
+  for (size_t i = 0; i < corpus.size(); ++i) {
+    const CorpusJpeg& image = corpus[i];
+    std::vector<std::vector<std::byte>> variants{image.bytes};
+    if (i % 4 == 0)
+      if (auto r = reencode_with_restarts(image.bytes)) variants.push_back(std::move(*r)), ++restarted;
+    for (const auto& jpeg : variants) {
+      JpegImageInfo info;
+      ASSERT_TRUE(d.read_header(jpeg, info)) << image.name;
+      const int denom = i % 7 == 0 ? 1 << (i / 7 % 4) : 1;  // 1/2, 1/4, 1/8 on some
+      const Outcome lib = planes_of(d, EntropyDecoding::libjpeg, jpeg, denom, 0, 0, info.width, info.height);
+      const Outcome ours = planes_of(d, EntropyDecoding::slip_only, jpeg, denom, 0, 0, info.width, info.height);
+      if (!lib.ok) continue;  // not planar (4:1:1 and the like)
+      EXPECT_FALSE(lib.slip_huffman);
+      if (image.progressive && jpeg.size() == image.bytes.size()) {
+        // Progressive scans stay libjpeg's.
+        EXPECT_FALSE(ours.slip_huffman) << image.name;
+        ++progressive;
+      } else {
+        EXPECT_TRUE(ours.ok && ours.slip_huffman) << image.name << " (" << image.kind << ")";
+        slip_decoded += ours.slip_huffman;
+      }
+      EXPECT_EQ(ours.samples, lib.samples) << image.name << " at 1/" << denom << (jpeg.size() != image.bytes.size() ? " restarts" : "");
+      // The RGB path: columns cropped and rows above skipped (libjpeg-turbo's skip decodes
+      // those MCUs into no blocks at all).
+      if (i % 5 == 0 && info.height > 40 && info.width > 40) {
+        const int x0 = info.width / 5, y0 = info.height / 3, x1 = info.width - info.width / 7, y1 = info.height - 5;
+        const Outcome lib_rgb = rgb_region_of(d, EntropyDecoding::libjpeg, jpeg, x0, y0, x1, y1);
+        const Outcome ours_rgb = rgb_region_of(d, EntropyDecoding::slip_only, jpeg, x0, y0, x1, y1);
+        ASSERT_TRUE(lib_rgb.ok) << image.name;
+        EXPECT_EQ(ours_rgb.samples, lib_rgb.samples) << image.name << " region";
+      }
+    }
+  }
+  // Not vacuous: most of the corpus went through slip's decoder, restart markers included.
+  EXPECT_GT(slip_decoded, 700);
+  EXPECT_GT(progressive, 10);
+  EXPECT_GT(restarted, 150);
+}
+
+// Damage the corpus really could carry (flipped bytes, truncation, stray or misnumbered
+// markers, fill bytes, a dropped byte) in the entropy-coded data of baseline and restart JPEGs.
+TEST(HuffmanDecoder, DamagedStreamsNeverDecodeToWhatLibjpegWouldNot) {
+  const auto corpus = corpus_jpegs();
+  JpegRegionDecoder d;
+  std::mt19937 rng(20261126);
+  int both_decoded = 0, slip_refused_libjpeg_decoded = 0, both_refused = 0;
+  int images = 0;
+  for (size_t i = 0; i < corpus.size() && images < 24; i += 29) {
+    if (corpus[i].progressive) continue;
+    ++images;
+    std::vector<std::vector<std::byte>> bases{corpus[i].bytes};
+    if (auto r = reencode_with_restarts(corpus[i].bytes)) bases.push_back(std::move(*r));
+    for (const auto& base : bases) {
+      JpegImageInfo info;
+      ASSERT_TRUE(d.read_header(base, info));
+      // The entropy-coded data starts after the first SOS segment.
+      size_t start = 0;
+      for (size_t p = 2; p + 4 < base.size(); ++p)
+        if (base[p] == std::byte{0xFF} && base[p + 1] == std::byte{0xDA}) {
+          start = p + 2 + (static_cast<size_t>(base[p + 2]) << 8 | static_cast<size_t>(base[p + 3]));
+          break;
+        }
+      ASSERT_GT(start, 0u);
+      for (int m = 0; m < 30; ++m) {
+        std::vector<std::byte> jpeg = base;
+        std::uniform_int_distribution<size_t> where(start, jpeg.size() - 3);
+        const size_t at = where(rng);
+        switch (m % 6) {
+          case 0: jpeg[at] = static_cast<std::byte>(rng()); break;                                   // a changed byte
+          case 1: jpeg.resize(at); break;                                                          // truncated
+          case 2: jpeg.insert(jpeg.begin() + static_cast<long>(at), {std::byte{0xFF}, static_cast<std::byte>(0xD0 + rng() % 8)}); break;
+          case 3: jpeg.insert(jpeg.begin() + static_cast<long>(at), {std::byte{0xFF}, std::byte{0xFF}, std::byte{0x00}}); break;
+          case 4: jpeg.erase(jpeg.begin() + static_cast<long>(at)); break;                         // a byte lost
+          case 5:                                                                                  // a marker renumbered
+            for (size_t p = at; p + 1 < jpeg.size(); ++p)
+              if (jpeg[p] == std::byte{0xFF} && (static_cast<int>(jpeg[p + 1]) & 0xF8) == 0xD0) {
+                jpeg[p + 1] = static_cast<std::byte>(0xD0 + rng() % 8);
+                break;
+              }
+            jpeg[at] ^= std::byte{0x10};
+            break;
+        }
+        const Outcome lib = planes_of(d, EntropyDecoding::libjpeg, jpeg, 1, 0, 0, info.width, info.height);
+        const Outcome ours = planes_of(d, EntropyDecoding::slip_only, jpeg, 1, 0, 0, info.width, info.height);
+        const Outcome standard = planes_of(d, EntropyDecoding::slip_then_libjpeg, jpeg, 1, 0, 0, info.width, info.height);
+        if (ours.ok) {
+          EXPECT_TRUE(lib.ok) << corpus[i].name << " mutation " << m << ": slip's decoder accepted what libjpeg warns about";
+          EXPECT_EQ(ours.samples, lib.samples) << corpus[i].name << " mutation " << m;
+        }
+        EXPECT_TRUE(standard == lib) << corpus[i].name << " mutation " << m << ": the default mode must give libjpeg's verdict";
+        both_decoded += ours.ok && lib.ok;
+        slip_refused_libjpeg_decoded += !ours.ok && lib.ok;
+        both_refused += !ours.ok && !lib.ok;
+      }
+    }
+  }
+  // Damage that libjpeg decodes silently into other pixels exists, and slip's decoder matched it
+  // there; damage libjpeg refuses was refused too.
+  EXPECT_GT(both_decoded, 50);
+  EXPECT_GT(both_refused, 50);
+  std::printf("damaged streams: %d decoded by both, %d refused by both, %d refused by slip's decoder only\n", both_decoded, both_refused,
+              slip_refused_libjpeg_decoded);
+}
+
+}  // namespace
+}  // namespace slip::detail
