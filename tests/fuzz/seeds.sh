@@ -32,6 +32,14 @@ for f in "$shared/corpus/imagenet_like/n02979186/n02979186_11501.JPEG" "$shared/
     { printf "\x$control"; cat "$f"; } > "$out/fuzz_restart_cut/$control-$(basename "$f")"
   done
 done
+# slip's Huffman decoder against libjpeg's: the same small JPEGs (and the restart photos) with
+# control bytes for re-encoding, DCT scale and the RGB region path.
+for f in "$shared/corpus/imagenet_like/n02979186/n02979186_11501.JPEG" "$shared/corpus/imagenet_like/n03888605/n03888605_7974.JPEG" \
+         "$shared/corpus/imagenet_like/n03417042/n03417042_11319.JPEG" $(find "$src/examples/sample" -type f | LC_ALL=C sort | head -4); do
+  for control in 00 05 83 86; do
+    { printf "\x$control"; cat "$f"; } > "$out/fuzz_huffman_decoder/$control-$(basename "$f")"
+  done
+done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/tiny/a" "$tmp/tiny/b"

@@ -19,6 +19,10 @@ inline bool cpu_has_avx2() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx2") != 0;
 }
+inline bool cpu_has_bmi2() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("bmi2") != 0;
+}
 
 // Two 16-bit multipliers in one 32-bit lane, `low` first: the operand pmaddwd multiplies a pair
 // of 16-bit values by (sum = a * low + b * high).
