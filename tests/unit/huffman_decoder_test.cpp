@@ -185,6 +185,16 @@ TEST(HuffmanDecoder, DamagedStreamsNeverDecodeToWhatLibjpegWouldNot) {
           EXPECT_EQ(ours.samples, lib.samples) << corpus[i].name << " mutation " << m;
         }
         EXPECT_TRUE(standard == lib) << corpus[i].name << " mutation " << m << ": the default mode must give libjpeg's verdict";
+        // The RGB path with rows skipped (no blocks handed to the decoder) and columns cropped.
+        const int x0 = info.width / 3, y0 = info.height / 2;
+        const Outcome lib_rgb = rgb_region_of(d, EntropyDecoding::libjpeg, jpeg, x0, y0, info.width, info.height);
+        const Outcome ours_rgb = rgb_region_of(d, EntropyDecoding::slip_only, jpeg, x0, y0, info.width, info.height);
+        const Outcome standard_rgb = rgb_region_of(d, EntropyDecoding::slip_then_libjpeg, jpeg, x0, y0, info.width, info.height);
+        if (ours_rgb.ok) {
+          EXPECT_TRUE(lib_rgb.ok) << corpus[i].name << " mutation " << m << " (region)";
+          EXPECT_EQ(ours_rgb.samples, lib_rgb.samples) << corpus[i].name << " mutation " << m << " (region)";
+        }
+        EXPECT_TRUE(standard_rgb == lib_rgb) << corpus[i].name << " mutation " << m << " (region)";
         both_decoded += ours.ok && lib.ok;
         slip_refused_libjpeg_decoded += !ours.ok && lib.ok;
         both_refused += !ours.ok && !lib.ok;

@@ -1,8 +1,9 @@
 // Crop-aware JPEG decoding through the libjpeg API of libjpeg-turbo: one decompressor per
 // thread, reused; a region of the (optionally DCT-scaled) image decoded into caller scratch,
 // with rows above it skipped (jpeg_skip_scanlines), columns outside it not decoded
-// (jpeg_crop_scanline) and rows below it never read. libjpeg reports errors by longjmp: the
-// functions that hold the setjmp frame keep only trivially destructible locals.
+// (jpeg_crop_scanline) and rows below it never read. Sequential scans are entropy-decoded by
+// slip's HuffmanDecoder (libjpeg's again for anything it refuses). libjpeg reports errors by
+// longjmp: the functions that hold the setjmp frame keep only trivially destructible locals.
 #pragma once
 
 #include <csetjmp>
