@@ -42,7 +42,8 @@ std::vector<CorpusJpeg> corpus_jpegs() {
     for (std::string f; std::getline(fields, f, '\t');) col.push_back(f);
     if (col.size() < 8 || col[4] != "jpeg" || col[5] == "cmyk") continue;
     if (std::stoll(col[2]) * std::stoll(col[3]) > 4'000'000) continue;
-    out.push_back({col[0], col[5] + "/" + col[6], col[7] == "yes", bytes_of(test::read_file(test::shared_dir() / "corpus/imagenet_like" / col[0]))});
+    out.push_back(
+        {col[0], col[5] + "/" + col[6], col[7] == "yes", bytes_of(test::read_file(test::shared_dir() / "corpus/imagenet_like" / col[0]))});
   }
   return out;
 }
@@ -163,12 +164,22 @@ TEST(HuffmanDecoder, DamagedStreamsNeverDecodeToWhatLibjpegWouldNot) {
         std::uniform_int_distribution<size_t> where(start, jpeg.size() - 3);
         const size_t at = where(rng);
         switch (m % 6) {
-          case 0: jpeg[at] = static_cast<std::byte>(rng()); break;                                   // a changed byte
-          case 1: jpeg.resize(at); break;                                                          // truncated
-          case 2: jpeg.insert(jpeg.begin() + static_cast<long>(at), {std::byte{0xFF}, static_cast<std::byte>(0xD0 + rng() % 8)}); break;
-          case 3: jpeg.insert(jpeg.begin() + static_cast<long>(at), {std::byte{0xFF}, std::byte{0xFF}, std::byte{0x00}}); break;
-          case 4: jpeg.erase(jpeg.begin() + static_cast<long>(at)); break;                         // a byte lost
-          case 5:                                                                                  // a marker renumbered
+          case 0:
+            jpeg[at] = static_cast<std::byte>(rng());
+            break;  // a changed byte
+          case 1:
+            jpeg.resize(at);
+            break;  // truncated
+          case 2:
+            jpeg.insert(jpeg.begin() + static_cast<long>(at), {std::byte{0xFF}, static_cast<std::byte>(0xD0 + rng() % 8)});
+            break;
+          case 3:
+            jpeg.insert(jpeg.begin() + static_cast<long>(at), {std::byte{0xFF}, std::byte{0xFF}, std::byte{0x00}});
+            break;
+          case 4:
+            jpeg.erase(jpeg.begin() + static_cast<long>(at));
+            break;  // a byte lost
+          case 5:   // a marker renumbered
             for (size_t p = at; p + 1 < jpeg.size(); ++p)
               if (jpeg[p] == std::byte{0xFF} && (static_cast<int>(jpeg[p + 1]) & 0xF8) == 0xD0) {
                 jpeg[p + 1] = static_cast<std::byte>(0xD0 + rng() % 8);

@@ -36,10 +36,10 @@ const bool kHaveBmi2 = cpu_has_bmi2();
 // Zigzag position -> natural (row-major) index, then 16 more entries: a run may carry the
 // position past 63 in a corrupt stream, which libjpeg decodes without a warning into
 // coefficient 63 (its own table has the same tail).
-constexpr int kNaturalOrder[64 + 16] = {
-    0,  1,  8,  16, 9,  2,  3,  10, 17, 24, 32, 25, 18, 11, 4,  5,  12, 19, 26, 33, 40, 48, 41, 34, 27, 20, 13,
-    6,  7,  14, 21, 28, 35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51, 58, 59, 52, 45, 38, 31,
-    39, 46, 53, 60, 61, 54, 47, 55, 62, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63};
+constexpr int kNaturalOrder[64 + 16] = {0,  1,  8,  16, 9,  2,  3,  10, 17, 24, 32, 25, 18, 11, 4,  5,  12, 19, 26, 33,
+                                        40, 48, 41, 34, 27, 20, 13, 6,  7,  14, 21, 28, 35, 42, 49, 56, 57, 50, 43, 36,
+                                        29, 22, 15, 23, 30, 37, 44, 51, 58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61, 54,
+                                        47, 55, 62, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63};
 
 // A magnitude category's bits to the value (JPEG's EXTEND, F.12).
 inline int32_t extend(uint32_t bits, int size) {
@@ -96,8 +96,8 @@ bool build_table(const JHUFF_TBL& source, bool dc, HuffmanDecoder::Table& t) {
 bool HuffmanDecoder::attach(jpeg_decompress_struct& cinfo) {
 #if SLIP_JPEG_INTERNALS
   if (!kHaveBmi2) return false;
-  if (cinfo.progressive_mode || cinfo.arith_code || cinfo.buffered_image || cinfo.inputctl == nullptr || cinfo.inputctl->has_multiple_scans ||
-      cinfo.entropy == nullptr || cinfo.src == nullptr || cinfo.src->next_input_byte == nullptr)
+  if (cinfo.progressive_mode || cinfo.arith_code || cinfo.buffered_image || cinfo.inputctl == nullptr ||
+      cinfo.inputctl->has_multiple_scans || cinfo.entropy == nullptr || cinfo.src == nullptr || cinfo.src->next_input_byte == nullptr)
     return false;
   if (cinfo.Ss != 0 || cinfo.Se != DCTSIZE2 - 1 || cinfo.Ah != 0 || cinfo.Al != 0) return false;
   if (cinfo.comps_in_scan < 1 || cinfo.comps_in_scan > MAX_COMPS_IN_SCAN || cinfo.blocks_in_MCU < 1 ||
@@ -106,7 +106,8 @@ bool HuffmanDecoder::attach(jpeg_decompress_struct& cinfo) {
   bool dc_built[NUM_HUFF_TBLS] = {}, ac_built[NUM_HUFF_TBLS] = {};
   for (int ci = 0; ci < cinfo.comps_in_scan; ++ci) {
     const jpeg_component_info* comp = cinfo.cur_comp_info[ci];
-    if (comp == nullptr || comp->dc_tbl_no < 0 || comp->dc_tbl_no >= NUM_HUFF_TBLS || comp->ac_tbl_no < 0 || comp->ac_tbl_no >= NUM_HUFF_TBLS)
+    if (comp == nullptr || comp->dc_tbl_no < 0 || comp->dc_tbl_no >= NUM_HUFF_TBLS || comp->ac_tbl_no < 0 ||
+        comp->ac_tbl_no >= NUM_HUFF_TBLS)
       return false;
     const JHUFF_TBL* dc = cinfo.dc_huff_tbl_ptrs[comp->dc_tbl_no];
     const JHUFF_TBL* ac = cinfo.ac_huff_tbl_ptrs[comp->ac_tbl_no];

@@ -113,7 +113,7 @@ class JpegRegionDecoder {
   HuffmanDecoder huffman_;
   EntropyDecoding entropy_decoding_ = EntropyDecoding::slip_then_libjpeg;
   bool used_slip_huffman_ = false;
-  bool huffman_attached_ = false;  // set before the setjmp frame's decode (a member: longjmp-safe)
+  bool huffman_attached_ = false;    // set before the setjmp frame's decode (a member: longjmp-safe)
   std::span<const std::byte> data_;  // read_header's data (the caller keeps it alive until the decode)
   size_t entropy_offset_ = 0;        // where read_header's data has its first scan's entropy-coded bytes
   // jpeg_read_raw_data's row pointers: v_samp_factor * DCT_scaled_size (<= 4 * 8) per plane.
