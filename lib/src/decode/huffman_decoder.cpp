@@ -72,11 +72,11 @@ bool build_table(const JHUFF_TBL& source, bool dc, HuffmanDecoder::Table& t) {
         const int shift = kLookahead - l, first = code << shift, last = (code + 1) << shift;
         for (int j = first; j < last; ++j) t.fast[j] = static_cast<uint16_t>(l << 8 | symbol);
         const int run = symbol >> 4, size = symbol & 15;
-        if (!dc && symbol == 0) {  // end of block: value 0, run 0
+        if (symbol == 0) {  // AC: end of block; DC: a difference of 0 (value 0, run 0 either way)
           for (int j = first; j < last; ++j) t.fast_ac[j] = static_cast<int16_t>(l);
           continue;
         }
-        if (dc || size == 0 || l + size > kLookahead) continue;
+        if (size == 0 || l + size > kLookahead) continue;
         for (int j = first; j < last; ++j) {
           const int value = extend(static_cast<uint32_t>(j >> (shift - size)) & ((1u << size) - 1), size);
           if (value >= -128 && value <= 127) t.fast_ac[j] = static_cast<int16_t>(value * 256 + run * 16 + l + size);
@@ -268,12 +268,19 @@ __attribute__((target("bmi2"))) bool HuffmanDecoder::decode_mcu(JBLOCKROW* block
   for (int b = 0; b < blocks_ && ok; ++b) {
     JCOEF* block = blocks ? blocks[b][0] : discarded;
     fill();
-    const int dc_size = symbol_of(*block_dc_[b]);
-    if (dc_size < 0) {
-      ok = false;
-      break;
+    const Table& dc = *block_dc_[b];
+    int32_t diff = 0;
+    if (const int16_t fast = dc.fast_ac[bits >> (64 - kLookahead)]; fast) {
+      take_bits(fast & 15);
+      diff = fast >> 8;
+    } else {
+      const int dc_size = symbol_of(dc);
+      if (dc_size < 0) {
+        ok = false;
+        break;
+      }
+      diff = dc_size ? extend(take_bits(dc_size), dc_size) : 0;
     }
-    const int32_t diff = dc_size ? extend(take_bits(dc_size), dc_size) : 0;
     // libjpeg's sum in int, wrapping on corrupt streams, then truncated to JCOEF.
     int32_t& last = last_dc_[block_component_[b]];
     last = static_cast<int32_t>(static_cast<uint32_t>(last) + static_cast<uint32_t>(diff));
