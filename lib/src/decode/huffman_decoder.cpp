@@ -46,6 +46,21 @@ inline int32_t extend(uint32_t bits, int size) {
   return bits < (1u << (size - 1)) ? static_cast<int32_t>(bits) - (1 << size) + 1 : static_cast<int32_t>(bits);
 }
 
+// Appends whole bytes from the next eight to a bit buffer of `count` <= 56 bits when none of
+// those eight is 0xFF (the usual case: no stuffing, no marker); false, nothing done, otherwise.
+inline bool append_plain_bytes(uint64_t& bits, int& count, const uint8_t*& next, const uint8_t* end) {
+  if (end - next < 8) return false;
+  uint64_t word;
+  std::memcpy(&word, next, 8);
+  const uint64_t inverted = ~word;
+  if (((inverted - 0x0101010101010101ULL) & ~inverted & 0x8080808080808080ULL) != 0) return false;  // a 0xFF byte
+  const int take = (64 - count) / 8;
+  bits |= (__builtin_bswap64(word) >> (64 - 8 * take)) << (64 - count - 8 * take);
+  count += 8 * take;
+  next += take;
+  return true;
+}
+
 // The decoding tables of a JPEG table, checked as libjpeg's jpeg_make_d_derived_tbl checks it
 // (it has already refused a bad one by now; this keeps the tables safe on their own).
 bool build_table(const JHUFF_TBL& source, bool dc, HuffmanDecoder::Table& t) {
@@ -159,20 +174,7 @@ boolean HuffmanDecoder::decode_mcu_hook(j_decompress_ptr cinfo, JBLOCKROW* block
 // which it shifts in zeros; a stuffed 0xFF 0x00 is one 0xFF byte.
 void HuffmanDecoder::refill() {
   while (count_ <= 56 && !at_marker_) {
-    if (end_ - next_ >= 8) {
-      // Eight bytes at once when none of them is 0xFF (the usual case).
-      uint64_t word;
-      std::memcpy(&word, next_, 8);
-      const uint64_t inverted = ~word;
-      if (((inverted - 0x0101010101010101ULL) & ~inverted & 0x8080808080808080ULL) == 0) {
-        const int take = (64 - count_) / 8;
-        word = __builtin_bswap64(word);
-        bits_ |= (word >> (64 - 8 * take)) << (64 - count_ - 8 * take);
-        count_ += 8 * take;
-        next_ += take;
-        continue;
-      }
-    }
+    if (append_plain_bytes(bits_, count_, next_, end_)) continue;
     if (next_ == end_) {
       failed_ = true;  // data ending without a marker: libjpeg warns (premature end of file)
       at_marker_ = true;
@@ -223,19 +225,7 @@ __attribute__((target("bmi2"))) bool HuffmanDecoder::decode_mcu(JBLOCKROW* block
   int count = count_;
   const uint8_t* next = next_;
   auto fill = [&] {
-    if (count >= 32) return;
-    if (end_ - next >= 8 && !at_marker_) {
-      uint64_t word;
-      std::memcpy(&word, next, 8);
-      const uint64_t inverted = ~word;
-      if (((inverted - 0x0101010101010101ULL) & ~inverted & 0x8080808080808080ULL) == 0) {  // no 0xFF byte
-        const int take = (64 - count) >> 3;
-        bits |= (__builtin_bswap64(word) >> (64 - 8 * take)) << (64 - count - 8 * take);
-        count += 8 * take;
-        next += take;
-        return;
-      }
-    }
+    if (count >= 32 || (!at_marker_ && append_plain_bytes(bits, count, next, end_))) return;
     bits_ = bits, count_ = count, next_ = next;
     refill();
     bits = bits_, count = count_, next = next_;
