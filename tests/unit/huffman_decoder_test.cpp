@@ -8,7 +8,6 @@
 
 #include <cstring>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -19,12 +18,6 @@
 namespace slip::detail {
 namespace {
 
-std::vector<std::byte> bytes_of(const std::string& s) {
-  std::vector<std::byte> out(s.size());
-  std::memcpy(out.data(), s.data(), s.size());
-  return out;
-}
-
 // Every JPEG of the corpus but CMYK and the multi-megapixel ones, with its manifest kind.
 struct CorpusJpeg {
   std::string name, kind;
@@ -33,17 +26,10 @@ struct CorpusJpeg {
 };
 std::vector<CorpusJpeg> corpus_jpegs() {
   std::vector<CorpusJpeg> out;
-  std::istringstream lines(test::read_file(test::shared_dir() / "corpus/imagenet_like.manifest.tsv"));
-  std::string line;
-  std::getline(lines, line);
-  while (std::getline(lines, line)) {
-    std::vector<std::string> col;
-    std::istringstream fields(line);
-    for (std::string f; std::getline(fields, f, '\t');) col.push_back(f);
+  for (const auto& col : test::corpus_manifest()) {
     if (col.size() < 8 || col[4] != "jpeg" || col[5] == "cmyk") continue;
     if (std::stoll(col[2]) * std::stoll(col[3]) > 4'000'000) continue;
-    out.push_back(
-        {col[0], col[5] + "/" + col[6], col[7] == "yes", bytes_of(test::read_file(test::shared_dir() / "corpus/imagenet_like" / col[0]))});
+    out.push_back({col[0], col[5] + "/" + col[6], col[7] == "yes", test::read_bytes(test::shared_dir() / "corpus/imagenet_like" / col[0])});
   }
   return out;
 }

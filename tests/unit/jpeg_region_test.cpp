@@ -26,12 +26,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::vector<std::byte> bytes_of(const std::string& s) {
-  std::vector<std::byte> out(s.size());
-  std::memcpy(out.data(), s.data(), s.size());
-  return out;
-}
-
 // A JPEG of `samp` (TurboJPEG subsampling) made from a smooth synthetic photo.
 std::vector<std::byte> synthetic_jpeg(int width, int height, int samp, bool progressive) {
   std::vector<uint8_t> rgb(static_cast<size_t>(width) * height * 3);
@@ -143,20 +137,13 @@ TEST(JpegRegion, RegionPlanesEqualWholeImagePlanesOnTheCorpus) {
   SLIP_REQUIRE_SHARED();
   // Every kind of JPEG the corpus manifest lists, a few of each (progressive, grayscale, each
   // subsampling, odd sizes), plus the first images of the common kind.
-  const std::string tsv = test::read_file(test::shared_dir() / "corpus/imagenet_like.manifest.tsv");
-  std::istringstream lines(tsv);
-  std::string line;
-  std::getline(lines, line);  // header
   std::map<std::string, int> per_kind;
   int images = 0, regions = 0;
-  while (std::getline(lines, line)) {
-    std::vector<std::string> col;
-    std::istringstream fields(line);
-    for (std::string f; std::getline(fields, f, '\t');) col.push_back(f);
+  for (const auto& col : test::corpus_manifest()) {
     if (col.size() < 8 || col[4] != "jpeg") continue;
     const std::string kind = col[5] + "/" + col[6] + "/" + col[7];
     if (per_kind[kind]++ >= 6) continue;
-    const auto jpeg = bytes_of(test::read_file(test::shared_dir() / "corpus/imagenet_like" / col[0]));
+    const auto jpeg = test::read_bytes(test::shared_dir() / "corpus/imagenet_like" / col[0]);
     const int n = check_regions(jpeg, col[0] + " (" + kind + ")", static_cast<uint32_t>(images));
     regions += n;
     images += n > 0;

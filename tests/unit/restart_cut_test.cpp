@@ -7,8 +7,10 @@
 #include <cstring>
 #include <map>
 #include <random>
+#include <span>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <turbojpeg.h>
@@ -20,12 +22,6 @@
 
 namespace slip::detail {
 namespace {
-
-std::vector<std::byte> bytes_of(const std::string& s) {
-  std::vector<std::byte> out(s.size());
-  std::memcpy(out.data(), s.data(), s.size());
-  return out;
-}
 
 // TurboJPEG's full decode to RGB (the pixels every libjpeg-turbo reader gets).
 std::vector<uint8_t> rgb_of(const std::vector<std::byte>& jpeg) {
@@ -58,18 +54,12 @@ std::vector<std::byte> synthetic_jpeg(int width, int height, int samp, bool prog
 // grayscale, restart markers, odd sizes), with their names.
 std::vector<std::pair<std::string, std::vector<std::byte>>> corpus_jpegs(int per_kind) {
   std::vector<std::pair<std::string, std::vector<std::byte>>> out;
-  std::istringstream lines(test::read_file(test::shared_dir() / "corpus/imagenet_like.manifest.tsv"));
-  std::string line;
-  std::getline(lines, line);
   std::map<std::string, int> seen;
-  while (std::getline(lines, line)) {
-    std::vector<std::string> col;
-    std::istringstream fields(line);
-    for (std::string f; std::getline(fields, f, '\t');) col.push_back(f);
+  for (const auto& col : test::corpus_manifest()) {
     if (col.size() < 8 || col[4] != "jpeg" || col[5] == "cmyk") continue;
     if (std::stoll(col[2]) * std::stoll(col[3]) > 4'000'000) continue;  // the huge ones: slow, and no other kind
     if (seen[col[5] + "/" + col[6] + "/" + col[7]]++ >= per_kind) continue;
-    out.emplace_back(col[0], bytes_of(test::read_file(test::shared_dir() / "corpus/imagenet_like" / col[0])));
+    out.emplace_back(col[0], test::read_bytes(test::shared_dir() / "corpus/imagenet_like" / col[0]));
   }
   return out;
 }
@@ -264,7 +254,7 @@ TEST(JpegRestarts, CorruptOrForeignInputIsNotReencoded) {
   auto truncated = good;
   truncated.resize(good.size() / 2);
   EXPECT_FALSE(reencode_with_restarts(truncated));  // libjpeg warns (premature end): stored as it came
-  EXPECT_FALSE(reencode_with_restarts(bytes_of("not a jpeg at all")));
+  EXPECT_FALSE(reencode_with_restarts(std::as_bytes(std::span(std::string_view("not a jpeg at all")))));
   EXPECT_FALSE(reencode_with_restarts({}));
   EXPECT_TRUE(reencode_with_restarts(good));
 }

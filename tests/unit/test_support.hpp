@@ -85,6 +85,21 @@ inline std::vector<std::byte> read_bytes(const std::filesystem::path& p) {
   return out;
 }
 
+// The test corpus's manifest (corpus/imagenet_like.manifest.tsv) without its header: per image,
+// its columns (path, class, width, height, format, color, subsampling, progressive, notes, sha256).
+inline std::vector<std::vector<std::string>> corpus_manifest() {
+  std::istringstream lines(read_file(shared_dir() / "corpus/imagenet_like.manifest.tsv"));
+  std::vector<std::vector<std::string>> rows;
+  std::string line;
+  std::getline(lines, line);
+  while (std::getline(lines, line)) {
+    std::vector<std::string>& columns = rows.emplace_back();
+    std::istringstream fields(line);
+    for (std::string f; std::getline(fields, f, '\t');) columns.push_back(f);
+  }
+  return rows;
+}
+
 // Copies a directory (a read-only fixture) to `to` and makes the copy writable.
 inline void writable_copy(const std::filesystem::path& from, const std::filesystem::path& to) {
   namespace fs = std::filesystem;
