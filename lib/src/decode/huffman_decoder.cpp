@@ -71,7 +71,7 @@ bool build_table(const JHUFF_TBL& source, bool dc, HuffmanDecoder::Table& t) {
   }
   if (total > 256) return false;
   std::memset(t.fast, 0, sizeof t.fast);
-  std::memset(t.fast_ac, 0, sizeof t.fast_ac);
+  std::memset(t.fast_value, 0, sizeof t.fast_value);
   int code = 0, p = 0;
   for (int l = 1; l <= longest; ++l) {
     if (source.bits[l] == 0) {
@@ -88,13 +88,13 @@ bool build_table(const JHUFF_TBL& source, bool dc, HuffmanDecoder::Table& t) {
         for (int j = first; j < last; ++j) t.fast[j] = static_cast<uint16_t>(l << 8 | symbol);
         const int run = symbol >> 4, size = symbol & 15;
         if (symbol == 0) {  // AC: end of block; DC: a difference of 0 (value 0, run 0 either way)
-          for (int j = first; j < last; ++j) t.fast_ac[j] = l;
+          for (int j = first; j < last; ++j) t.fast_value[j] = l;
           continue;
         }
         if (size == 0 || l + size > kLookahead) continue;
         for (int j = first; j < last; ++j) {
           const int value = extend(static_cast<uint32_t>(j >> (shift - size)) & ((1u << size) - 1), size);
-          t.fast_ac[j] = value * 256 + run * 16 + l + size;
+          t.fast_value[j] = value * 256 + run * 16 + l + size;
         }
       }
       t.max_code[l] = code - 1;
@@ -260,7 +260,7 @@ __attribute__((target("bmi2"))) bool HuffmanDecoder::decode_mcu(JBLOCKROW* block
     fill();
     const Table& dc = *block_dc_[b];
     int32_t diff = 0;
-    if (const int32_t fast = dc.fast_ac[bits >> (64 - kLookahead)]; fast) {
+    if (const int32_t fast = dc.fast_value[bits >> (64 - kLookahead)]; fast) {
       take_bits(fast & 15);
       diff = fast >> 8;
     } else {
@@ -278,7 +278,7 @@ __attribute__((target("bmi2"))) bool HuffmanDecoder::decode_mcu(JBLOCKROW* block
     const Table& ac = *block_ac_[b];
     for (int k = 1; k < DCTSIZE2; ++k) {
       fill();
-      const int32_t fast = ac.fast_ac[bits >> (64 - kLookahead)];
+      const int32_t fast = ac.fast_value[bits >> (64 - kLookahead)];
       if (fast) {
         take_bits(fast & 15);
         if ((fast >> 4) == 0) break;  // end of block (value 0, run 0)

@@ -41,10 +41,10 @@ class HuffmanDecoder {
   struct Table {
     // Codes up to kLookaheadBits long: (length << 8) | symbol, 0 for a longer code.
     uint16_t fast[1 << kLookaheadBits];
-    // Code and magnitude bits together when they fit the lookahead
-    // (the common small coefficients and DC differences): value << 8 | run << 4 | total
-    // length, else 0. Value and run 0: an AC table's end of block, a DC difference of 0.
-    int32_t fast_ac[1 << kLookaheadBits];
+    // Code and magnitude bits together when they fit the lookahead (the common small
+    // coefficients and DC differences): value << 8 | run << 4 | total length, else 0. Value
+    // and run 0: an AC table's end of block, a DC difference of 0.
+    int32_t fast_value[1 << kLookaheadBits];
     // Longer codes, canonical: a code of length l is valid iff code <= max_code[l], its symbol
     // symbols[code + value_offset[l]].
     int32_t max_code[18];
