@@ -226,7 +226,7 @@ TEST(JpegRestarts, IrregularRestartStreamsAreRefused) {
   }
   {
     auto b = jpeg;
-    const std::byte extra[] = {std::byte{0x12}, std::byte{0xFF}, std::byte{0xD0 + ends.size() % 8}};
+    const std::byte extra[] = {std::byte{0x12}, std::byte{0xFF}, static_cast<std::byte>(0xD0 + ends.size() % 8)};
     b.insert(b.begin() + static_cast<std::ptrdiff_t>(ends.back()), std::begin(extra), std::end(extra));  // one interval too many
     refused(b, "an extra interval");
   }

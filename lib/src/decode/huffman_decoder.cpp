@@ -94,7 +94,7 @@ bool build_table(const JHUFF_TBL& source, bool dc, HuffmanDecoder::Table& t) {
         if (size == 0 || l + size > kLookahead) continue;
         for (int j = first; j < last; ++j) {
           const int value = extend(static_cast<uint32_t>(j >> (shift - size)) & ((1u << size) - 1), size);
-          t.fast_value[j] = value * 256 + run * 16 + l + size;
+          t.fast_value[j] = value * 65536 + run * 256 + l + size;
         }
       }
       t.max_code[l] = code - 1;
@@ -214,44 +214,66 @@ bool HuffmanDecoder::restart() {
   return true;
 }
 
+HuffmanDecoder::Reader HuffmanDecoder::refill(Reader r) {
+  bits_ = r.bits, count_ = r.count, next_ = r.next;
+  refill();
+  return {bits_, count_, next_};
+}
+
+namespace {
+
+// A code longer than the one-step lookahead, compared as F.16 does: its symbol and length, or
+// symbol -1 for a code the table does not have.
+struct LongCode {
+  int symbol;
+  int length;
+};
+__attribute__((noinline)) LongCode long_code(const HuffmanDecoder::Table& t, uint64_t bits) {
+  for (int l = kLookahead + 1; l <= 16; ++l) {
+    const auto code = static_cast<int32_t>(bits >> (64 - l));
+    if (code <= t.max_code[l]) return {t.symbols[code + t.value_offset[l]], l};
+  }
+  return {-1, 0};
+}
+
+}  // namespace
+
+// The hot loop keeps the reader in locals whose address never escapes (the slow paths take
+// and return values), so they stay in registers: one table load and one shift per common
+// symbol on the chain from one code to the next.
 __attribute__((target("bmi2"))) bool HuffmanDecoder::decode_mcu(JBLOCKROW* blocks) {
   if (failed_) return false;
   if (cinfo_->restart_interval && restarts_to_go_ == 0 && !restart()) {
     failed_ = true;
     return false;
   }
-  // The reader's state in locals (registers) for the MCU; refill() works on the members.
-  uint64_t bits = bits_;
-  int count = count_;
-  const uint8_t* next = next_;
+  Reader r{bits_, count_, next_};
+  bool at_marker = at_marker_;
   auto fill = [&] {
-    if (count >= 32 || (!at_marker_ && append_plain_bytes(bits, count, next, end_))) return;
-    bits_ = bits, count_ = count, next_ = next;
-    refill();
-    bits = bits_, count = count_, next = next_;
+    if (r.count >= 32 || (!at_marker && append_plain_bytes(r.bits, r.count, r.next, end_))) return;
+    r = refill(r);
+    at_marker = at_marker_;
   };
   auto take_bits = [&](int n) {
-    const auto value = static_cast<uint32_t>(bits >> (64 - n));
-    bits <<= n;
-    count -= n;
+    const auto value = static_cast<uint32_t>(r.bits >> (64 - n));
+    r.bits <<= n;
+    r.count -= n;
     return value;
   };
-  // One symbol: the one-step table, then longer codes as F.16 compares them; -1 for a code the
-  // table does not have.
+  // One symbol: the one-step table, then longer codes; -1 for a code the table does not have.
   auto symbol_of = [&](const Table& t) -> int {
-    const uint16_t fast = t.fast[bits >> (64 - kLookahead)];
-    if (fast) {
+    if (const uint16_t fast = t.fast[r.bits >> (64 - kLookahead)]; fast) {
       take_bits(fast >> 8);
       return fast & 0xFF;
     }
-    for (int l = kLookahead + 1; l <= 16; ++l) {
-      const auto code = static_cast<int32_t>(bits >> (64 - l));
-      if (code <= t.max_code[l]) {
-        take_bits(l);
-        return t.symbols[code + t.value_offset[l]];
-      }
-    }
-    return -1;
+    const LongCode code = long_code(t, r.bits);
+    if (code.symbol >= 0) take_bits(code.length);
+    return code.symbol;
+  };
+  // A one-step entry: its low 6 bits are its length, the shift count as it stands.
+  auto take_entry = [&](int32_t entry) {
+    r.bits <<= (static_cast<unsigned>(entry) & 63);
+    r.count -= entry & 63;
   };
   bool ok = true;
   JBLOCK discarded;  // libjpeg-turbo's jpeg_skip_scanlines passes no blocks: decode, keep nothing
@@ -260,9 +282,9 @@ __attribute__((target("bmi2"))) bool HuffmanDecoder::decode_mcu(JBLOCKROW* block
     fill();
     const Table& dc = *block_dc_[b];
     int32_t diff = 0;
-    if (const int32_t fast = dc.fast_value[bits >> (64 - kLookahead)]; fast) {
-      take_bits(fast & 15);
-      diff = fast >> 8;
+    if (const int32_t fast = dc.fast_value[r.bits >> (64 - kLookahead)]; fast) {
+      take_entry(fast);
+      diff = fast >> 16;
     } else {
       const int dc_size = symbol_of(dc);
       if (dc_size < 0) {
@@ -276,14 +298,14 @@ __attribute__((target("bmi2"))) bool HuffmanDecoder::decode_mcu(JBLOCKROW* block
     last = static_cast<int32_t>(static_cast<uint32_t>(last) + static_cast<uint32_t>(diff));
     block[0] = static_cast<JCOEF>(last);
     const Table& ac = *block_ac_[b];
-    for (int k = 1; k < DCTSIZE2; ++k) {
+    for (ptrdiff_t k = 1; k < DCTSIZE2; ++k) {
       fill();
-      const int32_t fast = ac.fast_value[bits >> (64 - kLookahead)];
+      const int32_t fast = ac.fast_value[r.bits >> (64 - kLookahead)];
       if (fast) {
-        take_bits(fast & 15);
-        if ((fast >> 4) == 0) break;  // end of block (value 0, run 0)
-        k += (fast >> 4) & 15;
-        block[kNaturalOrder[k]] = static_cast<JCOEF>(fast >> 8);
+        take_entry(fast);
+        if ((fast >> 8) == 0) break;  // end of block (value 0, run 0)
+        k += (fast >> 8) & 15;
+        block[kNaturalOrder[k]] = static_cast<JCOEF>(fast >> 16);
         continue;
       }
       const int symbol = symbol_of(ac);
@@ -301,7 +323,7 @@ __attribute__((target("bmi2"))) bool HuffmanDecoder::decode_mcu(JBLOCKROW* block
       }
     }
   }
-  bits_ = bits, count_ = count, next_ = next;
+  bits_ = r.bits, count_ = r.count, next_ = r.next;
   // Bits past a marker were needed: libjpeg warns (premature end of data segment).
   if (!ok || count_ < padding_) failed_ = true;
   if (failed_) return false;

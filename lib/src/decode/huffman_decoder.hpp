@@ -42,8 +42,10 @@ class HuffmanDecoder {
     // Codes up to kLookaheadBits long: (length << 8) | symbol, 0 for a longer code.
     uint16_t fast[1 << kLookaheadBits];
     // Code and magnitude bits together when they fit the lookahead (the common small
-    // coefficients and DC differences): value << 8 | run << 4 | total length, else 0. Value
-    // and run 0: an AC table's end of block, a DC difference of 0.
+    // coefficients and DC differences): value << 16 | run << 8 | total length, else 0. Value
+    // and run 0: an AC table's end of block, a DC difference of 0. The length sits alone in
+    // the low 6 bits, so the entry itself is the shift count (x86 masks it to 6 bits): no
+    // masking on the dependency chain from one code to the next.
     int32_t fast_value[1 << kLookaheadBits];
     // Longer codes, canonical: a code of length l is valid iff code <= max_code[l], its symbol
     // symbols[code + value_offset[l]].
@@ -60,6 +62,13 @@ class HuffmanDecoder {
   bool decode_mcu(JBLOCKROW* blocks);
   bool restart();
   void refill();
+  // The bit reader as decode_mcu keeps it in registers; the slow paths take and return it.
+  struct Reader {
+    uint64_t bits;
+    int count;
+    const uint8_t* next;
+  };
+  Reader refill(Reader r);
 
   jpeg_decompress_struct* cinfo_ = nullptr;
   bool failed_ = false;
