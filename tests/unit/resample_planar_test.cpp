@@ -167,7 +167,7 @@ TEST(PlanarResample, MirrorIsTheExactMirror) {
 TEST(PlanarResample, TransposeMatchesTheDefinition) {
   std::mt19937 rng(3);
   for (auto [w, h] :
-       {std::pair{1, 1}, {8, 8}, {16, 9}, {23, 41}, {224, 336}, {7, 64}, {32, 16}, {33, 17}, {95, 50}, {301, 224}, {64, 47}}) {
+       {std::pair{1, 1}, {8, 8}, {16, 9}, {23, 41}, {224, 336}, {7, 64}, {32, 16}, {33, 17}, {95, 50}, {301, 224}, {64, 47}, {250, 96}, {31, 200}}) {
     std::vector<uint8_t> in(static_cast<size_t>(w + 5) * h);
     for (auto& v : in) v = static_cast<uint8_t>(rng());
     std::vector<uint8_t> out(static_cast<size_t>(h + 3) * w, 0);
@@ -175,6 +175,9 @@ TEST(PlanarResample, TransposeMatchesTheDefinition) {
     for (int y = 0; y < h; ++y)
       for (int x = 0; x < w; ++x)
         ASSERT_EQ(out[static_cast<size_t>(x) * (h + 3) + y], in[static_cast<size_t>(y) * (w + 5) + x]) << w << "x" << h;
+    // Nothing past each output row's h bytes (the overlapping edge blocks stay inside).
+    for (int x = 0; x < w; ++x)
+      for (int y = h; y < h + 3; ++y) ASSERT_EQ(out[static_cast<size_t>(x) * (h + 3) + y], 0) << w << "x" << h;
   }
 }
 
