@@ -219,12 +219,22 @@ void ycbcr_row_scalar(const uint8_t* yr, const uint8_t* cbr, const uint8_t* crr,
 //   R = Y + Cr + ((26345 Cr + 2^15) >> 16)
 //   G = Y - Cr + ((-22554 Cb + 18734 Cr + 2^15) >> 16)      (-46802 = -65536 + 18734)
 //   B = Y + 2 Cb + ((-14942 Cb + 2^15) >> 16)               (116130 = 131072 - 14942)
-// Each bracket is one pmaddwd over (value, value-or-2) pairs: the rounding half rides as
-// 2 x 16384. The products are then packed, clamped and interleaved into RGB in registers.
+// R's and B's brackets have one term each: pmulhrsw, (x k + 2^14) >> 15, with k about half the
+// remainder gives the same integers on all 256 centred chroma values (checked below at compile
+// time), one multiply and no shuffles. G's bracket is one pmaddwd over (Cb, Cr) pairs, the
+// rounding half added to the sums. The channels are then packed, clamped and interleaved into
+// RGB in registers.
 constexpr int32_t kCrRRest = kCrR - 65536, kCbBRest = kCbB - 131072, kCrGRest = 65536 - kCrG;
 static_assert(kCrRRest > 0 && kCrRRest < 32768 && kCbBRest < 0 && kCbBRest > -32768 && kCrGRest > 0 && kCrGRest < 32768);
+constexpr int16_t kCrRHalf = 13173, kCbBHalf = -7471;
+constexpr bool mulhrs_matches(int32_t rest, int32_t half) {
+  for (int32_t c = -128; c < 128; ++c)
+    if (((c * half + (1 << 14)) >> 15) != ((c * rest + kYccHalf) >> kYccShift)) return false;
+  return true;
+}
+static_assert(mulhrs_matches(kCrRRest, kCrRHalf) && mulhrs_matches(kCbBRest, kCbBHalf));
 
-// One bracket for 16 pixels: unpacklo/hi gave the pairs of pixels [0-3 | 8-11] and
+// G's bracket for 16 pixels: unpacklo/hi gave the pairs of pixels [0-3 | 8-11] and
 // [4-7 | 12-15]; packs of the two restores the order.
 __attribute__((target("avx2"))) inline __m256i term(__m256i lo_pairs, __m256i hi_pairs, __m256i k, __m256i add) {
   return _mm256_packs_epi32(_mm256_srai_epi32(_mm256_add_epi32(_mm256_madd_epi16(lo_pairs, k), add), kYccShift),
@@ -236,13 +246,10 @@ __attribute__((target("avx2"))) inline __m256i load16_epi16(const uint8_t* p) {
 
 // Channels of 16 pixels (int16, in order) from 16 pixels of centred chroma and luma.
 __attribute__((target("avx2"))) inline void ycc16_to_rgb16(__m256i l, __m256i cb, __m256i cr, __m256i& r, __m256i& g, __m256i& b) {
-  const __m256i two = _mm256_set1_epi16(2), half = _mm256_set1_epi32(kYccHalf);
-  const __m256i k_r = _mm256_set1_epi32(madd_pair(kCrRRest, 16384)), k_b = _mm256_set1_epi32(madd_pair(kCbBRest, 16384));
+  const __m256i half = _mm256_set1_epi32(kYccHalf);
   const __m256i k_g = _mm256_set1_epi32(madd_pair(-kCbG, kCrGRest));
-  const __m256i zero = _mm256_setzero_si256();
-  r = _mm256_add_epi16(_mm256_add_epi16(l, cr), term(_mm256_unpacklo_epi16(cr, two), _mm256_unpackhi_epi16(cr, two), k_r, zero));
-  b = _mm256_add_epi16(_mm256_add_epi16(l, _mm256_add_epi16(cb, cb)),
-                       term(_mm256_unpacklo_epi16(cb, two), _mm256_unpackhi_epi16(cb, two), k_b, zero));
+  r = _mm256_add_epi16(_mm256_add_epi16(l, cr), _mm256_mulhrs_epi16(cr, _mm256_set1_epi16(kCrRHalf)));
+  b = _mm256_add_epi16(_mm256_add_epi16(l, _mm256_add_epi16(cb, cb)), _mm256_mulhrs_epi16(cb, _mm256_set1_epi16(kCbBHalf)));
   g = _mm256_add_epi16(_mm256_sub_epi16(l, cr), term(_mm256_unpacklo_epi16(cb, cr), _mm256_unpackhi_epi16(cb, cr), k_g, half));
 }
 
