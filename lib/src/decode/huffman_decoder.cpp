@@ -250,7 +250,9 @@ __attribute__((target("bmi2"))) bool HuffmanDecoder::decode_mcu(JBLOCKROW* block
   Reader r{bits_, count_, next_};
   bool at_marker = at_marker_;
   auto fill = [&] {
-    if (r.count >= 32 || (!at_marker && append_plain_bytes(r.bits, r.count, r.next, end_))) return;
+    if (r.count >= 32) [[likely]]
+      return;
+    if (!at_marker && append_plain_bytes(r.bits, r.count, r.next, end_)) return;
     r = refill(r);
     at_marker = at_marker_;
   };
@@ -301,7 +303,7 @@ __attribute__((target("bmi2"))) bool HuffmanDecoder::decode_mcu(JBLOCKROW* block
     for (ptrdiff_t k = 1; k < DCTSIZE2; ++k) {
       fill();
       const int32_t fast = ac.fast_value[r.bits >> (64 - kLookahead)];
-      if (fast) {
+      if (fast) [[likely]] {
         take_entry(fast);
         if ((fast >> 8) == 0) break;  // end of block (value 0, run 0)
         k += (fast >> 8) & 15;
