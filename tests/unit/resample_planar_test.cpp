@@ -166,8 +166,19 @@ TEST(PlanarResample, MirrorIsTheExactMirror) {
 
 TEST(PlanarResample, TransposeMatchesTheDefinition) {
   std::mt19937 rng(3);
-  for (auto [w, h] :
-       {std::pair{1, 1}, {8, 8}, {16, 9}, {23, 41}, {224, 336}, {7, 64}, {32, 16}, {33, 17}, {95, 50}, {301, 224}, {64, 47}, {250, 96}, {31, 200}}) {
+  for (auto [w, h] : {std::pair{1, 1},
+                      {8, 8},
+                      {16, 9},
+                      {23, 41},
+                      {224, 336},
+                      {7, 64},
+                      {32, 16},
+                      {33, 17},
+                      {95, 50},
+                      {301, 224},
+                      {64, 47},
+                      {250, 96},
+                      {31, 200}}) {
     std::vector<uint8_t> in(static_cast<size_t>(w + 5) * h);
     for (auto& v : in) v = static_cast<uint8_t>(rng());
     std::vector<uint8_t> out(static_cast<size_t>(h + 3) * w, 0);
