@@ -249,7 +249,7 @@ __attribute__((target("bmi2"))) bool HuffmanDecoder::decode_mcu(JBLOCKROW* block
   }
   // fill() leaves at least kFillTo bits (or the zeros past a marker): more than a long code and
   // its magnitude bits (31), and several one-step entries.
-  constexpr int kFillTo = 32;
+  constexpr int kFillTo = 33;
   Reader r{bits_, count_, next_};
   bool at_marker = at_marker_;
   auto fill = [&] {

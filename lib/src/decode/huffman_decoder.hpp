@@ -36,7 +36,7 @@ class HuffmanDecoder {
   bool failed() const { return failed_; }
 
   // The largest lookahead of the one-step tables (bits).
-  static constexpr int kLookaheadBits = 10;
+  static constexpr int kLookaheadBits = 11;
 
   struct Table {
     // Codes up to kLookaheadBits long: (length << 8) | symbol, 0 for a longer code.
