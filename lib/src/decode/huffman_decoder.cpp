@@ -146,6 +146,7 @@ bool HuffmanDecoder::attach(jpeg_decompress_struct& cinfo) {
   at_marker_ = false;
   restarts_to_go_ = cinfo.restart_interval;
   next_restart_ = 0;
+  mcu_column_ = 0;
   for (int32_t& dc : last_dc_) dc = 0;
   failed_ = false;
   cinfo_ = &cinfo;
@@ -280,69 +281,78 @@ __attribute__((target("bmi2"))) bool HuffmanDecoder::decode_mcu(JBLOCKROW* block
     r.bits <<= (static_cast<unsigned>(entry) & 63);
     r.count -= entry & 63;
   };
-  bool ok = true;
-  JBLOCK discarded;  // libjpeg-turbo's jpeg_skip_scanlines passes no blocks: decode, keep nothing
-  for (int b = 0; b < blocks_ && ok; ++b) {
-    JCOEF* block = blocks ? blocks[b][0] : discarded;
-    fill();
-    const Table& dc = *block_dc_[b];
-    int32_t diff = 0;
-    if (const int32_t fast = dc.fast_value[r.bits >> (64 - kLookahead)]; fast) {
-      take_entry(fast);
-      diff = fast >> 16;
-    } else {
-      const int dc_size = symbol_of(dc);
-      if (dc_size < 0) {
-        ok = false;
-        break;
-      }
-      diff = dc_size ? extend(take_bits(dc_size), dc_size) : 0;
-    }
-    // libjpeg's sum in int, wrapping on corrupt streams, then truncated to JCOEF.
-    int32_t& last = last_dc_[block_component_[b]];
-    last = static_cast<int32_t>(static_cast<uint32_t>(last) + static_cast<uint32_t>(diff));
-    block[0] = static_cast<JCOEF>(last);
-    const Table& ac = *block_ac_[b];
-    // One AC symbol at coefficient k: 1 at the end of the block, -1 for a bad code, else 0.
-    // A one-step entry uses at most kLookahead bits; a longer code and its magnitude bits at
-    // most 31, so the slow path refills first.
-    ptrdiff_t k = 1;
-    auto step = [&]() -> int {
-      const int32_t fast = ac.fast_value[r.bits >> (64 - kLookahead)];
-      if (fast) [[likely]] {
+  // kStore false: the MCU is decoded only to get past it (no blocks, or columns libjpeg will
+  // not transform: rows above a crop, columns beside it), so no coefficient is written.
+  auto decode_blocks = [&]<bool kStore>(JBLOCKROW* out) -> bool {
+    for (int b = 0; b < blocks_; ++b) {
+      JCOEF* block = kStore ? out[b][0] : nullptr;
+      fill();
+      const Table& dc = *block_dc_[b];
+      int32_t diff = 0;
+      if (const int32_t fast = dc.fast_value[r.bits >> (64 - kLookahead)]; fast) {
         take_entry(fast);
-        if ((fast >> 8) == 0) return 1;  // end of block (value 0, run 0)
-        k += (fast >> 8) & 15;
-        block[kNaturalOrder[k]] = static_cast<JCOEF>(fast >> 16);
-        return ++k < DCTSIZE2 ? 0 : 1;
-      }
-      fill();
-      const int symbol = symbol_of(ac);
-      if (symbol < 0) return -1;
-      const int run = symbol >> 4, size = symbol & 15;
-      if (size) {
-        k += run;
-        block[kNaturalOrder[k]] = static_cast<JCOEF>(extend(take_bits(size), size));
+        diff = fast >> 16;
       } else {
-        if (run != 15) return 1;
-        k += 15;
+        const int dc_size = symbol_of(dc);
+        if (dc_size < 0) return false;
+        diff = dc_size ? extend(take_bits(dc_size), dc_size) : 0;
       }
-      fill();  // the next step may be a one-step entry without a check
-      return ++k < DCTSIZE2 ? 0 : 1;
-    };
-    // Three symbols per refill check (the check's outcome is the loop's least predictable
-    // branch): after two one-step entries, at least kFillTo - 2 kLookahead bits remain, enough
-    // for a third. Four per check, with kFillTo 40, measured no faster.
-    static_assert(kFillTo - 2 * kLookahead >= kLookahead);
-    for (;;) {
-      fill();
-      int done = step();
-      if (done == 0) done = step();
-      if (done == 0) done = step();
-      if (done < 0) ok = false;
-      if (done) break;
+      // libjpeg's sum in int, wrapping on corrupt streams, then truncated to JCOEF.
+      int32_t& last = last_dc_[block_component_[b]];
+      last = static_cast<int32_t>(static_cast<uint32_t>(last) + static_cast<uint32_t>(diff));
+      if constexpr (kStore) block[0] = static_cast<JCOEF>(last);
+      const Table& ac = *block_ac_[b];
+      // One AC symbol at coefficient k: 1 at the end of the block, -1 for a bad code, else 0.
+      // A one-step entry uses at most kLookahead bits; a longer code and its magnitude bits at
+      // most 31, so the slow path refills first.
+      ptrdiff_t k = 1;
+      auto step = [&]() -> int {
+        const int32_t fast = ac.fast_value[r.bits >> (64 - kLookahead)];
+        if (fast) [[likely]] {
+          take_entry(fast);
+          if ((fast >> 8) == 0) return 1;  // end of block (value 0, run 0)
+          k += (fast >> 8) & 15;
+          if constexpr (kStore) block[kNaturalOrder[k]] = static_cast<JCOEF>(fast >> 16);
+          return ++k < DCTSIZE2 ? 0 : 1;
+        }
+        fill();
+        const int symbol = symbol_of(ac);
+        if (symbol < 0) return -1;
+        const int run = symbol >> 4, size = symbol & 15;
+        if (size) {
+          k += run;
+          const auto value = static_cast<JCOEF>(extend(take_bits(size), size));
+          if constexpr (kStore) block[kNaturalOrder[k]] = value;
+        } else {
+          if (run != 15) return 1;
+          k += 15;
+        }
+        fill();  // the next step may be a one-step entry without a check
+        return ++k < DCTSIZE2 ? 0 : 1;
+      };
+      // Three symbols per refill check (the check's outcome is the loop's least predictable
+      // branch): after two one-step entries, at least kFillTo - 2 kLookahead bits remain,
+      // enough for a third. Four per check, with kFillTo 40, measured no faster.
+      static_assert(kFillTo - 2 * kLookahead >= kLookahead);
+      for (;;) {
+        fill();
+        int done = step();
+        if (done == 0) done = step();
+        if (done == 0) done = step();
+        if (done < 0) return false;
+        if (done) break;
+      }
     }
-  }
+    return true;
+  };
+  // Where this MCU lies in its row, against the columns libjpeg transforms (which the region
+  // decoder changes from band to band).
+  bool transformed = blocks != nullptr;
+#if SLIP_JPEG_INTERNALS
+  transformed = transformed && mcu_column_ >= cinfo_->master->first_iMCU_col && mcu_column_ <= cinfo_->master->last_iMCU_col;
+#endif
+  if (++mcu_column_ >= cinfo_->MCUs_per_row) mcu_column_ = 0;
+  const bool ok = transformed ? decode_blocks.template operator()<true>(blocks) : decode_blocks.template operator()<false>(nullptr);
   bits_ = r.bits, count_ = r.count, next_ = r.next;
   // Bits past a marker were needed: libjpeg warns (premature end of data segment).
   if (!ok || count_ < padding_) failed_ = true;

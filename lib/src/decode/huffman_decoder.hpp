@@ -82,6 +82,7 @@ class HuffmanDecoder {
   bool at_marker_ = false;
   // Scan state as libjpeg keeps it.
   unsigned restarts_to_go_ = 0;
+  JDIMENSION mcu_column_ = 0;  // of the next MCU in its MCU row
   unsigned next_restart_ = 0;
   int32_t last_dc_[4] = {};
   // Per block of the MCU: its component's index in the scan and tables.
