@@ -81,7 +81,7 @@ TEST(HuffmanDecoder, CorpusDecodesToLibjpegsSamplesStoredAndWithRestartMarkers) 
   const auto corpus = corpus_jpegs();
   ASSERT_GT(corpus.size(), 700u);
   JpegRegionDecoder d;
-  int slip_decoded = 0, progressive = 0, restarted = 0;
+  int slip_decoded = 0, progressive = 0, restarted = 0, planar_regions = 0;
   for (size_t i = 0; i < corpus.size(); ++i) {
     const CorpusJpeg& image = corpus[i];
     std::vector<std::vector<std::byte>> variants{image.bytes};
@@ -104,6 +104,16 @@ TEST(HuffmanDecoder, CorpusDecodesToLibjpegsSamplesStoredAndWithRestartMarkers) 
         slip_decoded += ours.slip_huffman;
       }
       EXPECT_EQ(ours.samples, lib.samples) << image.name << " at 1/" << denom << (jpeg.size() != image.bytes.size() ? " restarts" : "");
+      // The planar path's region: rows above only entropy-decoded and columns beside the region
+      // not transformed (MCUs slip's decoder decodes without writing coefficients).
+      if (i % 5 == 1 && info.height > 40 && info.width > 40) {
+        const int x0 = info.width / 4, y0 = info.height / 2, x1 = info.width - info.width / 6, y1 = info.height - 3;
+        const Outcome lib_region = planes_of(d, EntropyDecoding::libjpeg, jpeg, 1, x0, y0, x1, y1);
+        const Outcome ours_region = planes_of(d, EntropyDecoding::slip_only, jpeg, 1, x0, y0, x1, y1);
+        ASSERT_TRUE(lib_region.ok) << image.name;
+        EXPECT_EQ(ours_region.samples, lib_region.samples) << image.name << " planar region";
+        ++planar_regions;
+      }
       // The RGB path: columns cropped and rows above skipped (libjpeg-turbo's skip decodes
       // those MCUs into no blocks at all).
       if (i % 5 == 0 && info.height > 40 && info.width > 40) {
@@ -117,6 +127,7 @@ TEST(HuffmanDecoder, CorpusDecodesToLibjpegsSamplesStoredAndWithRestartMarkers) 
   }
   // Not vacuous: most of the corpus went through slip's decoder, restart markers included.
   EXPECT_GT(slip_decoded, 700);
+  EXPECT_GT(planar_regions, 150);
   EXPECT_GT(progressive, 10);
   EXPECT_GT(restarted, 150);
 }
