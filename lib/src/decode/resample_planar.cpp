@@ -368,12 +368,7 @@ void transpose_plane(const uint8_t* in, size_t in_stride, int width, int height,
     }
     return;
   }
-  const int w32 = kAvx2 ? width & ~31 : 0, h16 = kAvx2 ? height & ~15 : 0;
-  for (int y = 0; y < h16; y += 16)
-    for (int x = 0; x < w32; x += 32)
-      transpose16x32(in + static_cast<size_t>(y) * in_stride + x, in_stride, out + static_cast<size_t>(x) * out_stride + y, out_stride);
-  transpose_region_8x8(in, in_stride, w32, width, 0, h16, out, out_stride);     // right of the AVX2 blocks
-  transpose_region_8x8(in, in_stride, 0, width, h16, height, out, out_stride);  // below them
+  transpose_region_8x8(in, in_stride, 0, width, 0, height, out, out_stride);  // smaller than one AVX2 block, or no AVX2
 }
 
 void resample_plane(const PlaneView& in, double x0, double y0, double x1, double y1, int out_w, int out_h, ResampleFilter filter,
