@@ -19,6 +19,7 @@
 #include "slip/yuv420.hpp"
 #include "util/file_io.hpp"
 #include "util/cancel.hpp"
+#include "util/scratch.hpp"
 
 namespace slip {
 namespace {
@@ -73,9 +74,10 @@ class TurboJpegLimit {
         colorspace == TJCS_CMYK || colorspace == TJCS_YCCK ||
         static_cast<uint64_t>(width) * static_cast<uint64_t>(height) > kDecodePixelLimit)
       return 0;
-    pixels_.resize(static_cast<size_t>(width) * height * 3);
-    tjDecompress2(handle_.get(), data, static_cast<unsigned long>(payload.size()), pixels_.data(), width, 0, height, TJPF_RGB,
-                  TJFLAG_LIMITSCANS);
+    // The buffer only grows: resize() would zero-fill it again after every smaller image, work
+    // that is not the decoder's and that made the limit read low.
+    unsigned char* const pixels = detail::scratch_of(pixels_, static_cast<size_t>(width) * height * 3);
+    tjDecompress2(handle_.get(), data, static_cast<unsigned long>(payload.size()), pixels, width, 0, height, TJPF_RGB, TJFLAG_LIMITSCANS);
     return 1;
   }
 
