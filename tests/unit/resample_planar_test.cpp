@@ -149,6 +149,40 @@ TEST(PlanarResample, CloseToPillowExactResamplerOnGrayImages) {
   }
 }
 
+// Every kernel level this CPU runs (scalar, AVX2, AVX-512) gives the same bytes, on planes wide
+// enough for every step width (16, 32, 64 columns) and for their overlapping last steps.
+TEST(PlanarResample, EveryKernelLevelGivesTheSameBytes) {
+  const PlanarKernels best = best_planar_kernels();
+  std::printf("best kernel level here: %d (0 scalar, 1 AVX2, 2 AVX-512)\n", static_cast<int>(best));
+  std::vector<Case> cases(std::begin(kCases), std::end(kCases));
+  cases.push_back({700, 500, 3.5, 1.25, 690.0, 480.5, 224, 224});
+  cases.push_back({130, 90, 0, 0, 130, 90, 65, 127});
+  cases.push_back({64, 64, 0, 0, 64, 64, 64, 64});
+  cases.push_back({200, 150, 10, 20, 190, 140, 96, 96});
+  int compared = 0;
+  for (const Case& c : cases)
+    for (ResampleFilter f : {ResampleFilter::bilinear, ResampleFilter::bicubic})
+      for (bool mirror : {false, true}) {
+        const size_t stride = static_cast<size_t>(c.w) + 3;
+        const auto in = make_plane(c.w, c.h, stride, 11);
+        std::vector<uint8_t> reference(static_cast<size_t>(c.ow) * c.oh);
+        PlaneResampleScratch scalar;
+        scalar.kernels = PlanarKernels::scalar;
+        resample_plane({in.data(), c.w, c.h, stride}, c.x0, c.y0, c.x1, c.y1, c.ow, c.oh, f, scalar, reference.data(), c.ow, mirror);
+        for (PlanarKernels level : {PlanarKernels::avx2, PlanarKernels::avx512}) {
+          if (level > best) continue;
+          PlaneResampleScratch scratch;
+          scratch.kernels = level;
+          std::vector<uint8_t> out(reference.size());
+          resample_plane({in.data(), c.w, c.h, stride}, c.x0, c.y0, c.x1, c.y1, c.ow, c.oh, f, scratch, out.data(), c.ow, mirror);
+          ASSERT_EQ(out, reference) << "level " << static_cast<int>(level) << ", " << c.w << "x" << c.h << " -> " << c.ow << "x" << c.oh;
+          ++compared;
+        }
+      }
+  // The levels above scalar this CPU has, on every case.
+  EXPECT_EQ(compared, static_cast<int>(best) * static_cast<int>(cases.size()) * 4);
+}
+
 TEST(PlanarResample, MirrorIsTheExactMirror) {
   PlaneResampleScratch scratch;
   for (const Case& c : kCases) {
@@ -178,17 +212,24 @@ TEST(PlanarResample, TransposeMatchesTheDefinition) {
                       {301, 224},
                       {64, 47},
                       {250, 96},
-                      {31, 200}}) {
+                      {31, 200},
+                      {64, 16},
+                      {65, 30},
+                      {130, 224},
+                      {224, 96}}) {
     std::vector<uint8_t> in(static_cast<size_t>(w + 5) * h);
     for (auto& v : in) v = static_cast<uint8_t>(rng());
-    std::vector<uint8_t> out(static_cast<size_t>(h + 3) * w, 0);
-    transpose_plane(in.data(), w + 5, w, h, out.data(), h + 3);
-    for (int y = 0; y < h; ++y)
+    for (PlanarKernels level : {PlanarKernels::scalar, PlanarKernels::avx2, PlanarKernels::avx512}) {
+      std::vector<uint8_t> out(static_cast<size_t>(h + 3) * w, 0);
+      transpose_plane(in.data(), w + 5, w, h, out.data(), h + 3, level);
+      for (int y = 0; y < h; ++y)
+        for (int x = 0; x < w; ++x)
+          ASSERT_EQ(out[static_cast<size_t>(x) * (h + 3) + y], in[static_cast<size_t>(y) * (w + 5) + x])
+              << w << "x" << h << " level " << static_cast<int>(level);
+      // Nothing past each output row's h bytes (the overlapping edge blocks stay inside).
       for (int x = 0; x < w; ++x)
-        ASSERT_EQ(out[static_cast<size_t>(x) * (h + 3) + y], in[static_cast<size_t>(y) * (w + 5) + x]) << w << "x" << h;
-    // Nothing past each output row's h bytes (the overlapping edge blocks stay inside).
-    for (int x = 0; x < w; ++x)
-      for (int y = h; y < h + 3; ++y) ASSERT_EQ(out[static_cast<size_t>(x) * (h + 3) + y], 0) << w << "x" << h;
+        for (int y = h; y < h + 3; ++y) ASSERT_EQ(out[static_cast<size_t>(x) * (h + 3) + y], 0) << w << "x" << h;
+    }
   }
 }
 

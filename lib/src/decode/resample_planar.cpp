@@ -125,6 +125,7 @@ __attribute__((target("avx2"))) void output_weights8_avx2(const float* offset, f
 }
 
 const bool kAvx2 = cpu_has_avx2();
+const PlanarKernels kBestKernels = cpu_has_avx512_vnni() ? PlanarKernels::avx512 : kAvx2 ? PlanarKernels::avx2 : PlanarKernels::scalar;
 
 // Pillow's geometry (precompute_axis in resample.cpp: the same support, bounds and
 // normalisation), weights straight to Q14. Each output's row of coefficients is padded to a
@@ -262,38 +263,102 @@ __attribute__((target("avx2"))) inline __m256i vertical_step32(const uint8_t* ba
   return _mm256_packus_epi16(_mm256_packs_epi32(acc[0], acc[1]), _mm256_packs_epi32(acc[2], acc[3]));
 }
 
-// Widths past a multiple of the step end with one more full step over the last columns (it
-// rewrites a few with the same values): a scalar tail cost 6% of a multi-crop epoch.
+// One output row of width >= 16. Widths past a multiple of the step end with one more full step
+// over the last columns (it rewrites a few with the same values): a scalar tail cost 6% of a
+// multi-crop epoch.
+__attribute__((target("avx2"))) inline void vertical_row_avx2(const uint8_t* base, size_t in_stride, int width, int n, const int16_t* k,
+                                                              uint8_t* o) {
+  if (width >= 32) {
+    for (int step = 0; step < width; step += 32) {
+      const int x = std::min(step, width - 32);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + x), vertical_step32(base + x, in_stride, n, k));
+    }
+  } else {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(o), vertical_step16(base, in_stride, n, k));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(o + width - 16), vertical_step16(base + width - 16, in_stride, n, k));
+  }
+}
+
 __attribute__((target("avx2"))) void vertical_columns_avx2(const uint8_t* in, size_t in_stride, int width, const int32_t* bounds,
                                                            const int16_t* coeffs, int ksize, int row_offset, int rows, uint8_t* out,
                                                            ptrdiff_t out_stride) {
-  if (width < 16) {
-    vertical_columns_scalar(in, in_stride, width, bounds, coeffs, ksize, row_offset, rows, out, out_stride);
-    return;
+  for (int r = 0; r < rows; ++r) {
+    const uint8_t* base = in + static_cast<size_t>(bounds[2 * r] - row_offset) * in_stride;
+    vertical_row_avx2(base, in_stride, width, bounds[2 * r + 1], coeffs + static_cast<size_t>(r) * ksize, out + r * out_stride);
   }
+}
+
+// GCC 12's AVX-512 headers build their unused operands from a self-initialised variable
+// (_mm512_undefined_epi32), which -Wuninitialized flags wherever an intrinsic is inlined.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+// AVX-512 (F, BW, VNNI): 64 columns per step with the same integer sums as the AVX2 step
+// (vpdpwssd is pmaddwd and the add in one instruction, without saturation), so the same bytes;
+// each unpack moves 64 bytes, half the shuffles per column. Measured here (Xeon, rdtsc, min of
+// 300 calls): a 250 -> 224 plane 20% faster, 112 -> 224 18%, 186 -> 96 26%, transposes included.
+#define SLIP_AVX512 __attribute__((target("avx2,avx512f,avx512bw,avx512vnni")))
+
+SLIP_AVX512 inline void accumulate_pairs512(__m512i lo, __m512i hi, __m512i kk, __m512i* acc) {
+  const __m512i zero = _mm512_setzero_si512();
+  acc[0] = _mm512_dpwssd_epi32(acc[0], _mm512_unpacklo_epi8(lo, zero), kk);
+  acc[1] = _mm512_dpwssd_epi32(acc[1], _mm512_unpackhi_epi8(lo, zero), kk);
+  acc[2] = _mm512_dpwssd_epi32(acc[2], _mm512_unpacklo_epi8(hi, zero), kk);
+  acc[3] = _mm512_dpwssd_epi32(acc[3], _mm512_unpackhi_epi8(hi, zero), kk);
+}
+
+SLIP_AVX512 inline __m512i vertical_step64(const uint8_t* base, size_t in_stride, int n, const int16_t* k) {
+  const __m512i zero = _mm512_setzero_si512();
+  __m512i acc[4];
+  for (auto& a : acc) a = _mm512_set1_epi32(1 << (kBits - 1));
+  int j = 0;
+  for (; j + 2 <= n; j += 2) {
+    const __m512i a = _mm512_loadu_si512(base + static_cast<size_t>(j) * in_stride);
+    const __m512i b = _mm512_loadu_si512(base + static_cast<size_t>(j + 1) * in_stride);
+    accumulate_pairs512(_mm512_unpacklo_epi8(a, b), _mm512_unpackhi_epi8(a, b), _mm512_set1_epi32(madd_pair(k[j], k[j + 1])), acc);
+  }
+  if (j < n) {
+    const __m512i a = _mm512_loadu_si512(base + static_cast<size_t>(j) * in_stride);
+    accumulate_pairs512(_mm512_unpacklo_epi8(a, zero), _mm512_unpackhi_epi8(a, zero), _mm512_set1_epi32(static_cast<uint16_t>(k[j])), acc);
+  }
+  // (The zero-masking form: GCC 12's plain _mm512_srai_epi32 trips -Wuninitialized in its header.)
+  for (auto& a : acc) a = _mm512_maskz_srai_epi32(0xFFFF, a, kBits);
+  // Every unpack and pack works within 128-bit lanes, so the packs put each lane's columns back
+  // in order, as in vertical_step32.
+  return _mm512_packus_epi16(_mm512_packs_epi32(acc[0], acc[1]), _mm512_packs_epi32(acc[2], acc[3]));
+}
+
+SLIP_AVX512 void vertical_columns_avx512(const uint8_t* in, size_t in_stride, int width, const int32_t* bounds, const int16_t* coeffs,
+                                         int ksize, int row_offset, int rows, uint8_t* out, ptrdiff_t out_stride) {
   for (int r = 0; r < rows; ++r) {
     const uint8_t* base = in + static_cast<size_t>(bounds[2 * r] - row_offset) * in_stride;
     const int n = bounds[2 * r + 1];
     const int16_t* k = coeffs + static_cast<size_t>(r) * ksize;
     uint8_t* o = out + r * out_stride;
-    if (width >= 32) {
-      for (int step = 0; step < width; step += 32) {
-        const int x = std::min(step, width - 32);
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + x), vertical_step32(base + x, in_stride, n, k));
-      }
-    } else {
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(o), vertical_step16(base, in_stride, n, k));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(o + width - 16), vertical_step16(base + width - 16, in_stride, n, k));
+    if (width < 64) {
+      vertical_row_avx2(base, in_stride, width, n, k, o);
+      continue;
+    }
+    int x = 0;
+    for (; x + 64 <= width; x += 64) _mm512_storeu_si512(o + x, vertical_step64(base + x, in_stride, n, k));
+    // The rest: one 32-column step or one 64-column step, either overlapping the columns before.
+    if (x < width) {
+      if (width - x <= 32)
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + width - 32), vertical_step32(base + width - 32, in_stride, n, k));
+      else
+        _mm512_storeu_si512(o + width - 64, vertical_step64(base + width - 64, in_stride, n, k));
     }
   }
 }
 
-void vertical_columns(const uint8_t* in, size_t in_stride, int width, const PlaneAxis& axis, int row_offset, int rows, uint8_t* out,
-                      ptrdiff_t out_stride) {
-  if (kAvx2)
-    vertical_columns_avx2(in, in_stride, width, axis.bounds.data(), axis.coeffs.data(), axis.ksize, row_offset, rows, out, out_stride);
-  else
-    vertical_columns_scalar(in, in_stride, width, axis.bounds.data(), axis.coeffs.data(), axis.ksize, row_offset, rows, out, out_stride);
+#pragma GCC diagnostic pop
+
+void vertical_columns(PlanarKernels kernels, const uint8_t* in, size_t in_stride, int width, const PlaneAxis& axis, int row_offset,
+                      int rows, uint8_t* out, ptrdiff_t out_stride) {
+  const auto run = width < 16 || kernels == PlanarKernels::scalar ? vertical_columns_scalar
+                   : kernels == PlanarKernels::avx2               ? vertical_columns_avx2
+                                                                  : vertical_columns_avx512;
+  run(in, in_stride, width, axis.bounds.data(), axis.coeffs.data(), axis.ksize, row_offset, rows, out, out_stride);
 }
 
 // One 8x8 byte block through three rounds of SSE2 unpacks.
@@ -340,6 +405,39 @@ __attribute__((target("avx2"))) void transpose16x32(const uint8_t* in, size_t in
   }
 }
 
+#pragma GCC diagnostic push  // as for the AVX-512 kernels above
+#pragma GCC diagnostic ignored "-Wuninitialized"
+// transpose16x32 on four 128-bit lanes: a 16-row x 64-column block, half the shuffles per byte.
+SLIP_AVX512 void transpose16x64(const uint8_t* in, size_t in_stride, uint8_t* out, size_t out_stride) {
+  __m512i r[16], t[16], u[16];
+  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_si512(in + i * in_stride);
+  for (int i = 0; i < 8; ++i) {
+    t[i] = _mm512_unpacklo_epi8(r[2 * i], r[2 * i + 1]);
+    t[i + 8] = _mm512_unpackhi_epi8(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; ++i) {
+    u[i] = _mm512_unpacklo_epi16(t[2 * i], t[2 * i + 1]);
+    u[i + 4] = _mm512_unpackhi_epi16(t[2 * i], t[2 * i + 1]);
+    u[i + 8] = _mm512_unpacklo_epi16(t[2 * i + 8], t[2 * i + 9]);
+    u[i + 12] = _mm512_unpackhi_epi16(t[2 * i + 8], t[2 * i + 9]);
+  }
+  for (int g = 0; g < 4; ++g) {
+    const __m512i lo0 = _mm512_unpacklo_epi32(u[4 * g], u[4 * g + 1]), hi0 = _mm512_unpackhi_epi32(u[4 * g], u[4 * g + 1]);
+    const __m512i lo1 = _mm512_unpacklo_epi32(u[4 * g + 2], u[4 * g + 3]), hi1 = _mm512_unpackhi_epi32(u[4 * g + 2], u[4 * g + 3]);
+    const __m512i cols[4] = {_mm512_unpacklo_epi64(lo0, lo1), _mm512_unpackhi_epi64(lo0, lo1), _mm512_unpacklo_epi64(hi0, hi1),
+                             _mm512_unpackhi_epi64(hi0, hi1)};
+    for (int k = 0; k < 4; ++k) {
+      const size_t c = (size_t{4} * static_cast<size_t>(g)) + static_cast<size_t>(k);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + c * out_stride), _mm512_castsi512_si128(cols[k]));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (c + 16) * out_stride), _mm512_extracti32x4_epi32(cols[k], 1));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (c + 32) * out_stride), _mm512_extracti32x4_epi32(cols[k], 2));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (c + 48) * out_stride), _mm512_extracti32x4_epi32(cols[k], 3));
+    }
+  }
+}
+
+#pragma GCC diagnostic pop
+
 // Rows [y0, y1) x columns [x0, x1) in 8x8 blocks, the ragged edges byte by byte.
 void transpose_region_8x8(const uint8_t* in, size_t in_stride, int x0, int x1, int y0, int y1, uint8_t* out, size_t out_stride) {
   const int x8 = x0 + ((x1 - x0) & ~7), y8 = y0 + ((y1 - y0) & ~7);
@@ -354,8 +452,21 @@ void transpose_region_8x8(const uint8_t* in, size_t in_stride, int x0, int x1, i
 
 }  // namespace
 
-void transpose_plane(const uint8_t* in, size_t in_stride, int width, int height, uint8_t* out, size_t out_stride) {
-  if (kAvx2 && width >= 32 && height >= 16) {
+PlanarKernels best_planar_kernels() { return kBestKernels; }
+
+void transpose_plane(const uint8_t* in, size_t in_stride, int width, int height, uint8_t* out, size_t out_stride, PlanarKernels kernels) {
+  kernels = std::min(kernels, kBestKernels);
+  if (kernels == PlanarKernels::avx512 && width >= 64 && height >= 16) {
+    for (int y0 = 0; y0 < height; y0 += 16) {
+      const int y = std::min(y0, height - 16);
+      for (int x0 = 0; x0 < width; x0 += 64) {
+        const int x = std::min(x0, width - 64);
+        transpose16x64(in + static_cast<size_t>(y) * in_stride + x, in_stride, out + static_cast<size_t>(x) * out_stride + y, out_stride);
+      }
+    }
+    return;
+  }
+  if (kernels >= PlanarKernels::avx2 && width >= 32 && height >= 16) {
     // The last block of each row and column of blocks overlaps the one before it instead of
     // leaving a ragged edge: it writes a few bytes twice, with the same values (the 8x8 and
     // byte-wise edge cost as much as a third of the AVX2 blocks on the multi-crop planes).
@@ -381,15 +492,16 @@ void resample_plane(const PlaneView& in, double x0, double y0, double x1, double
   const int columns = cx1 - cx0;
   // Vertical first: out_h rows of the needed columns.
   uint8_t* const pass1 = scratch_of(s.pass1, static_cast<size_t>(out_h) * columns);
-  vertical_columns(in.data + cx0, in.stride, columns, s.vertical, 0, out_h, pass1, columns);
+  const PlanarKernels kernels = std::min(s.kernels, kBestKernels);
+  vertical_columns(kernels, in.data + cx0, in.stride, columns, s.vertical, 0, out_h, pass1, columns);
   // Transposed, the horizontal pass is the same contiguous kernel over columns instead of rows.
   uint8_t* const pass1_t = scratch_of(s.pass1_t, static_cast<size_t>(columns) * out_h);
-  transpose_plane(pass1, static_cast<size_t>(columns), columns, out_h, pass1_t, static_cast<size_t>(out_h));
+  transpose_plane(pass1, static_cast<size_t>(columns), columns, out_h, pass1_t, static_cast<size_t>(out_h), kernels);
   uint8_t* const pass2 = scratch_of(s.pass2, static_cast<size_t>(out_w) * out_h);
   uint8_t* first = mirror ? pass2 + static_cast<size_t>(out_w - 1) * out_h : pass2;
   const ptrdiff_t step = mirror ? -static_cast<ptrdiff_t>(out_h) : static_cast<ptrdiff_t>(out_h);
-  vertical_columns(pass1_t, static_cast<size_t>(out_h), out_h, s.horizontal, cx0, out_w, first, step);
-  transpose_plane(pass2, static_cast<size_t>(out_h), out_h, out_w, out, out_stride);
+  vertical_columns(kernels, pass1_t, static_cast<size_t>(out_h), out_h, s.horizontal, cx0, out_w, first, step);
+  transpose_plane(pass2, static_cast<size_t>(out_h), out_h, out_w, out, out_stride, kernels);
 }
 
 }  // namespace slip::detail

@@ -19,6 +19,11 @@ inline bool cpu_has_avx2() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx2") != 0;
 }
+// AVX-512 F, BW and VNNI, with the OS saving their registers (libgcc checks XCR0).
+inline bool cpu_has_avx512_vnni() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") != 0 && __builtin_cpu_supports("avx512bw") != 0 && __builtin_cpu_supports("avx512vnni") != 0;
+}
 inline bool cpu_has_bmi2() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("bmi2") != 0;
