@@ -149,6 +149,34 @@ TEST(PlanarResample, CloseToPillowExactResamplerOnGrayImages) {
   }
 }
 
+// The taps' bounds are Pillow's exactly (computed eight outputs at a time in AVX2 doubles, the
+// rest one by one), and each Q14 weight is the normalised filter rounded, within one step.
+TEST(PlanarResample, AxisPlanMatchesPillowsBoundsAndTheFilter) {
+  std::mt19937 rng(5);
+  int outputs = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const int in_size = 1 + static_cast<int>(rng() % 1500), out_size = 1 + static_cast<int>(rng() % 300);
+    std::uniform_real_distribution<double> u(0.0, in_size);
+    double in0 = u(rng), in1 = u(rng);
+    if (in1 < in0) std::swap(in0, in1);
+    if (in1 - in0 < 0.5) in1 = std::min<double>(in_size, in0 + 0.5);
+    const auto f = trial % 2 ? ResampleFilter::bicubic : ResampleFilter::bilinear;
+    PlaneAxis axis;
+    plan_axis(axis, {in_size, in0, in1, out_size, f});
+    std::vector<int> first;
+    const auto w = weights(f, in_size, in0, in1, out_size, first);
+    for (int o = 0; o < out_size; ++o, ++outputs) {
+      ASSERT_EQ(axis.bounds[2 * static_cast<size_t>(o)], first[o])
+          << in_size << " [" << in0 << ", " << in1 << ") -> " << out_size << " at " << o;
+      ASSERT_EQ(axis.bounds[2 * static_cast<size_t>(o) + 1], static_cast<int>(w[o].size())) << in_size << " -> " << out_size << " at " << o;
+      for (size_t j = 0; j < w[o].size(); ++j)
+        ASSERT_NEAR(axis.coeffs[static_cast<size_t>(o) * axis.ksize + j], std::lround(w[o][j] * 16384), 1)
+            << "output " << o << " tap " << j;
+    }
+  }
+  EXPECT_GT(outputs, 20000);
+}
+
 // Every kernel level this CPU runs (scalar, AVX2, AVX-512) gives the same bytes, on planes wide
 // enough for every step width (16, 32, 64 columns) and for their overlapping last steps.
 TEST(PlanarResample, EveryKernelLevelGivesTheSameBytes) {

@@ -44,6 +44,9 @@ struct PlaneAxis {
   std::vector<int16_t> coeffs;
 };
 
+// Fills `axis` for `key` (unless it already holds it).
+void plan_axis(PlaneAxis& axis, const PlaneAxisKey& key);
+
 // The instruction sets the resampling kernels use, in order; every level gives the same bytes.
 enum class PlanarKernels { scalar, avx2, avx512 };
 // The best level this CPU runs (AVX-512 needs F, BW and VNNI).
