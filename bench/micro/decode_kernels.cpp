@@ -188,8 +188,8 @@ void BM_PlanarResampleTo224(benchmark::State& state) {
   for (size_t i = 0; i < c.size(); ++i) c[i] = static_cast<uint8_t>(i * 40503u >> 8);
   std::vector<uint8_t> py(224 * 224), pcb(py.size()), pcr(py.size()), out(224 * 224 * 3);
   slip::detail::PlaneResampleScratch scratch;
-  scratch.kernels = static_cast<slip::detail::PlanarKernels>(state.range(2));
-  if (scratch.kernels > slip::detail::best_planar_kernels()) {
+  scratch.kernels = static_cast<slip::detail::SimdLevel>(state.range(2));
+  if (scratch.kernels > slip::detail::best_simd_level()) {
     state.SkipWithError("this CPU lacks that kernel level");
     return;
   }

@@ -180,7 +180,7 @@ TEST(PlanarResample, AxisPlanMatchesPillowsBoundsAndTheFilter) {
 // Every kernel level this CPU runs (scalar, AVX2, AVX-512) gives the same bytes, on planes wide
 // enough for every step width (16, 32, 64 columns) and for their overlapping last steps.
 TEST(PlanarResample, EveryKernelLevelGivesTheSameBytes) {
-  const PlanarKernels best = best_planar_kernels();
+  const SimdLevel best = best_simd_level();
   std::printf("best kernel level here: %d (0 scalar, 1 AVX2, 2 AVX-512)\n", static_cast<int>(best));
   std::vector<Case> cases(std::begin(kCases), std::end(kCases));
   cases.push_back({700, 500, 3.5, 1.25, 690.0, 480.5, 224, 224});
@@ -195,9 +195,9 @@ TEST(PlanarResample, EveryKernelLevelGivesTheSameBytes) {
         const auto in = make_plane(c.w, c.h, stride, 11);
         std::vector<uint8_t> reference(static_cast<size_t>(c.ow) * c.oh);
         PlaneResampleScratch scalar;
-        scalar.kernels = PlanarKernels::scalar;
+        scalar.kernels = SimdLevel::scalar;
         resample_plane({in.data(), c.w, c.h, stride}, c.x0, c.y0, c.x1, c.y1, c.ow, c.oh, f, scalar, reference.data(), c.ow, mirror);
-        for (PlanarKernels level : {PlanarKernels::avx2, PlanarKernels::avx512}) {
+        for (SimdLevel level : {SimdLevel::avx2, SimdLevel::avx512}) {
           if (level > best) continue;
           PlaneResampleScratch scratch;
           scratch.kernels = level;
@@ -247,7 +247,7 @@ TEST(PlanarResample, TransposeMatchesTheDefinition) {
                       {224, 96}}) {
     std::vector<uint8_t> in(static_cast<size_t>(w + 5) * h);
     for (auto& v : in) v = static_cast<uint8_t>(rng());
-    for (PlanarKernels level : {PlanarKernels::scalar, PlanarKernels::avx2, PlanarKernels::avx512}) {
+    for (SimdLevel level : {SimdLevel::scalar, SimdLevel::avx2, SimdLevel::avx512}) {
       std::vector<uint8_t> out(static_cast<size_t>(h + 3) * w, 0);
       transpose_plane(in.data(), w + 5, w, h, out.data(), h + 3, level);
       for (int y = 0; y < h; ++y)

@@ -144,7 +144,7 @@ __attribute__((target("avx2"))) void bounds8_avx2(int o, double in0, double scal
 }
 
 const bool kAvx2 = cpu_has_avx2();
-const PlanarKernels kBestKernels = cpu_has_avx512_vnni() ? PlanarKernels::avx512 : kAvx2 ? PlanarKernels::avx2 : PlanarKernels::scalar;
+const SimdLevel kBestLevel = best_simd_level();
 
 // Pillow's geometry (precompute_axis in resample.cpp: the same support, bounds and
 // normalisation), weights straight to Q14. Each output's row of coefficients is padded to a
@@ -378,11 +378,11 @@ SLIP_AVX512 void vertical_columns_avx512(const uint8_t* in, size_t in_stride, in
 
 #pragma GCC diagnostic pop
 
-void vertical_columns(PlanarKernels kernels, const uint8_t* in, size_t in_stride, int width, const PlaneAxis& axis, int row_offset,
-                      int rows, uint8_t* out, ptrdiff_t out_stride) {
-  const auto run = width < 16 || kernels == PlanarKernels::scalar ? vertical_columns_scalar
-                   : kernels == PlanarKernels::avx2               ? vertical_columns_avx2
-                                                                  : vertical_columns_avx512;
+void vertical_columns(SimdLevel kernels, const uint8_t* in, size_t in_stride, int width, const PlaneAxis& axis, int row_offset, int rows,
+                      uint8_t* out, ptrdiff_t out_stride) {
+  const auto run = width < 16 || kernels == SimdLevel::scalar ? vertical_columns_scalar
+                   : kernels == SimdLevel::avx2               ? vertical_columns_avx2
+                                                              : vertical_columns_avx512;
   run(in, in_stride, width, axis.bounds.data(), axis.coeffs.data(), axis.ksize, row_offset, rows, out, out_stride);
 }
 
@@ -477,13 +477,11 @@ void transpose_region_8x8(const uint8_t* in, size_t in_stride, int x0, int x1, i
 
 }  // namespace
 
-PlanarKernels best_planar_kernels() { return kBestKernels; }
-
 void plan_axis(PlaneAxis& axis, const PlaneAxisKey& key) { plan_axis_cached(axis, key); }
 
-void transpose_plane(const uint8_t* in, size_t in_stride, int width, int height, uint8_t* out, size_t out_stride, PlanarKernels kernels) {
-  kernels = std::min(kernels, kBestKernels);
-  if (kernels == PlanarKernels::avx512 && width >= 64 && height >= 16) {
+void transpose_plane(const uint8_t* in, size_t in_stride, int width, int height, uint8_t* out, size_t out_stride, SimdLevel kernels) {
+  kernels = std::min(kernels, kBestLevel);
+  if (kernels == SimdLevel::avx512 && width >= 64 && height >= 16) {
     for (int y0 = 0; y0 < height; y0 += 16) {
       const int y = std::min(y0, height - 16);
       for (int x0 = 0; x0 < width; x0 += 64) {
@@ -493,7 +491,7 @@ void transpose_plane(const uint8_t* in, size_t in_stride, int width, int height,
     }
     return;
   }
-  if (kernels >= PlanarKernels::avx2 && width >= 32 && height >= 16) {
+  if (kernels >= SimdLevel::avx2 && width >= 32 && height >= 16) {
     // The last block of each row and column of blocks overlaps the one before it instead of
     // leaving a ragged edge: it writes a few bytes twice, with the same values (the 8x8 and
     // byte-wise edge cost as much as a third of the AVX2 blocks on the multi-crop planes).
@@ -519,7 +517,7 @@ void resample_plane(const PlaneView& in, double x0, double y0, double x1, double
   const int columns = cx1 - cx0;
   // Vertical first: out_h rows of the needed columns.
   uint8_t* const pass1 = scratch_of(s.pass1, static_cast<size_t>(out_h) * columns);
-  const PlanarKernels kernels = std::min(s.kernels, kBestKernels);
+  const SimdLevel kernels = std::min(s.kernels, kBestLevel);
   vertical_columns(kernels, in.data + cx0, in.stride, columns, s.vertical, 0, out_h, pass1, columns);
   // Transposed, the horizontal pass is the same contiguous kernel over columns instead of rows.
   uint8_t* const pass1_t = scratch_of(s.pass1_t, static_cast<size_t>(columns) * out_h);

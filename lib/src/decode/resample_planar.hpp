@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "decode/resample.hpp"
+#include "util/cpu.hpp"
 
 namespace slip::detail {
 
@@ -47,14 +48,10 @@ struct PlaneAxis {
 // Fills `axis` for `key` (unless it already holds it).
 void plan_axis(PlaneAxis& axis, const PlaneAxisKey& key);
 
-// The instruction sets the resampling kernels use, in order; every level gives the same bytes.
-enum class PlanarKernels { scalar, avx2, avx512 };
-// The best level this CPU runs (AVX-512 needs F, BW and VNNI).
-PlanarKernels best_planar_kernels();
-
 struct PlaneResampleScratch {
-  // At most this level (tests and benchmarks compare the levels); the CPU's best by default.
-  PlanarKernels kernels = PlanarKernels::avx512;
+  // At most this level (tests and benchmarks compare the levels, which give the same bytes); the
+  // CPU's best by default.
+  SimdLevel kernels = SimdLevel::avx512;
 
   PlaneAxis horizontal, vertical;
   std::vector<uint8_t> pass1, pass1_t, pass2;
@@ -68,6 +65,6 @@ void resample_plane(const PlaneView& in, double x0, double y0, double x1, double
 
 // Byte transpose: out[x][y] = in[y][x] for a width x height block.
 void transpose_plane(const uint8_t* in, size_t in_stride, int width, int height, uint8_t* out, size_t out_stride,
-                     PlanarKernels kernels = PlanarKernels::avx512);
+                     SimdLevel kernels = SimdLevel::avx512);
 
 }  // namespace slip::detail

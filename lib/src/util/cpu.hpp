@@ -19,14 +19,20 @@ inline bool cpu_has_avx2() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx2") != 0;
 }
-// AVX-512 F, BW and VNNI, with the OS saving their registers (libgcc checks XCR0).
-inline bool cpu_has_avx512_vnni() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") != 0 && __builtin_cpu_supports("avx512bw") != 0 && __builtin_cpu_supports("avx512vnni") != 0;
-}
 inline bool cpu_has_bmi2() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("bmi2") != 0;
+}
+
+// Kernel levels, in order. avx512: F, BW, VNNI and VBMI (Ice Lake, Sapphire Rapids, Zen 4 and
+// later), with the OS saving the registers (libgcc checks XCR0). Kernels with a level argument
+// give the same bytes at every level; tests compare them.
+enum class SimdLevel { scalar, avx2, avx512 };
+inline SimdLevel best_simd_level() {
+  __builtin_cpu_init();
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni") &&
+                      __builtin_cpu_supports("avx512vbmi");
+  return avx512 ? SimdLevel::avx512 : cpu_has_avx2() ? SimdLevel::avx2 : SimdLevel::scalar;
 }
 
 // Two 16-bit multipliers in one 32-bit lane, `low` first: the operand pmaddwd multiplies a pair
