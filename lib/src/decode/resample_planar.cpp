@@ -199,14 +199,6 @@ void plan_axis_with(PlaneAxis& axis, const PlaneAxisKey& k) {
   axis.key = k;
 }
 
-void plan_axis_cached(PlaneAxis& axis, const PlaneAxisKey& k) {
-  if (axis.key == k) return;
-  if (k.filter == ResampleFilter::bicubic)
-    plan_axis_with<ResampleFilter::bicubic>(axis, k);
-  else
-    plan_axis_with<ResampleFilter::bilinear>(axis, k);
-}
-
 inline uint8_t clamp_q14(int32_t s) {
   s >>= kBits;
   return static_cast<uint8_t>(s < 0 ? 0 : s > 255 ? 255 : s);
@@ -462,6 +454,7 @@ SLIP_AVX512 void transpose16x64(const uint8_t* in, size_t in_stride, uint8_t* ou
 }
 
 #pragma GCC diagnostic pop
+#undef SLIP_AVX512
 
 // Rows [y0, y1) x columns [x0, x1) in 8x8 blocks, the ragged edges byte by byte.
 void transpose_region_8x8(const uint8_t* in, size_t in_stride, int x0, int x1, int y0, int y1, uint8_t* out, size_t out_stride) {
@@ -477,7 +470,13 @@ void transpose_region_8x8(const uint8_t* in, size_t in_stride, int x0, int x1, i
 
 }  // namespace
 
-void plan_axis(PlaneAxis& axis, const PlaneAxisKey& key) { plan_axis_cached(axis, key); }
+void plan_axis(PlaneAxis& axis, const PlaneAxisKey& k) {
+  if (axis.key == k) return;
+  if (k.filter == ResampleFilter::bicubic)
+    plan_axis_with<ResampleFilter::bicubic>(axis, k);
+  else
+    plan_axis_with<ResampleFilter::bilinear>(axis, k);
+}
 
 void transpose_plane(const uint8_t* in, size_t in_stride, int width, int height, uint8_t* out, size_t out_stride, SimdLevel kernels) {
   kernels = std::min(kernels, kBestLevel);
@@ -509,8 +508,8 @@ void transpose_plane(const uint8_t* in, size_t in_stride, int width, int height,
 
 void resample_plane(const PlaneView& in, double x0, double y0, double x1, double y1, int out_w, int out_h, ResampleFilter filter,
                     PlaneResampleScratch& s, uint8_t* out, size_t out_stride, bool mirror) {
-  plan_axis_cached(s.vertical, {in.height, y0, y1, out_h, filter});
-  plan_axis_cached(s.horizontal, {in.width, x0, x1, out_w, filter});
+  plan_axis(s.vertical, {in.height, y0, y1, out_h, filter});
+  plan_axis(s.horizontal, {in.width, x0, x1, out_w, filter});
   // The columns the horizontal taps read (the bounds grow with the output index).
   const int cx0 = s.horizontal.bounds[0];
   const int cx1 = s.horizontal.bounds[static_cast<size_t>(out_w - 1) * 2] + s.horizontal.bounds[static_cast<size_t>(out_w - 1) * 2 + 1];
