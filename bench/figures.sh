@@ -72,7 +72,9 @@ for row in order:
     print("| %s | %d | %.0f | %.0f | %.1f | %s | %.2f | %s |" % (label, worst["threads"], e["images_per_second"], e["megabytes_per_second"],
                                                                e["ms_per_batch"], lim, worst["efficiency"], " ".join(marks)))
 print()
-print("%s; batch 256, best of 3 epochs per run; `*`: a run whose epochs were more than 10%% apart (noisy)." % machine)
+kernels = sorted({d["kernels"] for d in runs if "kernels" in d})
+print("%s%s; batch 256, best of 3 epochs per run; `*`: a run whose epochs were more than 10%% apart (noisy)." %
+      (machine, "; planar kernels: " + ", ".join(kernels) if kernels else ""))
 scaling = [(p, by_row.get("-p %s -j 1" % p), by_row.get("-p %s" % p)) for p in ("decode", "rrc", "multicrop")]
 scaling.append(("rrc (restarts)", by_row.get("(restarts) -p rrc -j 1"), by_row.get("(restarts) -p rrc")))
 parts = ["%s %.2fx" % (p, max(d["best_images_per_second"] for d in two) / max(d["best_images_per_second"] for d in one))

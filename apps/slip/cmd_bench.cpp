@@ -29,6 +29,7 @@ nlohmann::ordered_json report_json(const BenchReport& r) {
   j["crops_per_image"] = r.crops_per_image;
   j["crop_aware"] = r.dct_scaling == 1;
   if (!r.resample.empty()) j["resample"] = r.resample;
+  if (!r.kernels.empty()) j["kernels"] = r.kernels;
   auto epochs = nlohmann::ordered_json::array();
   for (const BenchEpoch& e : r.epochs)
     epochs.push_back({{"seconds", e.seconds},
@@ -128,7 +129,9 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
                     r.yuv420_siblings            ? ", yuv420 siblings"
                     : r.image_format == "yuv420" ? ", yuv420"
                                                  : "",
-                    r.resample.empty() ? "" : (", " + r.resample + " resampling").c_str());
+                    r.resample.empty()  ? ""
+                    : r.kernels.empty() ? (", " + r.resample + " resampling").c_str()
+                                        : (", " + r.resample + " resampling (" + r.kernels + " kernels)").c_str());
       }
       const BenchEpoch& e = r.epochs.back();
       std::printf("epoch %zu: %9.1f img/s %9.1f MB/s %8.2f ms/batch%s\n", epoch + 1, e.images_per_second, e.megabytes_per_second,

@@ -20,6 +20,14 @@ assert d["crops_per_image"] == {"raw": 0, "decode": 0, "multicrop": 10}.get(p, 1
 rates = [e["images_per_second"] for e in d["epochs"]]
 assert abs(d["epoch_spread"] - (max(rates) - min(rates)) / max(rates)) < 1e-9, d
 assert d["noisy"] == (d["epoch_spread"] > 0.10), d
+# The planar path names its kernels' instruction set: what /proc/cpuinfo says this CPU (and
+# kernel) runs, AVX-512 needing F, BW, VNNI and VBMI.
+if d.get("resample") == "planar":
+    flags = set(next(l for l in open("/proc/cpuinfo") if l.startswith("flags")).split(":")[1].split())
+    want = "avx512" if {"avx512f", "avx512bw", "avx512_vnni", "avx512vbmi"} <= flags else "avx2" if "avx2" in flags else "scalar"
+    assert d["kernels"] == want, (d["kernels"], want)
+else:
+    assert "kernels" not in d, d
 PY
   done
 done

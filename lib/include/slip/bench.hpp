@@ -49,6 +49,7 @@ struct BenchReport {
   uint32_t crops_per_image = 0;
   int dct_scaling = 0;   // crop-aware decoding on (1) / off (0)
   std::string resample;  // crop pipelines: "rgb" or "planar" (ResampleMode after automatic resolved)
+  std::string kernels;   // planar resampling: its kernels' instruction set, "avx512", "avx2" or "scalar"
   std::vector<BenchEpoch> epochs;
   // The limit measured in the same run on the same samples: decode pipelines, one-thread
   // tjDecompress2 (full image to RGB) x threads, the best of slices run before every epoch and

@@ -19,6 +19,7 @@
 #include "slip/yuv420.hpp"
 #include "util/file_io.hpp"
 #include "util/cancel.hpp"
+#include "util/cpu.hpp"
 #include "util/scratch.hpp"
 
 namespace slip {
@@ -140,6 +141,7 @@ BenchReport run_bench(const Cache& cache, const BenchOptions& options, const std
   report.samples = options.max_samples ? std::min<uint64_t>(options.max_samples, cache.size()) : cache.size();
   report.dct_scaling = decode.crop_aware ? 1 : 0;
   if (!raw && !full) report.resample = effective_resample_mode(decode) == ResampleMode::planar ? "planar" : "rgb";
+  if (report.resample == "planar") report.kernels = detail::simd_level_name(detail::best_simd_level());
   for (const CropGroup& g : decode.groups) report.crops_per_image += raw || full ? 0 : g.count;
   if (report.samples == 0) throw Error(Errc::usage, "the cache has no samples to benchmark");
   for (uint64_t id = 0; id < report.samples; ++id) {

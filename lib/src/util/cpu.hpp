@@ -35,6 +35,10 @@ inline SimdLevel best_simd_level() {
   return avx512 ? SimdLevel::avx512 : cpu_has_avx2() ? SimdLevel::avx2 : SimdLevel::scalar;
 }
 
+constexpr const char* simd_level_name(SimdLevel level) {
+  return level == SimdLevel::avx512 ? "avx512" : level == SimdLevel::avx2 ? "avx2" : "scalar";
+}
+
 // Two 16-bit multipliers in one 32-bit lane, `low` first: the operand pmaddwd multiplies a pair
 // of 16-bit values by (sum = a * low + b * high).
 constexpr int32_t madd_pair(int16_t low, int16_t high) {
