@@ -187,7 +187,7 @@ TEST(PlanarResample, EveryKernelLevelGivesTheSameBytes) {
   cases.push_back({130, 90, 0, 0, 130, 90, 65, 127});
   cases.push_back({64, 64, 0, 0, 64, 64, 64, 64});
   cases.push_back({200, 150, 10, 20, 190, 140, 96, 96});
-  int compared = 0;
+  int compared = 0, gathered = 0, transposed = 0;
   for (const Case& c : cases)
     for (ResampleFilter f : {ResampleFilter::bilinear, ResampleFilter::bicubic})
       for (bool mirror : {false, true}) {
@@ -205,10 +205,18 @@ TEST(PlanarResample, EveryKernelLevelGivesTheSameBytes) {
           resample_plane({in.data(), c.w, c.h, stride}, c.x0, c.y0, c.x1, c.y1, c.ow, c.oh, f, scratch, out.data(), c.ow, mirror);
           ASSERT_EQ(out, reference) << "level " << static_cast<int>(level) << ", " << c.w << "x" << c.h << " -> " << c.ow << "x" << c.oh;
           ++compared;
+          if (level == SimdLevel::avx512 && c.ow >= 64) ++(scratch.row_gathers.usable ? gathered : transposed);
         }
       }
   // The levels above scalar this CPU has, on every case.
   EXPECT_EQ(compared, static_cast<int>(best) * static_cast<int>(cases.size()) * 4);
+  // AVX-512's horizontal pass: row gathers where each 16 outputs' taps fit 64 bytes, the
+  // transposed kernels for longer shrinks (1200 -> 200, 512 -> 97): both ran.
+  if (best == SimdLevel::avx512) {
+    std::printf("row gathers: %d, transposed kernels: %d\n", gathered, transposed);
+    EXPECT_GE(gathered, 24);
+    EXPECT_GE(transposed, 8);
+  }
 }
 
 TEST(PlanarResample, MirrorIsTheExactMirror) {

@@ -1,8 +1,10 @@
 // The fast resampler for single 8-bit planes (the Y, Cb and Cr planes of a JPEG): the same
 // antialiased filters and geometry as the Pillow-exact RGB resampler (resample.hpp), with
 // 14-bit coefficients instead of 22-bit ones, both passes run as one contiguous "vertical"
-// kernel (the horizontal pass runs on a transposed copy), and the vertical pass first, so the
-// horizontal one sees only the output's rows. Each output value is within 1.5 levels of the
+// kernel (the horizontal pass runs on a transposed copy; with AVX-512 VBMI it gathers each
+// output's input bytes from the row instead, where 16 outputs' taps span at most 64 bytes), and
+// the vertical pass first, so the horizontal one sees only the output's rows. Every kernel gives
+// the same bytes. Each output value is within 1.5 levels of the
 // filter in exact arithmetic (see resample_planar_test.cpp); the RGB result,
 // with the colour transform done after resizing, stays within the bounds documented in
 // the README (Decoding and `slip bench`).
@@ -48,12 +50,27 @@ struct PlaneAxis {
 // Fills `axis` for `key` (unless it already holds it).
 void plan_axis(PlaneAxis& axis, const PlaneAxisKey& key);
 
+// The horizontal pass as row gathers (AVX-512 VBMI): for each group of 16 outputs of a row, the
+// first input column its taps read (relative to the axis's first column), and per tap pair a
+// byte selector (vpermb) and the outputs' coefficient pairs. Built from a PlaneAxis.
+struct RowGatherPlan {
+  PlaneAxisKey key;
+  bool mirror = false;
+  bool usable = false;  // every group's taps within 64 bytes of its first column
+  int pairs = 0;        // tap pairs per group
+  int groups = 0;       // 4 per block of 64 outputs (the last block ends at the last output)
+  std::vector<int32_t> window;
+  std::vector<uint8_t> selectors;   // [group][pair][64]
+  std::vector<int32_t> coeff_pairs;  // [group][pair][16]
+};
+
 struct PlaneResampleScratch {
   // At most this level (tests and benchmarks compare the levels, which give the same bytes); the
   // CPU's best by default.
   SimdLevel kernels = SimdLevel::avx512;
 
   PlaneAxis horizontal, vertical;
+  RowGatherPlan row_gathers;
   std::vector<uint8_t> pass1, pass1_t, pass2;
 };
 
