@@ -465,6 +465,12 @@ SLIP_AVX512 void transpose16x64(const uint8_t* in, size_t in_stride, uint8_t* ou
 // ticks, 112 -> 224 39.1k -> 23.7k, 186 -> 96 14.1k -> 10.1k; bicubic 400 -> 224 96.3k -> 68.9k.
 constexpr __mmask64 kLowBytesOfWords = 0x5555555555555555ULL;
 
+// The first output of row-gather group `group`.
+inline int group_start(int group, int groups, int out_w) {
+  const int whole = (out_w / 64) * 4;
+  return group < whole ? 16 * group : out_w - (16 * (groups - group));
+}
+
 SLIP_AVX512 void plan_row_gathers(const PlaneAxis& axis, bool mirror, RowGatherPlan& plan) {
   const int out_w = axis.key.out_size;
   plan.key = axis.key;
@@ -473,7 +479,9 @@ SLIP_AVX512 void plan_row_gathers(const PlaneAxis& axis, bool mirror, RowGatherP
   int max_taps = 0;
   for (int o = 0; o < out_w; ++o) max_taps = std::max(max_taps, axis.bounds[(2 * static_cast<size_t>(o)) + 1]);
   plan.pairs = (max_taps + 1) / 2;
-  plan.groups = ((out_w + 63) / 64) * 4;
+  // Whole blocks of 64 outputs, then the last out_w % 64 in as few groups of 16 as cover them,
+  // ending at the last output (overlapping the block before by less than a group).
+  plan.groups = ((out_w / 64) * 4) + ((out_w % 64) + 15) / 16;
   const auto entries = static_cast<size_t>(plan.groups) * static_cast<size_t>(plan.pairs);
   scratch_of(plan.window, static_cast<size_t>(plan.groups));
   scratch_of(plan.selectors, entries * 64);
@@ -482,7 +490,7 @@ SLIP_AVX512 void plan_row_gathers(const PlaneAxis& axis, bool mirror, RowGatherP
   const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   const __m512i last_byte = _mm512_set1_epi32(63);
   for (int group = 0; group < plan.groups; ++group) {
-    const int start = std::min(64 * (group / 4), out_w - 64) + (16 * (group % 4));
+    const int start = group_start(group, plan.groups, out_w);
     const __m512i x = _mm512_add_epi32(_mm512_set1_epi32(start), lanes);
     const __m512i source = mirror ? _mm512_sub_epi32(_mm512_set1_epi32(out_w - 1), x) : x;
     const __m512i first = _mm512_i32gather_epi32(_mm512_slli_epi32(source, 1), axis.bounds.data(), 4);
@@ -516,8 +524,9 @@ SLIP_AVX512 void horizontal_rows_avx512(const uint8_t* in, size_t in_stride, int
     const uint8_t* row = in + (static_cast<size_t>(r) * in_stride);
     uint8_t* o = out + (static_cast<size_t>(r) * out_stride);
     for (int group = 0; group < plan.groups; group += 4) {
-      __m512i acc[4];
-      for (int g = 0; g < 4; ++g) {
+      const int block_groups = std::min(4, plan.groups - group);
+      __m512i acc[4] = {};
+      for (int g = 0; g < block_groups; ++g) {
         const size_t entry = static_cast<size_t>(group + g) * static_cast<size_t>(pairs);
         const __m512i source = _mm512_loadu_si512(row + plan.window[static_cast<size_t>(group + g)]);
         const uint8_t* selectors = &plan.selectors[entry * 64];
@@ -529,7 +538,8 @@ SLIP_AVX512 void horizontal_rows_avx512(const uint8_t* in, size_t in_stride, int
         acc[g] = _mm512_maskz_srai_epi32(0xFFFF, sum, kBits);
       }
       const __m512i bytes = _mm512_packus_epi16(_mm512_packs_epi32(acc[0], acc[1]), _mm512_packs_epi32(acc[2], acc[3]));
-      _mm512_storeu_si512(o + std::min(16 * group, out_w - 64), _mm512_permutexvar_epi32(order, bytes));
+      const __mmask64 lanes = block_groups == 4 ? ~__mmask64{0} : (__mmask64{1} << (16 * block_groups)) - 1;
+      _mm512_mask_storeu_epi8(o + group_start(group, plan.groups, out_w), lanes, _mm512_permutexvar_epi32(order, bytes));
     }
   }
 }
