@@ -70,6 +70,12 @@ bool build_table(const JHUFF_TBL& source, bool dc, HuffmanDecoder::Table& t) {
     if (source.bits[l]) longest = l;
   }
   if (total > 256) return false;
+  static_assert(sizeof source.bits == 17 && sizeof source.huffval == 256);
+  const auto symbols = static_cast<size_t>(total);
+  if (t.built && t.built_dc == dc && std::memcmp(t.built_from, source.bits, 17) == 0 &&
+      std::memcmp(t.built_from + 17, source.huffval, symbols) == 0)
+    return true;
+  t.built = false;
   std::memset(t.fast, 0, sizeof t.fast);
   std::memset(t.fast_value, 0, sizeof t.fast_value);
   int code = 0, p = 0;
@@ -103,6 +109,10 @@ bool build_table(const JHUFF_TBL& source, bool dc, HuffmanDecoder::Table& t) {
     code <<= 1;
   }
   for (int l = longest + 1; l <= 17; ++l) t.max_code[l] = -1;
+  std::memcpy(t.built_from, source.bits, 17);
+  std::memcpy(t.built_from + 17, source.huffval, symbols);
+  t.built_dc = dc;
+  t.built = true;
   return true;
 }
 

@@ -52,6 +52,10 @@ class HuffmanDecoder {
     int32_t max_code[18];
     int32_t value_offset[17];
     uint8_t symbols[256];
+    // The JPEG table these were built from (code counts per length, then the symbols): the
+    // next image's identical table (most JPEGs carry the standard ones) is not built again.
+    bool built = false, built_dc = false;
+    uint8_t built_from[17 + 256];
   };
 
  private:
