@@ -494,7 +494,8 @@ SLIP_AVX512 void plan_row_gathers(const PlaneAxis& axis, bool mirror, RowGatherP
     const __m512i x = _mm512_add_epi32(_mm512_set1_epi32(start), lanes);
     const __m512i source = mirror ? _mm512_sub_epi32(_mm512_set1_epi32(out_w - 1), x) : x;
     const __m512i first = _mm512_i32gather_epi32(_mm512_slli_epi32(source, 1), axis.bounds.data(), 4);
-    const __m512i count = _mm512_i32gather_epi32(_mm512_add_epi32(_mm512_slli_epi32(source, 1), _mm512_set1_epi32(1)), axis.bounds.data(), 4);
+    const __m512i count =
+        _mm512_i32gather_epi32(_mm512_add_epi32(_mm512_slli_epi32(source, 1), _mm512_set1_epi32(1)), axis.bounds.data(), 4);
     const int window = _mm512_reduce_min_epi32(first);
     if (_mm512_reduce_max_epi32(_mm512_add_epi32(first, count)) - window > 64) return;  // too long a shrink: the transposed kernels
     plan.window[static_cast<size_t>(group)] = window - first_column;
@@ -546,11 +547,14 @@ SLIP_AVX512 void horizontal_rows_avx512(const uint8_t* in, size_t in_stride, int
       // (Calls, not a lambda: a lambda has no target attribute, and would not be inlined.)
       const __m512i zero = _mm512_setzero_si512();
       const __m512i s0 = gather_group<kPairs>(row + window[0], selectors, coeffs, pairs);
-      const __m512i s1 = block_groups > 1 ? gather_group<kPairs>(row + window[1], selectors + entry_bytes, coeffs + entry_coeffs, pairs) : zero;
-      const __m512i s2 =
-          block_groups > 2 ? gather_group<kPairs>(row + window[2], selectors + (2 * entry_bytes), coeffs + (2 * entry_coeffs), pairs) : zero;
-      const __m512i s3 =
-          block_groups > 3 ? gather_group<kPairs>(row + window[3], selectors + (3 * entry_bytes), coeffs + (3 * entry_coeffs), pairs) : zero;
+      const __m512i s1 =
+          block_groups > 1 ? gather_group<kPairs>(row + window[1], selectors + entry_bytes, coeffs + entry_coeffs, pairs) : zero;
+      const __m512i s2 = block_groups > 2
+                             ? gather_group<kPairs>(row + window[2], selectors + (2 * entry_bytes), coeffs + (2 * entry_coeffs), pairs)
+                             : zero;
+      const __m512i s3 = block_groups > 3
+                             ? gather_group<kPairs>(row + window[3], selectors + (3 * entry_bytes), coeffs + (3 * entry_coeffs), pairs)
+                             : zero;
       const __m512i bytes = _mm512_packus_epi16(_mm512_packs_epi32(s0, s1), _mm512_packs_epi32(s2, s3));
       const __mmask64 lanes = block_groups == 4 ? ~__mmask64{0} : (__mmask64{1} << (16 * block_groups)) - 1;
       _mm512_mask_storeu_epi8(o + group_start(group, plan.groups, out_w), lanes, _mm512_permutexvar_epi32(order, bytes));
@@ -559,8 +563,9 @@ SLIP_AVX512 void horizontal_rows_avx512(const uint8_t* in, size_t in_stride, int
 }
 
 void horizontal_rows(const uint8_t* in, size_t in_stride, int rows, const RowGatherPlan& plan, int out_w, uint8_t* out, size_t out_stride) {
-  constexpr decltype(&horizontal_rows_avx512<0>) by_pairs[] = {horizontal_rows_avx512<0>, horizontal_rows_avx512<1>, horizontal_rows_avx512<2>,
-                                                               horizontal_rows_avx512<3>, horizontal_rows_avx512<4>};
+  constexpr decltype(&horizontal_rows_avx512<0>) by_pairs[] = {horizontal_rows_avx512<0>, horizontal_rows_avx512<1>,
+                                                               horizontal_rows_avx512<2>, horizontal_rows_avx512<3>,
+                                                               horizontal_rows_avx512<4>};
   by_pairs[plan.pairs < 5 ? plan.pairs : 0](in, in_stride, rows, plan, out_w, out, out_stride);
 }
 

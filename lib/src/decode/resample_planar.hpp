@@ -60,7 +60,7 @@ struct RowGatherPlan {
   int pairs = 0;        // tap pairs per group
   int groups = 0;       // 4 per block of 64 outputs (the last block ends at the last output)
   std::vector<int32_t> window;
-  std::vector<uint8_t> selectors;   // [group][pair][64]
+  std::vector<uint8_t> selectors;    // [group][pair][64]
   std::vector<int32_t> coeff_pairs;  // [group][pair][16]
 };
 
