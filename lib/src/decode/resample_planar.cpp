@@ -227,7 +227,10 @@ void vertical_columns_scalar(const uint8_t* in, size_t in_stride, int width, con
 //
 // 32 columns per step: the in-lane unpacks put columns [0-3 | 16-19], [4-7 | 20-23],
 // [8-11 | 24-27], [12-15 | 28-31] in the four sums, and the in-lane packs put them back in order.
-__attribute__((target("avx2"))) inline __m128i vertical_step16(const uint8_t* base, size_t in_stride, int n, const int16_t* k) {
+// kTaps > 0: the tap count at compile time (see vertical_step64).
+template <int kTaps>
+__attribute__((target("avx2"))) inline __m128i vertical_step16(const uint8_t* base, size_t in_stride, int taps, const int16_t* k) {
+  const int n = kTaps > 0 ? kTaps : taps;
   const __m256i half = _mm256_set1_epi32(1 << (kBits - 1));
   const __m128i zero = _mm_setzero_si128();
   __m256i acc0 = half, acc1 = half;
@@ -259,7 +262,9 @@ __attribute__((target("avx2"))) inline void accumulate_pairs(__m256i lo, __m256i
   acc[3] = _mm256_add_epi32(acc[3], _mm256_madd_epi16(_mm256_unpackhi_epi8(hi, zero), kk));
 }
 
-__attribute__((target("avx2"))) inline __m256i vertical_step32(const uint8_t* base, size_t in_stride, int n, const int16_t* k) {
+template <int kTaps>
+__attribute__((target("avx2"))) inline __m256i vertical_step32(const uint8_t* base, size_t in_stride, int taps, const int16_t* k) {
+  const int n = kTaps > 0 ? kTaps : taps;
   const __m256i zero = _mm256_setzero_si256();
   __m256i acc[4];
   for (auto& a : acc) a = _mm256_set1_epi32(1 << (kBits - 1));
@@ -283,25 +288,43 @@ __attribute__((target("avx2"))) inline __m256i vertical_step32(const uint8_t* ba
 // One output row of width >= 16. Widths past a multiple of the step end with one more full step
 // over the last columns (it rewrites a few with the same values): a scalar tail cost 6% of a
 // multi-crop epoch.
-__attribute__((target("avx2"))) inline void vertical_row_avx2(const uint8_t* base, size_t in_stride, int width, int n, const int16_t* k,
-                                                              uint8_t* o) {
+template <int kTaps>
+__attribute__((target("avx2"))) void vertical_row_avx2(const uint8_t* base, size_t in_stride, int width, int n, const int16_t* k,
+                                                       uint8_t* o) {
   if (width >= 32) {
     for (int step = 0; step < width; step += 32) {
       const int x = std::min(step, width - 32);
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + x), vertical_step32(base + x, in_stride, n, k));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + x), vertical_step32<kTaps>(base + x, in_stride, n, k));
     }
   } else {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(o), vertical_step16(base, in_stride, n, k));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(o + width - 16), vertical_step16(base + width - 16, in_stride, n, k));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(o), vertical_step16<kTaps>(base, in_stride, n, k));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(o + width - 16), vertical_step16<kTaps>(base + width - 16, in_stride, n, k));
   }
 }
+
+// A row kernel instantiated for the common tap counts (bicubic at a 2.5x shrink: 11), the
+// run-time loop past them.
+template <template <int> class Row>
+void by_taps(int n, const uint8_t* base, size_t in_stride, int width, const int16_t* k, uint8_t* o) {
+  using Fn = void (*)(const uint8_t*, size_t, int, int, const int16_t*, uint8_t*);
+  static constexpr Fn kRows[] = {Row<0>::run, Row<0>::run, Row<2>::run, Row<3>::run,  Row<4>::run,  Row<5>::run, Row<6>::run,
+                                 Row<7>::run, Row<8>::run, Row<9>::run, Row<10>::run, Row<11>::run, Row<12>::run};
+  kRows[n >= 0 && n <= 12 ? n : 0](base, in_stride, width, n, k, o);
+}
+
+template <int kTaps>
+struct RowAvx2 {
+  static void run(const uint8_t* base, size_t in_stride, int width, int n, const int16_t* k, uint8_t* o) {
+    vertical_row_avx2<kTaps>(base, in_stride, width, n, k, o);
+  }
+};
 
 __attribute__((target("avx2"))) void vertical_columns_avx2(const uint8_t* in, size_t in_stride, int width, const int32_t* bounds,
                                                            const int16_t* coeffs, int ksize, int row_offset, int rows, uint8_t* out,
                                                            ptrdiff_t out_stride) {
   for (int r = 0; r < rows; ++r) {
     const uint8_t* base = in + static_cast<size_t>(bounds[2 * r] - row_offset) * in_stride;
-    vertical_row_avx2(base, in_stride, width, bounds[2 * r + 1], coeffs + static_cast<size_t>(r) * ksize, out + r * out_stride);
+    by_taps<RowAvx2>(bounds[2 * r + 1], base, in_stride, width, coeffs + static_cast<size_t>(r) * ksize, out + r * out_stride);
   }
 }
 
@@ -326,7 +349,12 @@ SLIP_AVX512 inline void accumulate_pairs512(__m512i lo, __m512i hi, __m512i kk, 
   acc[3] = _mm512_dpwssd_epi32(acc[3], _mm512_unpackhi_epi8(hi, zero), kk);
 }
 
-SLIP_AVX512 inline __m512i vertical_step64(const uint8_t* base, size_t in_stride, int n, const int16_t* k) {
+// kTaps > 0: the tap count at compile time, the loop unrolled. Measured here (rdtsc, min of 300
+// calls, whole plane): 250 -> 224 1.43x faster than the run-time loop, 186 -> 96 1.49x,
+// bicubic 400 -> 224 1.52x.
+template <int kTaps>
+SLIP_AVX512 inline __m512i vertical_step64(const uint8_t* base, size_t in_stride, int taps, const int16_t* k) {
+  const int n = kTaps > 0 ? kTaps : taps;
   const __m512i zero = _mm512_setzero_si512();
   __m512i acc[4];
   for (auto& a : acc) a = _mm512_set1_epi32(1 << (kBits - 1));
@@ -347,6 +375,27 @@ SLIP_AVX512 inline __m512i vertical_step64(const uint8_t* base, size_t in_stride
   return _mm512_packus_epi16(_mm512_packs_epi32(acc[0], acc[1]), _mm512_packs_epi32(acc[2], acc[3]));
 }
 
+// One output row of width >= 64: 64-column steps, the last one overlapping the columns before
+// (or a 32-column one when at most 32 are left).
+template <int kTaps>
+SLIP_AVX512 void vertical_row_avx512(const uint8_t* base, size_t in_stride, int width, int n, const int16_t* k, uint8_t* o) {
+  int x = 0;
+  for (; x + 64 <= width; x += 64) _mm512_storeu_si512(o + x, vertical_step64<kTaps>(base + x, in_stride, n, k));
+  if (x < width) {
+    if (width - x <= 32)
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + width - 32), vertical_step32<kTaps>(base + width - 32, in_stride, n, k));
+    else
+      _mm512_storeu_si512(o + width - 64, vertical_step64<kTaps>(base + width - 64, in_stride, n, k));
+  }
+}
+
+template <int kTaps>
+struct RowAvx512 {
+  static void run(const uint8_t* base, size_t in_stride, int width, int n, const int16_t* k, uint8_t* o) {
+    vertical_row_avx512<kTaps>(base, in_stride, width, n, k, o);
+  }
+};
+
 SLIP_AVX512 void vertical_columns_avx512(const uint8_t* in, size_t in_stride, int width, const int32_t* bounds, const int16_t* coeffs,
                                          int ksize, int row_offset, int rows, uint8_t* out, ptrdiff_t out_stride) {
   for (int r = 0; r < rows; ++r) {
@@ -355,18 +404,10 @@ SLIP_AVX512 void vertical_columns_avx512(const uint8_t* in, size_t in_stride, in
     const int16_t* k = coeffs + static_cast<size_t>(r) * ksize;
     uint8_t* o = out + r * out_stride;
     if (width < 64) {
-      vertical_row_avx2(base, in_stride, width, n, k, o);
+      by_taps<RowAvx2>(n, base, in_stride, width, k, o);
       continue;
     }
-    int x = 0;
-    for (; x + 64 <= width; x += 64) _mm512_storeu_si512(o + x, vertical_step64(base + x, in_stride, n, k));
-    // The rest: one 32-column step or one 64-column step, either overlapping the columns before.
-    if (x < width) {
-      if (width - x <= 32)
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + width - 32), vertical_step32(base + width - 32, in_stride, n, k));
-      else
-        _mm512_storeu_si512(o + width - 64, vertical_step64(base + width - 64, in_stride, n, k));
-    }
+    by_taps<RowAvx512>(n, base, in_stride, width, k, o);
   }
 }
 
