@@ -86,31 +86,8 @@ __attribute__((target("avx2"))) void output_weights_avx2(float offset, float inv
   }
 }
 
-// Eight outputs' rows of exactly 8 Q14 weights at once (the common case: bilinear below 3.5x
-// reduction, bicubic below 1.75x), one output per lane: each lane sums its taps in the scalar
-// kernel's order, so the weights are output_weights_scalar's. offset[o], n[o]: output o's.
-template <ResampleFilter kFilter>
-__attribute__((target("avx2"))) void output_weights8_avx2(const float* offset, float inv, const int32_t* n, int16_t* q) {
-  const __m256 off = _mm256_loadu_ps(offset), vinv = _mm256_set1_ps(inv);
-  const __m256i taps = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(n));
-  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)), zero = _mm256_setzero_ps();
-  __m256 w[8];
-  __m256 sum = zero;
-  for (int x = 0; x < 8; ++x) {
-    const __m256 t = _mm256_and_ps(_mm256_mul_ps(_mm256_add_ps(_mm256_set1_ps(static_cast<float>(x)), off), vinv), abs_mask);
-    __m256 v = filter_weight8<kFilter>(t);
-    v = _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_cmpgt_epi32(taps, _mm256_set1_epi32(x))));  // taps past n weigh 0
-    w[x] = v;
-    sum = _mm256_add_ps(sum, v);
-  }
-  const __m256 nonzero = _mm256_cmp_ps(sum, zero, _CMP_NEQ_OQ);
-  const __m256 norm = _mm256_and_ps(_mm256_div_ps(_mm256_set1_ps(static_cast<float>(1 << kBits)), sum), nonzero);
-  // w[x] lane o -> q[o][x]: pack to 16 bits, then an 8x8 transpose of 16-bit values.
-  __m128i r[8];
-  for (int x = 0; x < 8; ++x) {
-    const __m256i qi = _mm256_cvtps_epi32(_mm256_mul_ps(w[x], norm));  // nearest even, as lrint
-    r[x] = _mm_packs_epi32(_mm256_castsi256_si128(qi), _mm256_extracti128_si256(qi, 1));
-  }
+// An 8x8 block of 16-bit values: r[x] lane o -> q[o * row_stride + x].
+__attribute__((target("avx2"))) inline void store_transposed8x8(const __m128i* r, int16_t* q, size_t row_stride) {
   const __m128i a0 = _mm_unpacklo_epi16(r[0], r[1]), a1 = _mm_unpackhi_epi16(r[0], r[1]);
   const __m128i a2 = _mm_unpacklo_epi16(r[2], r[3]), a3 = _mm_unpackhi_epi16(r[2], r[3]);
   const __m128i a4 = _mm_unpacklo_epi16(r[4], r[5]), a5 = _mm_unpackhi_epi16(r[4], r[5]);
@@ -121,7 +98,46 @@ __attribute__((target("avx2"))) void output_weights8_avx2(const float* offset, f
   const __m128i b6 = _mm_unpacklo_epi32(a5, a7), b7 = _mm_unpackhi_epi32(a5, a7);
   const __m128i rows[8] = {_mm_unpacklo_epi64(b0, b4), _mm_unpackhi_epi64(b0, b4), _mm_unpacklo_epi64(b1, b5), _mm_unpackhi_epi64(b1, b5),
                            _mm_unpacklo_epi64(b2, b6), _mm_unpackhi_epi64(b2, b6), _mm_unpacklo_epi64(b3, b7), _mm_unpackhi_epi64(b3, b7)};
-  for (int o = 0; o < 8; ++o) _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 8 * o), rows[o]);
+  for (size_t o = 0; o < 8; ++o) _mm_storeu_si128(reinterpret_cast<__m128i*>(q + (o * row_stride)), rows[o]);
+}
+
+// Eight outputs' rows of kStride (8 or 16) Q14 weights at once (8: bilinear below 3.5x
+// reduction, bicubic below 1.75x; 16: bicubic to 3.75x), one output per lane. Each lane sums
+// its taps in the order of the kernel the same rows took one at a time (8: the scalar one, in
+// tap order; 16: output_weights_avx2's, pairs of taps 8 apart, then its horizontal sum), so the
+// weights are that kernel's, bit for bit. offset[o], n[o]: output o's.
+template <ResampleFilter kFilter, int kStride>
+__attribute__((target("avx2"))) void output_weights8_avx2(const float* offset, float inv, const int32_t* n, int16_t* q) {
+  const __m256 off = _mm256_loadu_ps(offset), vinv = _mm256_set1_ps(inv);
+  const __m256i taps = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(n));
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)), zero = _mm256_setzero_ps();
+  __m256 w[kStride];
+  for (int x = 0; x < kStride; ++x) {
+    const __m256 t = _mm256_and_ps(_mm256_mul_ps(_mm256_add_ps(_mm256_set1_ps(static_cast<float>(x)), off), vinv), abs_mask);
+    __m256 v = filter_weight8<kFilter>(t);
+    w[x] = _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_cmpgt_epi32(taps, _mm256_set1_epi32(x))));  // taps past n weigh 0
+  }
+  __m256 sum = zero;
+  if constexpr (kStride == 8) {
+    for (const __m256& v : w) sum = _mm256_add_ps(sum, v);
+  } else {
+    static_assert(kStride == 16);
+    __m256 lanes[8];
+    for (int i = 0; i < 8; ++i) lanes[i] = _mm256_add_ps(w[i], w[8 + i]);
+    sum = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(lanes[0], lanes[4]), _mm256_add_ps(lanes[2], lanes[6])),
+                        _mm256_add_ps(_mm256_add_ps(lanes[1], lanes[5]), _mm256_add_ps(lanes[3], lanes[7])));
+  }
+  const __m256 nonzero = _mm256_cmp_ps(sum, zero, _CMP_NEQ_OQ);
+  const __m256 norm = _mm256_and_ps(_mm256_div_ps(_mm256_set1_ps(static_cast<float>(1 << kBits)), sum), nonzero);
+  // w[x] lane o -> q[o][x]: pack to 16 bits, then 8x8 transposes of 16-bit values.
+  for (int block = 0; block < kStride / 8; ++block) {
+    __m128i r[8];
+    for (int x = 0; x < 8; ++x) {
+      const __m256i qi = _mm256_cvtps_epi32(_mm256_mul_ps(w[(8 * block) + x], norm));  // nearest even, as lrint
+      r[x] = _mm_packs_epi32(_mm256_castsi256_si128(qi), _mm256_extracti128_si256(qi, 1));
+    }
+    store_transposed8x8(r, q + (8 * block), kStride);
+  }
 }
 
 // The bounds loop below for eight outputs, in the same double-precision operations in the same
@@ -163,8 +179,11 @@ void plan_axis_with(PlaneAxis& axis, const PlaneAxisKey& k) {
   // Windows over ~250x the output (rows longer than the AVX2 kernel's stack buffer) go scalar.
   const auto weights = kAvx2 && stride <= kMaxTapsOnStack ? output_weights_avx2<kFilter> : output_weights_scalar<kFilter>;
   const auto inv = static_cast<float>(inv_filterscale);
-  // Rows of 8 taps go eight outputs at a time (the scalar kernel's sums, lane by lane).
-  const bool batched = kAvx2 && stride == 8;
+  // Rows of 8 or 16 taps go eight outputs at a time (the one-at-a-time kernel's sums, lane by lane).
+  const bool batched = kAvx2 && (stride == 8 || stride == 16);
+  const auto weights8 = stride == 8 ? output_weights8_avx2<kFilter, 8> : output_weights8_avx2<kFilter, 16>;
+  // The outputs past the last eight: the kernel whose sums the batches reproduce.
+  const auto weights_one = stride == 8 ? output_weights_scalar<kFilter> : weights;
   alignas(32) float offsets[8];
   alignas(32) int32_t counts[8];
   int pending = 0;
@@ -172,7 +191,7 @@ void plan_axis_with(PlaneAxis& axis, const PlaneAxisKey& k) {
   if (batched)
     for (; o + 8 <= k.out_size; o += 8) {
       bounds8_avx2(o, k.in0, scale, support, k.in_size, ksize, offsets, counts, &axis.bounds[static_cast<size_t>(o) * 2]);
-      output_weights8_avx2<kFilter>(offsets, inv, counts, &axis.coeffs[static_cast<size_t>(o) * 8]);
+      weights8(offsets, inv, counts, &axis.coeffs[static_cast<size_t>(o) * stride]);
     }
   for (; o < k.out_size; ++o) {
     const double center = k.in0 + (o + 0.5) * scale;
@@ -189,13 +208,12 @@ void plan_axis_with(PlaneAxis& axis, const PlaneAxisKey& k) {
     offsets[pending] = offset;
     counts[pending] = n;
     if (++pending == 8) {
-      output_weights8_avx2<kFilter>(offsets, inv, counts, &axis.coeffs[static_cast<size_t>(o - 7) * 8]);
+      weights8(offsets, inv, counts, &axis.coeffs[static_cast<size_t>(o - 7) * stride]);
       pending = 0;
     }
   }
   for (int i = 0; i < pending; ++i)
-    output_weights_scalar<kFilter>(offsets[i], inv, counts[i], stride,
-                                   &axis.coeffs[static_cast<size_t>(k.out_size - pending + i) * stride]);
+    weights_one(offsets[i], inv, counts[i], stride, &axis.coeffs[static_cast<size_t>(k.out_size - pending + i) * stride]);
   axis.key = k;
 }
 
