@@ -58,7 +58,7 @@ struct RowGatherPlan {
   bool mirror = false;
   bool usable = false;  // every group's taps within 64 bytes of its first column
   int pairs = 0;        // tap pairs per group
-  int groups = 0;       // 4 per block of 64 outputs (the last block ends at the last output)
+  int groups = 0;       // 4 per whole block of 64 outputs, then as few as cover the rest
   std::vector<int32_t> window;
   std::vector<uint8_t> selectors;    // [group][pair][64]
   std::vector<int32_t> coeff_pairs;  // [group][pair][16]
