@@ -36,10 +36,13 @@ const bool kHaveBmi2 = cpu_has_bmi2();
 // Zigzag position -> natural (row-major) index, then 16 more entries: a run may carry the
 // position past 63 in a corrupt stream, which libjpeg decodes without a warning into
 // coefficient 63 (its own table has the same tail).
-constexpr int kNaturalOrder[64 + 16] = {0,  1,  8,  16, 9,  2,  3,  10, 17, 24, 32, 25, 18, 11, 4,  5,  12, 19, 26, 33,
-                                        40, 48, 41, 34, 27, 20, 13, 6,  7,  14, 21, 28, 35, 42, 49, 56, 57, 50, 43, 36,
-                                        29, 22, 15, 23, 30, 37, 44, 51, 58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61, 54,
-                                        47, 55, 62, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63};
+// The tail is 32 long: a pair entry's second store lands up to 31 past 63 before the decoder
+// sees the block ended with the first symbol (decode_mcu's step).
+constexpr int kNaturalOrder[64 + 32] = {
+    0,  1,  8,  16, 9,  2,  3,  10, 17, 24, 32, 25, 18, 11, 4,  5,  12, 19, 26, 33, 40, 48, 41, 34, 27, 20, 13, 6,
+    7,  14, 21, 28, 35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51, 58, 59, 52, 45, 38, 31, 39, 46,
+    53, 60, 61, 54, 47, 55, 62, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63,
+    63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63};
 
 // A magnitude category's bits to the value (JPEG's EXTEND, F.12).
 inline int32_t extend(uint32_t bits, int size) {
@@ -59,6 +62,33 @@ inline bool append_plain_bytes(uint64_t& bits, int& count, const uint8_t*& next,
   count += 8 * take;
   next += take;
   return true;
+}
+
+// An AC table's one-step entry (Table::fast_value) for a size-0 symbol other than ZRL (a zero
+// run of 16), which libjpeg reads as the end of the block.
+constexpr int32_t kEndsBlock = 1 << 12;
+
+// Table::pair from an AC table's one-step entries.
+void build_pairs(HuffmanDecoder::Table& t) {
+  constexpr uint32_t kMask = (1u << kLookahead) - 1;
+  for (uint32_t index = 0; index <= kMask; ++index) {
+    const int32_t first = t.fast_value[index];
+    const int first_length = first & 63;
+    uint64_t entry = static_cast<uint64_t>(first_length) | static_cast<uint64_t>((first >> 8) & 15) << 16 |
+                     static_cast<uint64_t>(static_cast<uint16_t>(first >> 16)) << 32;
+    if (first & kEndsBlock) {
+      entry |= 1ULL << 25;
+    } else if (first != 0) {
+      // The bits after the first symbol, zeros shifted in: a second symbol is taken only when
+      // its own bits are all real ones.
+      const int32_t second = t.fast_value[(index << first_length) & kMask];
+      if (second != 0 && first_length + (second & 63) <= kLookahead)
+        entry += static_cast<uint64_t>(second & 63) | static_cast<uint64_t>((second >> 8) & 15) << 20 | 1ULL << 24 |
+                 static_cast<uint64_t>((second & kEndsBlock) != 0) << 25 |
+                 static_cast<uint64_t>(static_cast<uint16_t>(second >> 16)) << 48;
+    }
+    t.pair[index] = entry;
+  }
 }
 
 // The decoding tables of a JPEG table, checked as libjpeg's jpeg_make_d_derived_tbl checks it
@@ -93,11 +123,14 @@ bool build_table(const JHUFF_TBL& source, bool dc, HuffmanDecoder::Table& t) {
         const int shift = kLookahead - l, first = code << shift, last = (code + 1) << shift;
         for (int j = first; j < last; ++j) t.fast[j] = static_cast<uint16_t>(l << 8 | symbol);
         const int run = symbol >> 4, size = symbol & 15;
-        if (symbol == 0) {  // AC: end of block; DC: a difference of 0 (value 0, run 0 either way)
-          for (int j = first; j < last; ++j) t.fast_value[j] = l;
+        if (size == 0) {
+          // DC: a difference of 0 (value 0). AC: ZRL (a zero run of 16, value 0), else the end of
+          // the block.
+          const int32_t entry = dc ? l : run == 15 ? l | 15 << 8 : l | kEndsBlock;
+          for (int j = first; j < last; ++j) t.fast_value[j] = entry;
           continue;
         }
-        if (size == 0 || l + size > kLookahead) continue;
+        if (l + size > kLookahead) continue;
         for (int j = first; j < last; ++j) {
           const int value = extend(static_cast<uint32_t>(j >> (shift - size)) & ((1u << size) - 1), size);
           t.fast_value[j] = value * 65536 + run * 256 + l + size;
@@ -109,6 +142,7 @@ bool build_table(const JHUFF_TBL& source, bool dc, HuffmanDecoder::Table& t) {
     code <<= 1;
   }
   for (int l = longest + 1; l <= 17; ++l) t.max_code[l] = -1;
+  if (!dc) build_pairs(t);
   std::memcpy(t.built_from, source.bits, 17);
   std::memcpy(t.built_from + 17, source.huffval, symbols);
   t.built_dc = dc;
@@ -317,13 +351,32 @@ __attribute__((target("bmi2"))) bool HuffmanDecoder::decode_mcu(JBLOCKROW* block
       // most 31, so the slow path refills first.
       ptrdiff_t k = 1;
       auto step = [&]() -> int {
-        const int32_t fast = ac.fast_value[r.bits >> (64 - kLookahead)];
-        if (fast) [[likely]] {
-          take_entry(fast);
-          if ((fast >> 8) == 0) return 1;  // end of block (value 0, run 0)
-          k += (fast >> 8) & 15;
-          if constexpr (kStore) block[kNaturalOrder[k]] = static_cast<JCOEF>(fast >> 16);
-          return ++k < DCTSIZE2 ? 0 : 1;
+        const uint64_t entry = ac.pair[r.bits >> (64 - kLookahead)];
+        if (entry) [[likely]] {
+          const uint64_t before = r.bits;
+          r.bits <<= (entry & 63);
+          r.count -= static_cast<int>(entry & 63);
+          // The first symbol at k1, the second (if any) at k2. The second's store comes first:
+          // when there is none, or the block ends with the first, it lands on the first's
+          // position (the tail of kNaturalOrder) or on a position still 0, and the first's
+          // value overwrites it.
+          const ptrdiff_t k1 = k + static_cast<ptrdiff_t>((entry >> 16) & 15);
+          const ptrdiff_t k2 = k1 + 1 + static_cast<ptrdiff_t>((entry >> 20) & 15);
+          if constexpr (kStore) {
+            block[kNaturalOrder[k2]] = static_cast<JCOEF>(entry >> 48);
+            block[kNaturalOrder[k1]] = static_cast<JCOEF>(entry >> 32);
+          }
+          if (k1 >= DCTSIZE2 - 1) [[unlikely]] {
+            // The first symbol filled the block: a second one belongs to the next block.
+            if (entry & (1u << 24)) {
+              const int first_length = ac.fast_value[before >> (64 - kLookahead)] & 63;
+              r.bits = before << first_length;
+              r.count += static_cast<int>(entry & 63) - first_length;
+            }
+            return 1;
+          }
+          k = k2 + static_cast<ptrdiff_t>((entry >> 24) & 1);
+          return (entry & (1u << 25)) || k >= DCTSIZE2 ? 1 : 0;
         }
         fill();
         const int symbol = symbol_of(ac);

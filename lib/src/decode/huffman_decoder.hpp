@@ -42,11 +42,20 @@ class HuffmanDecoder {
     // Codes up to kLookaheadBits long: (length << 8) | symbol, 0 for a longer code.
     uint16_t fast[1 << kLookaheadBits];
     // Code and magnitude bits together when they fit the lookahead (the common small
-    // coefficients and DC differences): value << 16 | run << 8 | total length, else 0. Value
-    // and run 0: an AC table's end of block, a DC difference of 0. The length sits alone in
-    // the low 6 bits, so the entry itself is the shift count (x86 masks it to 6 bits): no
-    // masking on the dependency chain from one code to the next.
+    // coefficients and DC differences): value << 16 | run << 8 | total length, else 0; an AC
+    // table's size-0 symbols too: ZRL as run 15, value 0, and the others (the end of block)
+    // with bit 12 set. The length sits alone in the low 6 bits, so the entry itself is the
+    // shift count (x86 masks it to 6 bits): no masking on the dependency chain from one code
+    // to the next.
     int32_t fast_value[1 << kLookaheadBits];
+    // AC tables: up to two symbols (code and magnitude bits each) that fit the lookahead
+    // together, so one lookup on the chain from one code to the next often yields two
+    // coefficients. 0: the first code is longer or its bits do not fit (the slow path). Else:
+    //   bits 0-5 all bits taken, 16-19 the first symbol's zero run, 20-23 the second's,
+    //   24 a second symbol is there, 25 the block ends here (an end of block in the entry),
+    //   32-47 the first value, 48-63 the second (0 for a zero run of 16, an end of block, or
+    //   no second symbol: stores of 0 where the block is still 0 change nothing).
+    uint64_t pair[1 << kLookaheadBits];
     // Longer codes, canonical: a code of length l is valid iff code <= max_code[l], its symbol
     // symbols[code + value_offset[l]].
     int32_t max_code[18];
