@@ -218,13 +218,14 @@ void BM_YcbcrPlanesToRgb224(benchmark::State& state) {
     cb[i] = static_cast<uint8_t>(i * 40503u >> 8);
     cr[i] = static_cast<uint8_t>(i * 7919u >> 4);
   }
+  const auto level = static_cast<slip::detail::SimdLevel>(state.range(0));  // 1 AVX2, 2 AVX-512 (at most the CPU's)
   for (auto _ : state) {
-    slip::detail::ycbcr_planes_to_rgb(y.data(), cb.data(), cr.data(), 224, 224, 224, out.data(), 224 * 3);
+    slip::detail::ycbcr_planes_to_rgb(y.data(), cb.data(), cr.data(), 224, 224, 224, out.data(), 224 * 3, level);
     benchmark::DoNotOptimize(out.data());
   }
   state.SetItemsProcessed(state.iterations());
 }
-BENCHMARK(BM_YcbcrPlanesToRgb224);
+BENCHMARK(BM_YcbcrPlanesToRgb224)->Arg(1)->Arg(2);
 
 void BM_TransposePlane(benchmark::State& state) {
   const int width = static_cast<int>(state.range(0)), height = 224;

@@ -287,9 +287,9 @@ void libjpeg_ycc_to_rgb(int y, int cb, int cr, uint8_t* rgb) {
   rgb[2] = static_cast<uint8_t>(std::clamp<int64_t>(b, 0, 255));
 }
 
-// All 2^24 triples: rows of 259 pixels (Y = column mod 256, so the vector steps and the scalar
-// tail both see every luma value), one row per Cb, one image per Cr; output rows 16-byte
-// aligned (streaming stores) and not.
+// All 2^24 triples at every kernel level: rows of 259 pixels (Y = column mod 256, so the
+// vector steps and the scalar tail all see every luma value), one row per Cb, one image per Cr;
+// output rows 64-byte aligned, 16-byte aligned (streaming stores) and not.
 TEST(PlanarColour, EveryYCbCrTripleEqualsLibjpegTables) {
   constexpr int kWidth = 259;
   std::vector<uint8_t> y(kWidth * 256), cb(y.size()), cr(y.size());
@@ -302,16 +302,20 @@ TEST(PlanarColour, EveryYCbCrTripleEqualsLibjpegTables) {
     const size_t out_stride = kWidth * 3 + (pad ? 1 : 27);  // 804 (not a multiple of 16) or 784
     std::vector<uint8_t> storage(out_stride * 256 + 64);
     uint8_t* out = storage.data() + ((16 - reinterpret_cast<uintptr_t>(storage.data()) % 16) % 16) + pad;
-    for (int v = 0; v < 256; ++v) {
-      std::fill(cr.begin(), cr.end(), static_cast<uint8_t>(v));
-      ycbcr_planes_to_rgb(y.data(), cb.data(), cr.data(), kWidth, kWidth, 256, out, out_stride);
+    for (int v = 0; v < 256 * 3; ++v) {
+      const auto level = static_cast<SimdLevel>(v % 3);
+      if (level > best_simd_level()) continue;
+      std::fill(cr.begin(), cr.end(), static_cast<uint8_t>(v / 3));
+      std::fill(storage.begin(), storage.end(), uint8_t{0});
+      ycbcr_planes_to_rgb(y.data(), cb.data(), cr.data(), kWidth, kWidth, 256, out, out_stride, level);
       for (int row = 0; row < 256; ++row)
         for (int x = 0; x < kWidth; ++x) {
           uint8_t want[3];
-          libjpeg_ycc_to_rgb(x % 256, row, v, want);
+          libjpeg_ycc_to_rgb(x % 256, row, v / 3, want);
           const uint8_t* got = out + static_cast<size_t>(row) * out_stride + static_cast<size_t>(x) * 3;
           ASSERT_TRUE(got[0] == want[0] && got[1] == want[1] && got[2] == want[2])
-              << "Y " << x % 256 << " Cb " << row << " Cr " << v << " column " << x << " pad " << pad;
+              << "Y " << x % 256 << " Cb " << row << " Cr " << v / 3 << " column " << x << " pad " << pad << " level "
+              << simd_level_name(level);
         }
     }
   }

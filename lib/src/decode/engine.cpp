@@ -338,7 +338,7 @@ struct BatchDecoder::Impl {
           detail::resample_plane(cr.view, cr.x0, cr.y0, cr.x1, cr.y1, size, size, options.filter, w.planar, plane_cr,
                                  static_cast<size_t>(size), win.flip);
           detail::ycbcr_planes_to_rgb(plane_y, plane_cb, plane_cr, static_cast<size_t>(size), size, size, rgb,
-                                      static_cast<size_t>(size) * 3);
+                                      static_cast<size_t>(size) * 3, w.planar.kernels);
         }
         if (rgb == crop) emit(crop, group.size, false, dst);
       }

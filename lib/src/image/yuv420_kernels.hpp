@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "util/cpu.hpp"
+
 namespace slip::detail {
 
 // One pair of padded output rows of docs/FORMAT.md#yuv420-conversion: `row0`/`row1` are RGB source rows (the same
@@ -19,9 +21,10 @@ void rgb_row_pair_to_yuv420(const uint8_t* row0, const uint8_t* row1, uint32_t w
 void yuv420_region_to_rgb(const uint8_t* payload, int width, int height, int x0, int y0, int x1, int y1, uint8_t* out, size_t stride);
 
 // Three full-resolution planes (same stride) to packed RGB with libjpeg's own YCbCr -> RGB
-// fixed point (jdcolor.c): what the engine's planar path converts its resized crops with.
+// fixed point (jdcolor.c): what the engine's planar path converts its resized crops with. The
+// same bytes at every kernel level: at most `kernels`, the CPU's best by default.
 void ycbcr_planes_to_rgb(const uint8_t* y, const uint8_t* cb, const uint8_t* cr, size_t stride, int width, int height, uint8_t* out,
-                         size_t out_stride);
+                         size_t out_stride, SimdLevel kernels = SimdLevel::avx512);
 
 // The same region at 1/d resolution (d = 2, 4 or 8), as a JPEG decoder's DCT scaling gives it:
 // reduced pixel (rx, ry) is the rounded mean of luma block [rx*d, rx*d+d) x [ry*d, ry*d+d) and
