@@ -217,5 +217,53 @@ TEST(HuffmanDecoder, DamagedStreamsNeverDecodeToWhatLibjpegWouldNot) {
               slip_refused_libjpeg_decoded);
 }
 
+// The data's end around the last bit the image needs: the end-of-image marker dropped, then
+// 0-24 bytes of junk kept or appended, or the last 1-3 bytes of the scan cut. Whether libjpeg
+// warns (premature end of file) depends on how far its reader ran ahead, not on the bits the
+// image needed; slip's decoder must refuse every such stream libjpeg warns about (found by
+// fuzz_huffman_decoder once the decoder's refill points moved).
+TEST(HuffmanDecoder, DataEndingWithoutAMarkerNearTheLastBitGivesLibjpegsVerdict) {
+  const auto corpus = corpus_jpegs();
+  JpegRegionDecoder d;
+  std::mt19937 rng(20261127);
+  int lib_warned = 0, lib_clean = 0, images = 0;
+  for (size_t i = 0; i < corpus.size() && images < 12; i += 53) {
+    if (corpus[i].progressive) continue;
+    ++images;
+    std::vector<std::vector<std::byte>> bases{corpus[i].bytes};
+    if (auto r = reencode_with_restarts(corpus[i].bytes)) bases.push_back(std::move(*r));
+    for (const auto& base : bases) {
+      JpegImageInfo info;
+      ASSERT_TRUE(d.read_header(base, info));
+      ASSERT_GE(base.size(), 4u);
+      ASSERT_TRUE(base[base.size() - 2] == std::byte{0xFF} && base[base.size() - 1] == std::byte{0xD9}) << corpus[i].name;
+      const std::vector<std::byte> scan(base.begin(), base.end() - 2);
+      for (int tail = -3; tail <= 24; ++tail) {
+        std::vector<std::byte> jpeg = scan;
+        if (tail < 0) jpeg.resize(jpeg.size() - static_cast<size_t>(-tail));
+        for (int b = 0; b < tail; ++b) jpeg.push_back(static_cast<std::byte>(rng() % 255));  // never 0xFF
+        const Outcome lib = planes_of(d, EntropyDecoding::libjpeg, jpeg, 1, 0, 0, info.width, info.height);
+        const Outcome ours = planes_of(d, EntropyDecoding::slip_only, jpeg, 1, 0, 0, info.width, info.height);
+        const Outcome standard = planes_of(d, EntropyDecoding::slip_then_libjpeg, jpeg, 1, 0, 0, info.width, info.height);
+        if (ours.ok) {
+          EXPECT_TRUE(lib.ok) << corpus[i].name << " tail " << tail << ": slip's decoder accepted what libjpeg warns about";
+          EXPECT_EQ(ours.samples, lib.samples) << corpus[i].name << " tail " << tail;
+        }
+        EXPECT_TRUE(standard == lib) << corpus[i].name << " tail " << tail << ": the default mode must give libjpeg's verdict";
+        const int x0 = info.width / 3, y0 = info.height / 2;
+        const Outcome lib_rgb = rgb_region_of(d, EntropyDecoding::libjpeg, jpeg, x0, y0, info.width, info.height);
+        const Outcome ours_rgb = rgb_region_of(d, EntropyDecoding::slip_only, jpeg, x0, y0, info.width, info.height);
+        if (ours_rgb.ok) {
+          EXPECT_TRUE(lib_rgb.ok) << corpus[i].name << " tail " << tail << " (region)";
+        }
+        (lib.ok ? lib_clean : lib_warned) += 1;
+      }
+    }
+  }
+  // Both verdicts occur: some tails are long enough that libjpeg never reaches the end.
+  EXPECT_GT(lib_warned, 50);
+  EXPECT_GT(lib_clean, 50);
+}
+
 }  // namespace
 }  // namespace slip::detail

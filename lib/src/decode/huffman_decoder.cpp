@@ -38,11 +38,10 @@ const bool kHaveBmi2 = cpu_has_bmi2();
 // coefficient 63 (its own table has the same tail).
 // The tail is 32 long: a pair entry's second store lands up to 31 past 63 before the decoder
 // sees the block ended with the first symbol (decode_mcu's step).
-constexpr int kNaturalOrder[64 + 32] = {
-    0,  1,  8,  16, 9,  2,  3,  10, 17, 24, 32, 25, 18, 11, 4,  5,  12, 19, 26, 33, 40, 48, 41, 34, 27, 20, 13, 6,
-    7,  14, 21, 28, 35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51, 58, 59, 52, 45, 38, 31, 39, 46,
-    53, 60, 61, 54, 47, 55, 62, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63,
-    63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63};
+constexpr int kNaturalOrder[64 + 32] = {0,  1,  8,  16, 9,  2,  3,  10, 17, 24, 32, 25, 18, 11, 4,  5,  12, 19, 26, 33, 40, 48, 41, 34,
+                                        27, 20, 13, 6,  7,  14, 21, 28, 35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51,
+                                        58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61, 54, 47, 55, 62, 63, 63, 63, 63, 63, 63, 63, 63, 63,
+                                        63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 63};
 
 // A magnitude category's bits to the value (JPEG's EXTEND, F.12).
 inline int32_t extend(uint32_t bits, int size) {
@@ -84,8 +83,7 @@ void build_pairs(HuffmanDecoder::Table& t) {
       const int32_t second = t.fast_value[(index << first_length) & kMask];
       if (second != 0 && first_length + (second & 63) <= kLookahead)
         entry += static_cast<uint64_t>(second & 63) | static_cast<uint64_t>((second >> 8) & 15) << 20 | 1ULL << 24 |
-                 static_cast<uint64_t>((second & kEndsBlock) != 0) << 25 |
-                 static_cast<uint64_t>(static_cast<uint16_t>(second >> 16)) << 48;
+                 static_cast<uint64_t>((second & kEndsBlock) != 0) << 25 | static_cast<uint64_t>(static_cast<uint16_t>(second >> 16)) << 48;
     }
     t.pair[index] = entry;
   }
@@ -259,6 +257,23 @@ bool HuffmanDecoder::restart() {
   return true;
 }
 
+// libjpeg's bit reader fills its buffer to at least 57 bits whenever it fills (jdhuff.c), so
+// it reads up to 64 bits past the last bit it decoded; these many data bytes cover that.
+bool HuffmanDecoder::data_ends_within_lookahead() const {
+  int bits = count_;  // past the last decoded bit, buffered
+  for (const uint8_t* p = next_; bits < 8 * kLibjpegLookaheadBytes; bits += 8) {
+    if (p == end_) return true;
+    if (*p != 0xFF) {
+      ++p;
+      continue;
+    }
+    if (end_ - p < 2) return true;   // a 0xFF byte ending the data: libjpeg reads on for the next one
+    if (p[1] != 0x00) return false;  // a marker: libjpeg stops there
+    p += 2;
+  }
+  return false;
+}
+
 HuffmanDecoder::Reader HuffmanDecoder::refill(Reader r) {
   bits_ = r.bits, count_ = r.count, next_ = r.next;
   refill();
@@ -419,6 +434,10 @@ __attribute__((target("bmi2"))) bool HuffmanDecoder::decode_mcu(JBLOCKROW* block
   bits_ = r.bits, count_ = r.count, next_ = r.next;
   // Bits past a marker were needed: libjpeg warns (premature end of data segment).
   if (!ok || count_ < padding_) failed_ = true;
+  // The data ends, without a marker, close enough that libjpeg's reader may reach the end
+  // (premature end of file) though the MCU did not need those bits.
+  if (!at_marker_ && end_ - next_ < 2 * kLibjpegLookaheadBytes && data_ends_within_lookahead()) [[unlikely]]
+    failed_ = true;
   if (failed_) return false;
   if (cinfo_->restart_interval) --restarts_to_go_;
   cinfo_->src->next_input_byte = next_;

@@ -75,6 +75,11 @@ class HuffmanDecoder {
   bool decode_mcu(JBLOCKROW* blocks);
   bool restart();
   void refill();
+  // libjpeg reads at most 64 bits ahead of its decoding; this many whole bytes cover that.
+  static constexpr int kLibjpegLookaheadBytes = 10;
+  // True when the data ends, without a marker, within kLibjpegLookaheadBytes data bytes of
+  // the next bit to decode: libjpeg's reader may have reached the end there and warned.
+  bool data_ends_within_lookahead() const;
   // The bit reader as decode_mcu keeps it in registers; the slow paths take and return it.
   struct Reader {
     uint64_t bits;

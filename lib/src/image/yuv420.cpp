@@ -370,8 +370,7 @@ SLIP_AVX512 inline void ycbcr64_to_rgb(const uint8_t* yp, const uint8_t* cbp, co
 
 // One row: 64-pixel steps, then the AVX2 row for the rest. Each step moves the output by 192
 // bytes, a multiple of 64: a row's stores keep its start's alignment.
-SLIP_AVX512 void ycbcr_row_to_rgb_avx512(const uint8_t* yp, const uint8_t* cbp, const uint8_t* crp, int width, uint8_t* out,
-                                         bool stream) {
+SLIP_AVX512 void ycbcr_row_to_rgb_avx512(const uint8_t* yp, const uint8_t* cbp, const uint8_t* crp, int width, uint8_t* out, bool stream) {
   const auto address = reinterpret_cast<uintptr_t>(out);
   const int alignment = !stream ? 0 : address % 64 == 0 ? 64 : address % 16 == 0 ? 16 : 0;
   int i = 0;
