@@ -321,6 +321,39 @@ TEST(PlanarColour, EveryYCbCrTripleEqualsLibjpegTables) {
   }
 }
 
+// Every row width from 1 to 200 (whole vector steps, partial ones, the scalar tail), output
+// rows starting 64-, 16- and not 16-byte aligned: each level writes the scalar level's bytes,
+// and nothing past a row's last pixel (a sentinel there survives).
+TEST(PlanarColour, EveryWidthAndAlignmentGivesTheScalarBytesAndWritesNothingElse) {
+  std::mt19937 rng(27);
+  constexpr int kRows = 3;
+  std::vector<uint8_t> y(200 * kRows), cb(y.size()), cr(y.size());
+  for (size_t i = 0; i < y.size(); ++i) y[i] = static_cast<uint8_t>(rng()), cb[i] = static_cast<uint8_t>(rng()), cr[i] = static_cast<uint8_t>(rng());
+  int compared = 0;
+  for (int width = 1; width <= 200; ++width)
+    for (size_t offset : {size_t{0}, size_t{16}, size_t{48}, size_t{5}}) {
+      const size_t out_stride = ((static_cast<size_t>(width) * 3 + 16 + 63) / 64) * 64 + (offset % 16 ? 1 : 0);
+      auto run = [&](SimdLevel level) {
+        std::vector<uint8_t> storage(out_stride * kRows + 128, 0xA5);
+        uint8_t* out = storage.data() + (64 - reinterpret_cast<uintptr_t>(storage.data()) % 64) % 64 + offset;
+        ycbcr_planes_to_rgb(y.data(), cb.data(), cr.data(), 200, width, kRows, out, out_stride, level);
+        return std::vector<uint8_t>(out - offset, out + out_stride * kRows);
+      };
+      const auto scalar = run(SimdLevel::scalar);
+      for (int row = 0; row < kRows; ++row)
+        for (size_t b = static_cast<size_t>(width) * 3; b < out_stride; ++b)
+          ASSERT_EQ(scalar[offset + row * out_stride + b], 0xA5) << "width " << width << " row " << row << " byte " << b << ": the scalar level wrote past the row";
+      for (SimdLevel level : {SimdLevel::avx2, SimdLevel::avx512}) {
+        if (level > best_simd_level()) continue;
+        ASSERT_EQ(run(level), scalar) << "width " << width << " offset " << offset << " level " << simd_level_name(level);
+        ++compared;
+      }
+    }
+  if (best_simd_level() == SimdLevel::avx512) {
+    EXPECT_EQ(compared, 200 * 4 * 2);
+  }
+}
+
 // TurboJPEG decodes a 4:4:4 JPEG to planes and to RGB: converting its planes gives its RGB.
 TEST(PlanarColour, TurboJpegPlanesConvertToTurboJpegRgb) {
   constexpr int kW = 203, kH = 61;

@@ -323,7 +323,13 @@ struct InterleaveIndices512 {
 };
 constexpr InterleaveIndices512 kInterleave512;
 
-SLIP_AVX512 inline __m512i load32_epi16(const uint8_t* p) {
+// 32 pixels' bytes widened to int16; only the first `count` read (the rest 0) when kPartial.
+template <bool kPartial>
+SLIP_AVX512 inline __m512i load32_epi16(const uint8_t* p, int count) {
+  if constexpr (kPartial) {
+    const __mmask64 mask = count >= 32 ? 0xFFFFFFFFu : count <= 0 ? 0 : (__mmask64{1} << count) - 1;
+    return _mm512_cvtepu8_epi16(_mm512_castsi512_si256(_mm512_maskz_loadu_epi8(mask, p)));  // BW, no VL needed
+  }
   return _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
 
@@ -338,48 +344,61 @@ SLIP_AVX512 inline void ycc32_to_rgb32(__m512i l, __m512i cb, __m512i cr, __m512
   g = _mm512_add_epi16(_mm512_sub_epi16(l, cr), _mm512_packs_epi32(g_lo, g_hi));
 }
 
-// 64 pixels of one row to 192 bytes of RGB at `out`: streamed when `out` is 16-byte aligned
-// (64-byte stores when it is 64-byte aligned), else plain stores.
-SLIP_AVX512 inline void ycbcr64_to_rgb(const uint8_t* yp, const uint8_t* cbp, const uint8_t* crp, uint8_t* out, int alignment) {
+// The first `bytes` (1-64) of v at o: streamed in 16-byte pieces when o is 16-byte aligned
+// (one 64-byte store when it is 64-byte aligned and v whole), the rest plain (masked) stores.
+SLIP_AVX512 inline void store_rgb64(uint8_t* o, __m512i v, int bytes, int alignment) {
+  if (alignment == 64 && bytes == 64) {
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(o), v);
+    return;
+  }
+  int streamed = 0;
+  if (alignment != 0) {
+    auto* q = reinterpret_cast<__m128i*>(o);
+    if (bytes >= 16) _mm_stream_si128(q, _mm512_castsi512_si128(v));
+    if (bytes >= 32) _mm_stream_si128(q + 1, _mm512_extracti32x4_epi32(v, 1));
+    if (bytes >= 48) _mm_stream_si128(q + 2, _mm512_extracti32x4_epi32(v, 2));
+    if (bytes >= 64) _mm_stream_si128(q + 3, _mm512_extracti32x4_epi32(v, 3));
+    streamed = bytes & ~15;
+  }
+  if (streamed < bytes) {
+    const __mmask64 mask = (bytes == 64 ? ~__mmask64{0} : (__mmask64{1} << bytes) - 1) & ~((__mmask64{1} << streamed) - 1);
+    _mm512_mask_storeu_epi8(o, mask, v);
+  }
+}
+
+// 64 pixels of one row (the first `pixels` when kPartial) to RGB at `out`.
+template <bool kPartial>
+SLIP_AVX512 inline void ycbcr64_to_rgb(const uint8_t* yp, const uint8_t* cbp, const uint8_t* crp, uint8_t* out, int alignment,
+                                       int pixels = 64) {
   const __m512i c128 = _mm512_set1_epi16(128);
   __m512i ch[3][2];  // [R, G, B][pixels 0-31, 32-63] as int16
-  for (int h = 0; h < 2; ++h)
-    ycc32_to_rgb32(load32_epi16(yp + 32 * h), _mm512_sub_epi16(load32_epi16(cbp + 32 * h), c128),
-                   _mm512_sub_epi16(load32_epi16(crp + 32 * h), c128), ch[0][h], ch[1][h], ch[2][h]);
+  for (int h = 0; h < 2; ++h) {
+    const int count = pixels - 32 * h;
+    ycc32_to_rgb32(load32_epi16<kPartial>(yp + 32 * h, count), _mm512_sub_epi16(load32_epi16<kPartial>(cbp + 32 * h, count), c128),
+                   _mm512_sub_epi16(load32_epi16<kPartial>(crp + 32 * h, count), c128), ch[0][h], ch[1][h], ch[2][h]);
+  }
   // packus (the clamp) works per 128-bit lane: lane i holds pixels 8i-8i+7 then 32+8i-32+8i+7;
   // the qword permute puts them in order.
   const __m512i order = _mm512_set_epi64(7, 5, 3, 1, 6, 4, 2, 0);
   __m512i bytes[3];
   for (int c = 0; c < 3; ++c) bytes[c] = _mm512_permutexvar_epi64(order, _mm512_packus_epi16(ch[c][0], ch[c][1]));
   for (int third = 0; third < 3; ++third) {
+    const int third_bytes = kPartial ? std::min(64, 3 * pixels - 64 * third) : 64;
+    if (third_bytes <= 0) break;
     __m512i v = _mm512_permutex2var_epi8(bytes[0], _mm512_load_si512(kInterleave512.red_green[third]), bytes[1]);
     v = _mm512_mask_permutexvar_epi8(v, kInterleave512.blue_mask[third], _mm512_load_si512(kInterleave512.blue[third]), bytes[2]);
-    uint8_t* o = out + 64 * third;
-    if (alignment == 64) {
-      _mm512_stream_si512(reinterpret_cast<__m512i*>(o), v);
-    } else if (alignment == 16) {
-      _mm_stream_si128(reinterpret_cast<__m128i*>(o), _mm512_castsi512_si128(v));
-      _mm_stream_si128(reinterpret_cast<__m128i*>(o + 16), _mm512_extracti32x4_epi32(v, 1));
-      _mm_stream_si128(reinterpret_cast<__m128i*>(o + 32), _mm512_extracti32x4_epi32(v, 2));
-      _mm_stream_si128(reinterpret_cast<__m128i*>(o + 48), _mm512_extracti32x4_epi32(v, 3));
-    } else {
-      _mm512_storeu_si512(o, v);
-    }
+    store_rgb64(out + 64 * third, v, third_bytes, alignment);
   }
 }
 
-// One row: 64-pixel steps, then the AVX2 row for the rest. Each step moves the output by 192
-// bytes, a multiple of 64: a row's stores keep its start's alignment.
+// One row: 64-pixel steps, then one partial step (masked loads) for the rest. Each step moves
+// the output by 192 bytes, a multiple of 64: a row's stores keep its start's alignment.
 SLIP_AVX512 void ycbcr_row_to_rgb_avx512(const uint8_t* yp, const uint8_t* cbp, const uint8_t* crp, int width, uint8_t* out, bool stream) {
   const auto address = reinterpret_cast<uintptr_t>(out);
   const int alignment = !stream ? 0 : address % 64 == 0 ? 64 : address % 16 == 0 ? 16 : 0;
   int i = 0;
-  for (; i + 64 <= width; i += 64) ycbcr64_to_rgb(yp + i, cbp + i, crp + i, out + 3 * i, alignment);
-  if (i == width) return;
-  if (alignment != 0)
-    ycbcr_row_to_rgb_avx2<true>(yp + i, cbp + i, crp + i, width - i, out + 3 * i);
-  else
-    ycbcr_row_to_rgb_avx2<false>(yp + i, cbp + i, crp + i, width - i, out + 3 * i);
+  for (; i + 64 <= width; i += 64) ycbcr64_to_rgb<false>(yp + i, cbp + i, crp + i, out + 3 * i, alignment);
+  if (i < width) ycbcr64_to_rgb<true>(yp + i, cbp + i, crp + i, out + 3 * i, alignment, width - i);
 }
 
 #undef SLIP_AVX512
