@@ -177,6 +177,31 @@ TEST(PlanarResample, AxisPlanMatchesPillowsBoundsAndTheFilter) {
   EXPECT_GT(outputs, 20000);
 }
 
+// The AVX-512 planner (sixteen outputs at a time) gives the AVX2 planner's bounds and weights
+// bit for bit, both filters, 8- and 16-tap rows, and outputs not a multiple of 16 or 8.
+TEST(PlanarResample, AxisPlanIsTheSameAtEveryLevel) {
+  if (best_simd_level() != SimdLevel::avx512) GTEST_SKIP() << "no AVX-512 here";
+  std::mt19937 rng(6);
+  int compared = 0;
+  for (int trial = 0; trial < 2000; ++trial) {
+    const int in_size = 1 + static_cast<int>(rng() % 1200), out_size = 1 + static_cast<int>(rng() % 300);
+    std::uniform_real_distribution<double> u(0.0, in_size);
+    double in0 = u(rng), in1 = u(rng);
+    if (in1 < in0) std::swap(in0, in1);
+    if (in1 - in0 < 0.5) in1 = std::min<double>(in_size, in0 + 0.5);
+    const auto f = trial % 2 ? ResampleFilter::bicubic : ResampleFilter::bilinear;
+    PlaneAxis avx2, avx512;
+    plan_axis(avx2, {in_size, in0, in1, out_size, f}, SimdLevel::avx2);
+    plan_axis(avx512, {in_size, in0, in1, out_size, f}, SimdLevel::avx512);
+    ASSERT_EQ(avx2.ksize, avx512.ksize);
+    ASSERT_EQ(avx2.bounds, avx512.bounds) << in_size << " [" << in0 << ", " << in1 << ") -> " << out_size;
+    ASSERT_TRUE(std::equal(avx2.coeffs.begin(), avx2.coeffs.begin() + static_cast<ptrdiff_t>(out_size) * avx2.ksize, avx512.coeffs.begin()))
+        << in_size << " [" << in0 << ", " << in1 << ") -> " << out_size << (f == ResampleFilter::bicubic ? " bicubic" : " bilinear");
+    compared += out_size >= 16 && avx2.ksize <= 16;
+  }
+  EXPECT_GT(compared, 500);
+}
+
 // Every kernel level this CPU runs (scalar, AVX2, AVX-512) gives the same bytes, on planes wide
 // enough for every step width (16, 32, 64 columns) and for their overlapping last steps.
 TEST(PlanarResample, EveryKernelLevelGivesTheSameBytes) {
@@ -328,7 +353,8 @@ TEST(PlanarColour, EveryWidthAndAlignmentGivesTheScalarBytesAndWritesNothingElse
   std::mt19937 rng(27);
   constexpr int kRows = 3;
   std::vector<uint8_t> y(200 * kRows), cb(y.size()), cr(y.size());
-  for (size_t i = 0; i < y.size(); ++i) y[i] = static_cast<uint8_t>(rng()), cb[i] = static_cast<uint8_t>(rng()), cr[i] = static_cast<uint8_t>(rng());
+  for (size_t i = 0; i < y.size(); ++i)
+    y[i] = static_cast<uint8_t>(rng()), cb[i] = static_cast<uint8_t>(rng()), cr[i] = static_cast<uint8_t>(rng());
   int compared = 0;
   for (int width = 1; width <= 200; ++width)
     for (size_t offset : {size_t{0}, size_t{16}, size_t{48}, size_t{5}}) {
@@ -342,7 +368,8 @@ TEST(PlanarColour, EveryWidthAndAlignmentGivesTheScalarBytesAndWritesNothingElse
       const auto scalar = run(SimdLevel::scalar);
       for (int row = 0; row < kRows; ++row)
         for (size_t b = static_cast<size_t>(width) * 3; b < out_stride; ++b)
-          ASSERT_EQ(scalar[offset + row * out_stride + b], 0xA5) << "width " << width << " row " << row << " byte " << b << ": the scalar level wrote past the row";
+          ASSERT_EQ(scalar[offset + row * out_stride + b], 0xA5)
+              << "width " << width << " row " << row << " byte " << b << ": the scalar level wrote past the row";
       for (SimdLevel level : {SimdLevel::avx2, SimdLevel::avx512}) {
         if (level > best_simd_level()) continue;
         ASSERT_EQ(run(level), scalar) << "width " << width << " offset " << offset << " level " << simd_level_name(level);

@@ -140,6 +140,72 @@ __attribute__((target("avx2"))) void output_weights8_avx2(const float* offset, f
   }
 }
 
+// GCC 12's AVX-512 headers start some intrinsics from an uninitialised vector
+// (_mm512_undefined_epi32), which -Wuninitialized flags wherever one is inlined.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+// filter_weight8 on 16 values, the same operations in the same order.
+template <ResampleFilter kFilter>
+__attribute__((target("avx2,avx512f"))) inline __m512 filter_weight16(__m512 t) {
+  const __m512 one = _mm512_set1_ps(1.0f), zero = _mm512_setzero_ps();
+  if constexpr (kFilter == ResampleFilter::bilinear) {
+    return _mm512_max_ps(zero, _mm512_sub_ps(one, t));
+  } else {
+    const __m512 a = _mm512_set1_ps(-0.5f);
+    const __m512 near =
+        _mm512_add_ps(_mm512_mul_ps(_mm512_mul_ps(_mm512_sub_ps(_mm512_mul_ps(_mm512_set1_ps(1.5f), t), _mm512_set1_ps(2.5f)), t), t), one);
+    const __m512 far = _mm512_mul_ps(
+        _mm512_sub_ps(_mm512_mul_ps(_mm512_add_ps(_mm512_mul_ps(_mm512_sub_ps(t, _mm512_set1_ps(5.0f)), t), _mm512_set1_ps(8.0f)), t),
+                      _mm512_set1_ps(4.0f)),
+        a);
+    const __m512 beyond_one = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(t, _mm512_set1_ps(2.0f), _CMP_LT_OQ), zero, far);
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(t, one, _CMP_LT_OQ), beyond_one, near);
+  }
+}
+
+// output_weights8_avx2 for sixteen outputs (AVX-512F): each lane's operations and sum order
+// are the eight-output kernel's, so the same weights; half the instructions per output.
+template <ResampleFilter kFilter, int kStride>
+__attribute__((target("avx2,avx512f"))) void output_weights16_avx512(const float* offset, float inv, const int32_t* n, int16_t* q) {
+  const __m512 off = _mm512_loadu_ps(offset), vinv = _mm512_set1_ps(inv);
+  const __m512i taps = _mm512_loadu_si512(n);
+  const __m512 zero = _mm512_setzero_ps();
+  __m512 w[kStride];
+  for (int x = 0; x < kStride; ++x) {
+    // _mm512_abs_ps: the sign bit cleared, as the AVX2 kernel's and (AVX-512F, no DQ needed).
+    const __m512 t = _mm512_abs_ps(_mm512_mul_ps(_mm512_add_ps(_mm512_set1_ps(static_cast<float>(x)), off), vinv));
+    w[x] = _mm512_maskz_mov_ps(_mm512_cmpgt_epi32_mask(taps, _mm512_set1_epi32(x)), filter_weight16<kFilter>(t));  // taps past n weigh 0
+  }
+  __m512 sum = zero;
+  if constexpr (kStride == 8) {
+    for (const __m512& v : w) sum = _mm512_add_ps(sum, v);
+  } else {
+    static_assert(kStride == 16);
+    __m512 lanes[8];
+    for (int i = 0; i < 8; ++i) lanes[i] = _mm512_add_ps(w[i], w[8 + i]);
+    sum = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(lanes[0], lanes[4]), _mm512_add_ps(lanes[2], lanes[6])),
+                        _mm512_add_ps(_mm512_add_ps(lanes[1], lanes[5]), _mm512_add_ps(lanes[3], lanes[7])));
+  }
+  const __mmask16 nonzero = _mm512_cmp_ps_mask(sum, zero, _CMP_NEQ_OQ);
+  const __m512 norm = _mm512_maskz_div_ps(nonzero, _mm512_set1_ps(static_cast<float>(1 << kBits)), sum);
+  // w[x] lane o -> q[o][x]: to 16 bits with signed saturation (packs_epi32's), then 8x8
+  // transposes of outputs 0-7 and 8-15.
+  for (int block = 0; block < kStride / 8; ++block) {
+    __m128i lo[8], hi[8];
+    for (int x = 0; x < 8; ++x) {
+      const __m256i q16 = _mm512_cvtsepi32_epi16(_mm512_cvtps_epi32(_mm512_mul_ps(w[(8 * block) + x], norm)));  // nearest even
+      lo[x] = _mm256_castsi256_si128(q16);
+      hi[x] = _mm256_extracti128_si256(q16, 1);
+    }
+    store_transposed8x8(lo, q + (8 * block), kStride);
+    store_transposed8x8(hi, q + (8 * kStride) + (8 * block), kStride);
+  }
+}
+
+#pragma GCC diagnostic pop
+
 // The bounds loop below for eight outputs, in the same double-precision operations in the same
 // order (no contraction: this target has no FMA), so the same bounds and offsets; it was half
 // of the planning time.
@@ -166,7 +232,7 @@ const SimdLevel kBestLevel = best_simd_level();
 // normalisation), weights straight to Q14. Each output's row of coefficients is padded to a
 // multiple of 8 with zeros.
 template <ResampleFilter kFilter>
-void plan_axis_with(PlaneAxis& axis, const PlaneAxisKey& k) {
+void plan_axis_with(PlaneAxis& axis, const PlaneAxisKey& k, SimdLevel kernels) {
   const double support_unit = kFilter == ResampleFilter::bicubic ? 2.0 : 1.0;
   const double scale = (k.in1 - k.in0) / k.out_size;
   const double filterscale = std::max(scale, 1.0), inv_filterscale = 1.0 / filterscale;
@@ -182,12 +248,19 @@ void plan_axis_with(PlaneAxis& axis, const PlaneAxisKey& k) {
   // Rows of 8 or 16 taps go eight outputs at a time (the one-at-a-time kernel's sums, lane by lane).
   const bool batched = kAvx2 && (stride == 8 || stride == 16);
   const auto weights8 = stride == 8 ? output_weights8_avx2<kFilter, 8> : output_weights8_avx2<kFilter, 16>;
+  const auto weights16 = stride == 8 ? output_weights16_avx512<kFilter, 8> : output_weights16_avx512<kFilter, 16>;
   // The outputs past the last eight: the kernel whose sums the batches reproduce.
   const auto weights_one = stride == 8 ? output_weights_scalar<kFilter> : weights;
-  alignas(32) float offsets[8];
-  alignas(32) int32_t counts[8];
+  alignas(64) float offsets[16];
+  alignas(64) int32_t counts[16];
   int pending = 0;
   int o = 0;
+  if (batched && kernels == SimdLevel::avx512)
+    for (; o + 16 <= k.out_size; o += 16) {
+      bounds8_avx2(o, k.in0, scale, support, k.in_size, ksize, offsets, counts, &axis.bounds[static_cast<size_t>(o) * 2]);
+      bounds8_avx2(o + 8, k.in0, scale, support, k.in_size, ksize, offsets + 8, counts + 8, &axis.bounds[static_cast<size_t>(o + 8) * 2]);
+      weights16(offsets, inv, counts, &axis.coeffs[static_cast<size_t>(o) * stride]);
+    }
   if (batched)
     for (; o + 8 <= k.out_size; o += 8) {
       bounds8_avx2(o, k.in0, scale, support, k.in_size, ksize, offsets, counts, &axis.bounds[static_cast<size_t>(o) * 2]);
@@ -647,12 +720,13 @@ void transpose_region_8x8(const uint8_t* in, size_t in_stride, int x0, int x1, i
 
 }  // namespace
 
-void plan_axis(PlaneAxis& axis, const PlaneAxisKey& k) {
+void plan_axis(PlaneAxis& axis, const PlaneAxisKey& k, SimdLevel kernels) {
   if (axis.key == k) return;
+  kernels = std::min(kernels, kBestLevel);
   if (k.filter == ResampleFilter::bicubic)
-    plan_axis_with<ResampleFilter::bicubic>(axis, k);
+    plan_axis_with<ResampleFilter::bicubic>(axis, k, kernels);
   else
-    plan_axis_with<ResampleFilter::bilinear>(axis, k);
+    plan_axis_with<ResampleFilter::bilinear>(axis, k, kernels);
 }
 
 void transpose_plane(const uint8_t* in, size_t in_stride, int width, int height, uint8_t* out, size_t out_stride, SimdLevel kernels) {
@@ -685,8 +759,8 @@ void transpose_plane(const uint8_t* in, size_t in_stride, int width, int height,
 
 void resample_plane(const PlaneView& in, double x0, double y0, double x1, double y1, int out_w, int out_h, ResampleFilter filter,
                     PlaneResampleScratch& s, uint8_t* out, size_t out_stride, bool mirror) {
-  plan_axis(s.vertical, {in.height, y0, y1, out_h, filter});
-  plan_axis(s.horizontal, {in.width, x0, x1, out_w, filter});
+  plan_axis(s.vertical, {in.height, y0, y1, out_h, filter}, s.kernels);
+  plan_axis(s.horizontal, {in.width, x0, x1, out_w, filter}, s.kernels);
   // The columns the horizontal taps read (the bounds grow with the output index).
   const int cx0 = s.horizontal.bounds[0];
   const int cx1 = s.horizontal.bounds[static_cast<size_t>(out_w - 1) * 2] + s.horizontal.bounds[static_cast<size_t>(out_w - 1) * 2 + 1];

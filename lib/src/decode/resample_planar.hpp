@@ -47,8 +47,9 @@ struct PlaneAxis {
   std::vector<int16_t> coeffs;
 };
 
-// Fills `axis` for `key` (unless it already holds it).
-void plan_axis(PlaneAxis& axis, const PlaneAxisKey& key);
+// Fills `axis` for `key` (unless it already holds it). The plan is the same at every kernel
+// level from AVX2 up (`kernels`: at most this level, the CPU's best by default).
+void plan_axis(PlaneAxis& axis, const PlaneAxisKey& key, SimdLevel kernels = SimdLevel::avx512);
 
 // The horizontal pass as row gathers (AVX-512 VBMI): for each group of 16 outputs of a row, the
 // first input column its taps read (relative to the axis's first column), and per tap pair a
