@@ -217,8 +217,9 @@ TEST(HuffmanDecoder, DamagedStreamsNeverDecodeToWhatLibjpegWouldNot) {
               slip_refused_libjpeg_decoded);
 }
 
-// The data's end around the last bit the image needs: the end-of-image marker dropped, then
-// 0-24 bytes of junk kept or appended, or the last 1-3 bytes of the scan cut. Whether libjpeg
+// The data's end around the last bit the image needs: the end-of-image marker dropped, 0-24
+// bytes of junk appended or the last 1-3 bytes of the scan cut, then the marker put back or
+// not. Whether libjpeg
 // warns (premature end of file) depends on how far its reader ran ahead, not on the bits the
 // image needed; slip's decoder must refuse every such stream libjpeg warns about (found by
 // fuzz_huffman_decoder once the decoder's refill points moved).
@@ -238,10 +239,12 @@ TEST(HuffmanDecoder, DataEndingWithoutAMarkerNearTheLastBitGivesLibjpegsVerdict)
       ASSERT_GE(base.size(), 4u);
       ASSERT_TRUE(base[base.size() - 2] == std::byte{0xFF} && base[base.size() - 1] == std::byte{0xD9}) << corpus[i].name;
       const std::vector<std::byte> scan(base.begin(), base.end() - 2);
-      for (int tail = -3; tail <= 24; ++tail) {
+      for (int variant = 0; variant < 2 * 28; ++variant) {
+        const int tail = variant % 28 - 3;
         std::vector<std::byte> jpeg = scan;
         if (tail < 0) jpeg.resize(jpeg.size() - static_cast<size_t>(-tail));
         for (int b = 0; b < tail; ++b) jpeg.push_back(static_cast<std::byte>(rng() % 255));  // never 0xFF
+        if (variant >= 28) jpeg.insert(jpeg.end(), {std::byte{0xFF}, std::byte{0xD9}});      // then the end-of-image marker
         const Outcome lib = planes_of(d, EntropyDecoding::libjpeg, jpeg, 1, 0, 0, info.width, info.height);
         const Outcome ours = planes_of(d, EntropyDecoding::slip_only, jpeg, 1, 0, 0, info.width, info.height);
         const Outcome standard = planes_of(d, EntropyDecoding::slip_then_libjpeg, jpeg, 1, 0, 0, info.width, info.height);
