@@ -149,20 +149,28 @@ TEST(PlanarResample, CloseToPillowExactResamplerOnGrayImages) {
   }
 }
 
+// A random axis: a plane of 1 to max_in pixels, a box of at least half a pixel in it, 1 to
+// 300 outputs.
+PlaneAxisKey random_axis_key(std::mt19937& rng, int max_in, ResampleFilter filter) {
+  const int in_size = 1 + static_cast<int>(rng() % static_cast<unsigned>(max_in)), out_size = 1 + static_cast<int>(rng() % 300);
+  std::uniform_real_distribution<double> u(0.0, in_size);
+  double in0 = u(rng), in1 = u(rng);
+  if (in1 < in0) std::swap(in0, in1);
+  if (in1 - in0 < 0.5) in1 = std::min<double>(in_size, in0 + 0.5);
+  return {in_size, in0, in1, out_size, filter};
+}
+
 // The taps' bounds are Pillow's exactly (computed eight outputs at a time in AVX2 doubles, the
 // rest one by one), and each Q14 weight is the normalised filter rounded, within one step.
 TEST(PlanarResample, AxisPlanMatchesPillowsBoundsAndTheFilter) {
   std::mt19937 rng(5);
   int outputs = 0;
   for (int trial = 0; trial < 400; ++trial) {
-    const int in_size = 1 + static_cast<int>(rng() % 1500), out_size = 1 + static_cast<int>(rng() % 300);
-    std::uniform_real_distribution<double> u(0.0, in_size);
-    double in0 = u(rng), in1 = u(rng);
-    if (in1 < in0) std::swap(in0, in1);
-    if (in1 - in0 < 0.5) in1 = std::min<double>(in_size, in0 + 0.5);
     const auto f = trial % 2 ? ResampleFilter::bicubic : ResampleFilter::bilinear;
+    const PlaneAxisKey key = random_axis_key(rng, 1500, f);
+    const auto [in_size, in0, in1, out_size, filter] = key;
     PlaneAxis axis;
-    plan_axis(axis, {in_size, in0, in1, out_size, f});
+    plan_axis(axis, key);
     std::vector<int> first;
     const auto w = weights(f, in_size, in0, in1, out_size, first);
     for (int o = 0; o < out_size; ++o, ++outputs) {
@@ -184,15 +192,12 @@ TEST(PlanarResample, AxisPlanIsTheSameAtEveryLevel) {
   std::mt19937 rng(6);
   int compared = 0;
   for (int trial = 0; trial < 2000; ++trial) {
-    const int in_size = 1 + static_cast<int>(rng() % 1200), out_size = 1 + static_cast<int>(rng() % 300);
-    std::uniform_real_distribution<double> u(0.0, in_size);
-    double in0 = u(rng), in1 = u(rng);
-    if (in1 < in0) std::swap(in0, in1);
-    if (in1 - in0 < 0.5) in1 = std::min<double>(in_size, in0 + 0.5);
     const auto f = trial % 2 ? ResampleFilter::bicubic : ResampleFilter::bilinear;
+    const PlaneAxisKey key = random_axis_key(rng, 1200, f);
+    const auto [in_size, in0, in1, out_size, filter] = key;
     PlaneAxis avx2, avx512;
-    plan_axis(avx2, {in_size, in0, in1, out_size, f}, SimdLevel::avx2);
-    plan_axis(avx512, {in_size, in0, in1, out_size, f}, SimdLevel::avx512);
+    plan_axis(avx2, key, SimdLevel::avx2);
+    plan_axis(avx512, key, SimdLevel::avx512);
     ASSERT_EQ(avx2.ksize, avx512.ksize);
     ASSERT_EQ(avx2.bounds, avx512.bounds) << in_size << " [" << in0 << ", " << in1 << ") -> " << out_size;
     ASSERT_TRUE(std::equal(avx2.coeffs.begin(), avx2.coeffs.begin() + static_cast<ptrdiff_t>(out_size) * avx2.ksize, avx512.coeffs.begin()))
