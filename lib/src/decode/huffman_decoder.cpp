@@ -33,11 +33,10 @@ constexpr int kLookahead = HuffmanDecoder::kLookaheadBits;
 // libjpeg decodes.
 const bool kHaveBmi2 = cpu_has_bmi2();
 
-// Zigzag position -> natural (row-major) index, then 16 more entries: a run may carry the
+// Zigzag position -> natural (row-major) index, then 32 more entries of 63: a run may carry the
 // position past 63 in a corrupt stream, which libjpeg decodes without a warning into
-// coefficient 63 (its own table has the same tail).
-// The tail is 32 long: a pair entry's second store lands up to 31 past 63 before the decoder
-// sees the block ended with the first symbol (decode_mcu's step).
+// coefficient 63 (its own table has a 16-entry tail); a pair entry's second store lands up to
+// 31 past 63 before the decoder sees the block ended with the first symbol (decode_mcu's step).
 constexpr int kNaturalOrder[64 + 32] = {0,  1,  8,  16, 9,  2,  3,  10, 17, 24, 32, 25, 18, 11, 4,  5,  12, 19, 26, 33, 40, 48, 41, 34,
                                         27, 20, 13, 6,  7,  14, 21, 28, 35, 42, 49, 56, 57, 50, 43, 36, 29, 22, 15, 23, 30, 37, 44, 51,
                                         58, 59, 52, 45, 38, 31, 39, 46, 53, 60, 61, 54, 47, 55, 62, 63, 63, 63, 63, 63, 63, 63, 63, 63,
@@ -66,6 +65,8 @@ inline bool append_plain_bytes(uint64_t& bits, int& count, const uint8_t*& next,
 // An AC table's one-step entry (Table::fast_value) for a size-0 symbol other than ZRL (a zero
 // run of 16), which libjpeg reads as the end of the block.
 constexpr int32_t kEndsBlock = 1 << 12;
+// Table::pair's flags: a second symbol is in the entry; the block ends within the entry.
+constexpr uint64_t kPairHasSecond = uint64_t{1} << 24, kPairEndsBlock = uint64_t{1} << 25;
 
 // Table::pair from an AC table's one-step entries.
 void build_pairs(HuffmanDecoder::Table& t) {
@@ -76,14 +77,14 @@ void build_pairs(HuffmanDecoder::Table& t) {
     uint64_t entry = static_cast<uint64_t>(first_length) | static_cast<uint64_t>((first >> 8) & 15) << 16 |
                      static_cast<uint64_t>(static_cast<uint16_t>(first >> 16)) << 32;
     if (first & kEndsBlock) {
-      entry |= 1ULL << 25;
+      entry |= kPairEndsBlock;
     } else if (first != 0) {
       // The bits after the first symbol, zeros shifted in: a second symbol is taken only when
       // its own bits are all real ones.
       const int32_t second = t.fast_value[(index << first_length) & kMask];
       if (second != 0 && first_length + (second & 63) <= kLookahead)
-        entry += static_cast<uint64_t>(second & 63) | static_cast<uint64_t>((second >> 8) & 15) << 20 | 1ULL << 24 |
-                 static_cast<uint64_t>((second & kEndsBlock) != 0) << 25 | static_cast<uint64_t>(static_cast<uint16_t>(second >> 16)) << 48;
+        entry += static_cast<uint64_t>(second & 63) | static_cast<uint64_t>((second >> 8) & 15) << 20 | kPairHasSecond |
+                 ((second & kEndsBlock) != 0 ? kPairEndsBlock : 0) | static_cast<uint64_t>(static_cast<uint16_t>(second >> 16)) << 48;
     }
     t.pair[index] = entry;
   }
@@ -383,15 +384,15 @@ __attribute__((target("bmi2"))) bool HuffmanDecoder::decode_mcu(JBLOCKROW* block
           }
           if (k1 >= DCTSIZE2 - 1) [[unlikely]] {
             // The first symbol filled the block: a second one belongs to the next block.
-            if (entry & (1u << 24)) {
+            if (entry & kPairHasSecond) {
               const int first_length = ac.fast_value[before >> (64 - kLookahead)] & 63;
               r.bits = before << first_length;
               r.count += static_cast<int>(entry & 63) - first_length;
             }
             return 1;
           }
-          k = k2 + static_cast<ptrdiff_t>((entry >> 24) & 1);
-          return (entry & (1u << 25)) || k >= DCTSIZE2 ? 1 : 0;
+          k = k2 + ((entry & kPairHasSecond) != 0 ? 1 : 0);
+          return (entry & kPairEndsBlock) || k >= DCTSIZE2 ? 1 : 0;
         }
         fill();
         const int symbol = symbol_of(ac);
