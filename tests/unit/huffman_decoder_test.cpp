@@ -34,6 +34,23 @@ std::vector<CorpusJpeg> corpus_jpegs() {
   return out;
 }
 
+// Every `step`-th sequential (not progressive) corpus JPEG, up to `images` of them, as stored and
+// re-encoded with restart markers.
+struct SequentialStream {
+  const CorpusJpeg* image;
+  std::vector<std::byte> bytes;
+};
+std::vector<SequentialStream> sequential_streams(const std::vector<CorpusJpeg>& corpus, size_t step, int images) {
+  std::vector<SequentialStream> out;
+  for (size_t i = 0; i < corpus.size() && images > 0; i += step) {
+    if (corpus[i].progressive) continue;
+    --images;
+    out.push_back({&corpus[i], corpus[i].bytes});
+    if (auto r = reencode_with_restarts(corpus[i].bytes)) out.push_back({&corpus[i], std::move(*r)});
+  }
+  return out;
+}
+
 // One decode's outcome: success and the samples it gave (planes or RGB rows, packed).
 struct Outcome {
   bool ok = false;
@@ -169,57 +186,52 @@ TEST(HuffmanDecoder, DamagedStreamsNeverDecodeToWhatLibjpegWouldNot) {
   JpegRegionDecoder d;
   std::mt19937 rng(20261126);
   int both_decoded = 0, slip_refused_libjpeg_decoded = 0, both_refused = 0;
-  int images = 0;
-  for (size_t i = 0; i < corpus.size() && images < 24; i += 29) {
-    if (corpus[i].progressive) continue;
-    ++images;
-    std::vector<std::vector<std::byte>> bases{corpus[i].bytes};
-    if (auto r = reencode_with_restarts(corpus[i].bytes)) bases.push_back(std::move(*r));
-    for (const auto& base : bases) {
-      JpegImageInfo info;
-      ASSERT_TRUE(d.read_header(base, info));
-      // The entropy-coded data starts after the first SOS segment.
-      size_t start = 0;
-      for (size_t p = 2; p + 4 < base.size(); ++p)
-        if (base[p] == std::byte{0xFF} && base[p + 1] == std::byte{0xDA}) {
-          start = p + 2 + (static_cast<size_t>(base[p + 2]) << 8 | static_cast<size_t>(base[p + 3]));
-          break;
-        }
-      ASSERT_GT(start, 0u);
-      for (int m = 0; m < 30; ++m) {
-        std::vector<std::byte> jpeg = base;
-        std::uniform_int_distribution<size_t> where(start, jpeg.size() - 3);
-        const size_t at = where(rng);
-        switch (m % 6) {
-          case 0:
-            jpeg[at] = static_cast<std::byte>(rng());
-            break;  // a changed byte
-          case 1:
-            jpeg.resize(at);
-            break;  // truncated
-          case 2:
-            jpeg.insert(jpeg.begin() + static_cast<long>(at), {std::byte{0xFF}, static_cast<std::byte>(0xD0 + rng() % 8)});
-            break;
-          case 3:
-            jpeg.insert(jpeg.begin() + static_cast<long>(at), {std::byte{0xFF}, std::byte{0xFF}, std::byte{0x00}});
-            break;
-          case 4:
-            jpeg.erase(jpeg.begin() + static_cast<long>(at));
-            break;  // a byte lost
-          case 5:   // a marker renumbered
-            for (size_t p = at; p + 1 < jpeg.size(); ++p)
-              if (jpeg[p] == std::byte{0xFF} && (static_cast<int>(jpeg[p + 1]) & 0xF8) == 0xD0) {
-                jpeg[p + 1] = static_cast<std::byte>(0xD0 + rng() % 8);
-                break;
-              }
-            jpeg[at] ^= std::byte{0x10};
-            break;
-        }
-        const Verdicts v = expect_libjpegs_verdict(d, info, jpeg, corpus[i].name + " mutation " + std::to_string(m));
-        both_decoded += v.slip && v.libjpeg;
-        slip_refused_libjpeg_decoded += !v.slip && v.libjpeg;
-        both_refused += !v.slip && !v.libjpeg;
+  for (const SequentialStream& stream : sequential_streams(corpus, 29, 24)) {
+    const std::vector<std::byte>& base = stream.bytes;
+    const std::string& name = stream.image->name;
+    JpegImageInfo info;
+    ASSERT_TRUE(d.read_header(base, info));
+    // The entropy-coded data starts after the first SOS segment.
+    size_t start = 0;
+    for (size_t p = 2; p + 4 < base.size(); ++p)
+      if (base[p] == std::byte{0xFF} && base[p + 1] == std::byte{0xDA}) {
+        start = p + 2 + (static_cast<size_t>(base[p + 2]) << 8 | static_cast<size_t>(base[p + 3]));
+        break;
       }
+    ASSERT_GT(start, 0u);
+    for (int m = 0; m < 30; ++m) {
+      std::vector<std::byte> jpeg = base;
+      std::uniform_int_distribution<size_t> where(start, jpeg.size() - 3);
+      const size_t at = where(rng);
+      switch (m % 6) {
+        case 0:
+          jpeg[at] = static_cast<std::byte>(rng());
+          break;  // a changed byte
+        case 1:
+          jpeg.resize(at);
+          break;  // truncated
+        case 2:
+          jpeg.insert(jpeg.begin() + static_cast<long>(at), {std::byte{0xFF}, static_cast<std::byte>(0xD0 + rng() % 8)});
+          break;
+        case 3:
+          jpeg.insert(jpeg.begin() + static_cast<long>(at), {std::byte{0xFF}, std::byte{0xFF}, std::byte{0x00}});
+          break;
+        case 4:
+          jpeg.erase(jpeg.begin() + static_cast<long>(at));
+          break;  // a byte lost
+        case 5:   // a marker renumbered
+          for (size_t p = at; p + 1 < jpeg.size(); ++p)
+            if (jpeg[p] == std::byte{0xFF} && (static_cast<int>(jpeg[p + 1]) & 0xF8) == 0xD0) {
+              jpeg[p + 1] = static_cast<std::byte>(0xD0 + rng() % 8);
+              break;
+            }
+          jpeg[at] ^= std::byte{0x10};
+          break;
+      }
+      const Verdicts v = expect_libjpegs_verdict(d, info, jpeg, name + " mutation " + std::to_string(m));
+      both_decoded += v.slip && v.libjpeg;
+      slip_refused_libjpeg_decoded += !v.slip && v.libjpeg;
+      both_refused += !v.slip && !v.libjpeg;
     }
   }
   // Damage that libjpeg decodes silently into other pixels exists, and slip's decoder matched it
@@ -239,28 +251,23 @@ TEST(HuffmanDecoder, DataEndingWithoutAMarkerNearTheLastBitGivesLibjpegsVerdict)
   const auto corpus = corpus_jpegs();
   JpegRegionDecoder d;
   std::mt19937 rng(20261127);
-  int lib_warned = 0, lib_clean = 0, images = 0;
-  for (size_t i = 0; i < corpus.size() && images < 12; i += 53) {
-    if (corpus[i].progressive) continue;
-    ++images;
-    std::vector<std::vector<std::byte>> bases{corpus[i].bytes};
-    if (auto r = reencode_with_restarts(corpus[i].bytes)) bases.push_back(std::move(*r));
-    for (const auto& base : bases) {
-      JpegImageInfo info;
-      ASSERT_TRUE(d.read_header(base, info));
-      ASSERT_GE(base.size(), 4u);
-      ASSERT_TRUE(base[base.size() - 2] == std::byte{0xFF} && base[base.size() - 1] == std::byte{0xD9}) << corpus[i].name;
-      const std::vector<std::byte> scan(base.begin(), base.end() - 2);
-      for (int variant = 0; variant < 2 * 28; ++variant) {
-        const int tail = variant % 28 - 3;
-        std::vector<std::byte> jpeg = scan;
-        if (tail < 0) jpeg.resize(jpeg.size() - static_cast<size_t>(-tail));
-        for (int b = 0; b < tail; ++b) jpeg.push_back(static_cast<std::byte>(rng() % 255));  // never 0xFF
-        if (variant >= 28) jpeg.insert(jpeg.end(), {std::byte{0xFF}, std::byte{0xD9}});      // then the end-of-image marker
-        const Verdicts v =
-            expect_libjpegs_verdict(d, info, jpeg, corpus[i].name + " tail " + std::to_string(tail) + (variant >= 28 ? " + EOI" : ""));
-        (v.libjpeg ? lib_clean : lib_warned) += 1;
-      }
+  int lib_warned = 0, lib_clean = 0;
+  for (const SequentialStream& stream : sequential_streams(corpus, 53, 12)) {
+    const std::vector<std::byte>& base = stream.bytes;
+    const std::string& name = stream.image->name;
+    JpegImageInfo info;
+    ASSERT_TRUE(d.read_header(base, info));
+    ASSERT_GE(base.size(), 4u);
+    ASSERT_TRUE(base[base.size() - 2] == std::byte{0xFF} && base[base.size() - 1] == std::byte{0xD9}) << name;
+    const std::vector<std::byte> scan(base.begin(), base.end() - 2);
+    for (int variant = 0; variant < 2 * 28; ++variant) {
+      const int tail = variant % 28 - 3;
+      std::vector<std::byte> jpeg = scan;
+      if (tail < 0) jpeg.resize(jpeg.size() - static_cast<size_t>(-tail));
+      for (int b = 0; b < tail; ++b) jpeg.push_back(static_cast<std::byte>(rng() % 255));  // never 0xFF
+      if (variant >= 28) jpeg.insert(jpeg.end(), {std::byte{0xFF}, std::byte{0xD9}});      // then the end-of-image marker
+      const Verdicts v = expect_libjpegs_verdict(d, info, jpeg, name + " tail " + std::to_string(tail) + (variant >= 28 ? " + EOI" : ""));
+      (v.libjpeg ? lib_clean : lib_warned) += 1;
     }
   }
   // Both verdicts occur: some tails are long enough that libjpeg never reaches the end.
