@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include <turbojpeg.h>
@@ -149,15 +151,23 @@ TEST(PlanarResample, CloseToPillowExactResamplerOnGrayImages) {
   }
 }
 
-// A random axis: a plane of 1 to max_in pixels, a box of at least half a pixel in it, 1 to
-// 300 outputs.
-PlaneAxisKey random_axis_key(std::mt19937& rng, int max_in, ResampleFilter filter) {
+// A random axis for trial `trial`: a plane of 1 to max_in pixels, a box of at least half a
+// pixel in it, 1 to 300 outputs; bilinear on even trials, bicubic on odd ones.
+PlaneAxisKey random_axis_key(std::mt19937& rng, int max_in, int trial) {
   const int in_size = 1 + static_cast<int>(rng() % static_cast<unsigned>(max_in)), out_size = 1 + static_cast<int>(rng() % 300);
   std::uniform_real_distribution<double> u(0.0, in_size);
   double in0 = u(rng), in1 = u(rng);
   if (in1 < in0) std::swap(in0, in1);
   if (in1 - in0 < 0.5) in1 = std::min<double>(in_size, in0 + 0.5);
-  return {in_size, in0, in1, out_size, filter};
+  return {in_size, in0, in1, out_size, trial % 2 ? ResampleFilter::bicubic : ResampleFilter::bilinear};
+}
+
+// "in [in0, in1) -> out filter", for failure messages.
+std::string describe(const PlaneAxisKey& k) {
+  std::ostringstream s;
+  s << k.in_size << " [" << k.in0 << ", " << k.in1 << ") -> " << k.out_size
+    << (k.filter == ResampleFilter::bicubic ? " bicubic" : " bilinear");
+  return s.str();
 }
 
 // The taps' bounds are Pillow's exactly (computed eight outputs at a time in AVX2 doubles, the
@@ -166,17 +176,14 @@ TEST(PlanarResample, AxisPlanMatchesPillowsBoundsAndTheFilter) {
   std::mt19937 rng(5);
   int outputs = 0;
   for (int trial = 0; trial < 400; ++trial) {
-    const auto f = trial % 2 ? ResampleFilter::bicubic : ResampleFilter::bilinear;
-    const PlaneAxisKey key = random_axis_key(rng, 1500, f);
-    const auto [in_size, in0, in1, out_size, filter] = key;
+    const PlaneAxisKey key = random_axis_key(rng, 1500, trial);
     PlaneAxis axis;
     plan_axis(axis, key);
     std::vector<int> first;
-    const auto w = weights(f, in_size, in0, in1, out_size, first);
-    for (int o = 0; o < out_size; ++o, ++outputs) {
-      ASSERT_EQ(axis.bounds[2 * static_cast<size_t>(o)], first[o])
-          << in_size << " [" << in0 << ", " << in1 << ") -> " << out_size << " at " << o;
-      ASSERT_EQ(axis.bounds[2 * static_cast<size_t>(o) + 1], static_cast<int>(w[o].size())) << in_size << " -> " << out_size << " at " << o;
+    const auto w = weights(key.filter, key.in_size, key.in0, key.in1, key.out_size, first);
+    for (int o = 0; o < key.out_size; ++o, ++outputs) {
+      ASSERT_EQ(axis.bounds[2 * static_cast<size_t>(o)], first[o]) << describe(key) << " at " << o;
+      ASSERT_EQ(axis.bounds[2 * static_cast<size_t>(o) + 1], static_cast<int>(w[o].size())) << describe(key) << " at " << o;
       for (size_t j = 0; j < w[o].size(); ++j)
         ASSERT_NEAR(axis.coeffs[static_cast<size_t>(o) * axis.ksize + j], std::lround(w[o][j] * 16384), 1)
             << "output " << o << " tap " << j;
@@ -192,17 +199,16 @@ TEST(PlanarResample, AxisPlanIsTheSameAtEveryLevel) {
   std::mt19937 rng(6);
   int compared = 0;
   for (int trial = 0; trial < 2000; ++trial) {
-    const auto f = trial % 2 ? ResampleFilter::bicubic : ResampleFilter::bilinear;
-    const PlaneAxisKey key = random_axis_key(rng, 1200, f);
-    const auto [in_size, in0, in1, out_size, filter] = key;
+    const PlaneAxisKey key = random_axis_key(rng, 1200, trial);
     PlaneAxis avx2, avx512;
     plan_axis(avx2, key, SimdLevel::avx2);
     plan_axis(avx512, key, SimdLevel::avx512);
     ASSERT_EQ(avx2.ksize, avx512.ksize);
-    ASSERT_EQ(avx2.bounds, avx512.bounds) << in_size << " [" << in0 << ", " << in1 << ") -> " << out_size;
-    ASSERT_TRUE(std::equal(avx2.coeffs.begin(), avx2.coeffs.begin() + static_cast<ptrdiff_t>(out_size) * avx2.ksize, avx512.coeffs.begin()))
-        << in_size << " [" << in0 << ", " << in1 << ") -> " << out_size << (f == ResampleFilter::bicubic ? " bicubic" : " bilinear");
-    compared += out_size >= 16 && avx2.ksize <= 16;
+    ASSERT_EQ(avx2.bounds, avx512.bounds) << describe(key);
+    ASSERT_TRUE(
+        std::equal(avx2.coeffs.begin(), avx2.coeffs.begin() + static_cast<ptrdiff_t>(key.out_size) * avx2.ksize, avx512.coeffs.begin()))
+        << describe(key);
+    compared += key.out_size >= 16 && avx2.ksize <= 16;
   }
   EXPECT_GT(compared, 500);
 }
