@@ -648,52 +648,72 @@ SLIP_AVX512 void plan_row_gathers(const PlaneAxis& axis, bool mirror, RowGatherP
   plan.usable = true;
 }
 
-// One group's 16 sums, shifted. kPairs > 0: the pair count at compile time (the loop unrolled,
-// the sums kept in registers: the run-time loop cost twice as much at one or two pairs).
-template <int kPairs>
-SLIP_AVX512 inline __m512i gather_group(const uint8_t* source_bytes, const uint8_t* selectors, const int32_t* coeffs, int pairs) {
-  const __m512i source = _mm512_loadu_si512(source_bytes);
-  __m512i sum = _mm512_set1_epi32(1 << (kBits - 1));
+// One group's 16 sums in each of kRows rows, shifted: the rows share the group's selector and
+// coefficient loads, and their sums are independent chains of multiply-adds (one row's chain,
+// 5 cycles a step, bounded the pass). kPairs > 0: the pair count at compile time (the loop
+// unrolled, the sums kept in registers: the run-time loop cost twice as much at one or two pairs).
+template <int kPairs, int kRows>
+SLIP_AVX512 inline void gather_group(const uint8_t* const* rows, int window, const uint8_t* selectors, const int32_t* coeffs, int pairs,
+                                     __m512i* sums) {
+  __m512i source[kRows];
+  for (int r = 0; r < kRows; ++r) {
+    source[r] = _mm512_loadu_si512(rows[r] + window);
+    sums[r] = _mm512_set1_epi32(1 << (kBits - 1));
+  }
   const int n = kPairs > 0 ? kPairs : pairs;
-  for (int p = 0; p < n; ++p)
-    sum = _mm512_dpwssd_epi32(sum, _mm512_maskz_permutexvar_epi8(kLowBytesOfWords, _mm512_loadu_si512(selectors + (64 * p)), source),
-                              _mm512_loadu_si512(coeffs + (16 * p)));
-  return _mm512_maskz_srai_epi32(0xFFFF, sum, kBits);
+  for (int p = 0; p < n; ++p) {
+    const __m512i selector = _mm512_loadu_si512(selectors + (64 * p)), kk = _mm512_loadu_si512(coeffs + (16 * p));
+    for (int r = 0; r < kRows; ++r)
+      sums[r] = _mm512_dpwssd_epi32(sums[r], _mm512_maskz_permutexvar_epi8(kLowBytesOfWords, selector, source[r]), kk);
+  }
+  for (int r = 0; r < kRows; ++r) sums[r] = _mm512_maskz_srai_epi32(0xFFFF, sums[r], kBits);
 }
 
-// Rows of `in` (from the axis's first column) to rows of out_w outputs; out_w >= 64.
+// kRows rows of `in` (from the axis's first column) to rows of out_w outputs.
+template <int kPairs, int kRows>
+SLIP_AVX512 inline void gather_rows(const uint8_t* in, size_t in_stride, const RowGatherPlan& plan, int out_w, uint8_t* out,
+                                    size_t out_stride) {
+  // The packs leave output dword 4 * group + lane at 4 * lane + group.
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  const auto entry_bytes = static_cast<size_t>(plan.pairs) * 64;
+  const auto entry_coeffs = static_cast<size_t>(plan.pairs) * 16;
+  const uint8_t* rows[kRows];
+  for (int r = 0; r < kRows; ++r) rows[r] = in + (static_cast<size_t>(r) * in_stride);
+  for (int group = 0; group < plan.groups; group += 4) {
+    const int block_groups = std::min(4, plan.groups - group);
+    __m512i sums[4][kRows];
+    for (int g = 0; g < 4; ++g) {
+      if (g < block_groups) {
+        const auto entry = static_cast<size_t>(group + g);
+        gather_group<kPairs, kRows>(rows, plan.window[entry], &plan.selectors[entry * entry_bytes], &plan.coeff_pairs[entry * entry_coeffs],
+                                    plan.pairs, sums[g]);
+      } else {
+        for (int r = 0; r < kRows; ++r) sums[g][r] = _mm512_setzero_si512();
+      }
+    }
+    const __mmask64 lanes = block_groups == 4 ? ~__mmask64{0} : (__mmask64{1} << (16 * block_groups)) - 1;
+    const int start = group_start(group, plan.groups, out_w);
+    for (int r = 0; r < kRows; ++r) {
+      const __m512i bytes = _mm512_packus_epi16(_mm512_packs_epi32(sums[0][r], sums[1][r]), _mm512_packs_epi32(sums[2][r], sums[3][r]));
+      _mm512_mask_storeu_epi8(out + (static_cast<size_t>(r) * out_stride) + start, lanes, _mm512_permutexvar_epi32(order, bytes));
+    }
+  }
+}
+
+// Rows of `in` (from the axis's first column) to rows of out_w outputs, two at a time; out_w >= 64.
 template <int kPairs>
 SLIP_AVX512 void horizontal_rows_avx512(const uint8_t* in, size_t in_stride, int rows, const RowGatherPlan& plan, int out_w, uint8_t* out,
                                         size_t out_stride) {
-  // The packs leave output dword 4 * group + lane at 4 * lane + group.
-  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-  const int pairs = plan.pairs;
-  const auto entry_bytes = static_cast<size_t>(pairs) * 64;
-  const auto entry_coeffs = static_cast<size_t>(pairs) * 16;
-  for (int r = 0; r < rows; ++r) {
-    const uint8_t* row = in + (static_cast<size_t>(r) * in_stride);
-    uint8_t* o = out + (static_cast<size_t>(r) * out_stride);
-    for (int group = 0; group < plan.groups; group += 4) {
-      const int block_groups = std::min(4, plan.groups - group);
-      const uint8_t* selectors = &plan.selectors[static_cast<size_t>(group) * entry_bytes];
-      const int32_t* coeffs = &plan.coeff_pairs[static_cast<size_t>(group) * entry_coeffs];
-      const int32_t* window = &plan.window[static_cast<size_t>(group)];
-      // (Calls, not a lambda: a lambda has no target attribute, and would not be inlined.)
-      const __m512i zero = _mm512_setzero_si512();
-      const __m512i s0 = gather_group<kPairs>(row + window[0], selectors, coeffs, pairs);
-      const __m512i s1 =
-          block_groups > 1 ? gather_group<kPairs>(row + window[1], selectors + entry_bytes, coeffs + entry_coeffs, pairs) : zero;
-      const __m512i s2 = block_groups > 2
-                             ? gather_group<kPairs>(row + window[2], selectors + (2 * entry_bytes), coeffs + (2 * entry_coeffs), pairs)
-                             : zero;
-      const __m512i s3 = block_groups > 3
-                             ? gather_group<kPairs>(row + window[3], selectors + (3 * entry_bytes), coeffs + (3 * entry_coeffs), pairs)
-                             : zero;
-      const __m512i bytes = _mm512_packus_epi16(_mm512_packs_epi32(s0, s1), _mm512_packs_epi32(s2, s3));
-      const __mmask64 lanes = block_groups == 4 ? ~__mmask64{0} : (__mmask64{1} << (16 * block_groups)) - 1;
-      _mm512_mask_storeu_epi8(o + group_start(group, plan.groups, out_w), lanes, _mm512_permutexvar_epi32(order, bytes));
-    }
-  }
+  int r = 0;
+  for (; r + 4 <= rows; r += 4)
+    gather_rows<kPairs, 4>(in + (static_cast<size_t>(r) * in_stride), in_stride, plan, out_w, out + (static_cast<size_t>(r) * out_stride),
+                           out_stride);
+  for (; r + 2 <= rows; r += 2)
+    gather_rows<kPairs, 2>(in + (static_cast<size_t>(r) * in_stride), in_stride, plan, out_w, out + (static_cast<size_t>(r) * out_stride),
+                           out_stride);
+  if (r < rows)
+    gather_rows<kPairs, 1>(in + (static_cast<size_t>(r) * in_stride), in_stride, plan, out_w, out + (static_cast<size_t>(r) * out_stride),
+                           out_stride);
 }
 
 void horizontal_rows(const uint8_t* in, size_t in_stride, int rows, const RowGatherPlan& plan, int out_w, uint8_t* out, size_t out_stride) {
