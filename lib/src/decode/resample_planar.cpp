@@ -105,14 +105,19 @@ __attribute__((target("avx2"))) inline void store_transposed8x8(const __m128i* r
 // reduction, bicubic below 1.75x; 16: bicubic to 3.75x), one output per lane. Each lane sums
 // its taps in the order of the kernel the same rows took one at a time (8: the scalar one, in
 // tap order; 16: output_weights_avx2's, pairs of taps 8 apart, then its horizontal sum), so the
-// weights are that kernel's, bit for bit. offset[o], n[o]: output o's.
+// weights are that kernel's, bit for bit. offset[o], n[o]: output o's; max_taps: at least every n[o] (taps past it
+// are 0 without evaluating the filter: up to 7 of 16 for bicubic).
 template <ResampleFilter kFilter, int kStride>
-__attribute__((target("avx2"))) void output_weights8_avx2(const float* offset, float inv, const int32_t* n, int16_t* q) {
+__attribute__((target("avx2"))) void output_weights8_avx2(const float* offset, float inv, const int32_t* n, int max_taps, int16_t* q) {
   const __m256 off = _mm256_loadu_ps(offset), vinv = _mm256_set1_ps(inv);
   const __m256i taps = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(n));
   const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)), zero = _mm256_setzero_ps();
   __m256 w[kStride];
   for (int x = 0; x < kStride; ++x) {
+    if (x >= max_taps) {  // past every output's count: 0, as the mask below would make it
+      w[x] = zero;
+      continue;
+    }
     const __m256 t = _mm256_and_ps(_mm256_mul_ps(_mm256_add_ps(_mm256_set1_ps(static_cast<float>(x)), off), vinv), abs_mask);
     __m256 v = filter_weight8<kFilter>(t);
     w[x] = _mm256_and_ps(v, _mm256_castsi256_ps(_mm256_cmpgt_epi32(taps, _mm256_set1_epi32(x))));  // taps past n weigh 0
@@ -168,12 +173,17 @@ __attribute__((target("avx2,avx512f"))) inline __m512 filter_weight16(__m512 t) 
 // output_weights8_avx2 for sixteen outputs (AVX-512F): each lane's operations and sum order
 // are the eight-output kernel's, so the same weights; half the instructions per output.
 template <ResampleFilter kFilter, int kStride>
-__attribute__((target("avx2,avx512f"))) void output_weights16_avx512(const float* offset, float inv, const int32_t* n, int16_t* q) {
+__attribute__((target("avx2,avx512f"))) void output_weights16_avx512(const float* offset, float inv, const int32_t* n, int max_taps,
+                                                                     int16_t* q) {
   const __m512 off = _mm512_loadu_ps(offset), vinv = _mm512_set1_ps(inv);
   const __m512i taps = _mm512_loadu_si512(n);
   const __m512 zero = _mm512_setzero_ps();
   __m512 w[kStride];
   for (int x = 0; x < kStride; ++x) {
+    if (x >= max_taps) {  // past every output's count: 0, as the mask below would make it
+      w[x] = zero;
+      continue;
+    }
     // _mm512_abs_ps: the sign bit cleared, as the AVX2 kernel's and (AVX-512F, no DQ needed).
     const __m512 t = _mm512_abs_ps(_mm512_mul_ps(_mm512_add_ps(_mm512_set1_ps(static_cast<float>(x)), off), vinv));
     w[x] = _mm512_maskz_mov_ps(_mm512_cmpgt_epi32_mask(taps, _mm512_set1_epi32(x)), filter_weight16<kFilter>(t));  // taps past n weigh 0
@@ -259,12 +269,12 @@ void plan_axis_with(PlaneAxis& axis, const PlaneAxisKey& k, SimdLevel kernels) {
     for (; o + 16 <= k.out_size; o += 16) {
       bounds8_avx2(o, k.in0, scale, support, k.in_size, ksize, offsets, counts, &axis.bounds[static_cast<size_t>(o) * 2]);
       bounds8_avx2(o + 8, k.in0, scale, support, k.in_size, ksize, offsets + 8, counts + 8, &axis.bounds[static_cast<size_t>(o + 8) * 2]);
-      weights16(offsets, inv, counts, &axis.coeffs[static_cast<size_t>(o) * stride]);
+      weights16(offsets, inv, counts, ksize, &axis.coeffs[static_cast<size_t>(o) * stride]);
     }
   if (batched)
     for (; o + 8 <= k.out_size; o += 8) {
       bounds8_avx2(o, k.in0, scale, support, k.in_size, ksize, offsets, counts, &axis.bounds[static_cast<size_t>(o) * 2]);
-      weights8(offsets, inv, counts, &axis.coeffs[static_cast<size_t>(o) * stride]);
+      weights8(offsets, inv, counts, ksize, &axis.coeffs[static_cast<size_t>(o) * stride]);
     }
   for (; o < k.out_size; ++o) {
     const double center = k.in0 + (o + 0.5) * scale;
@@ -281,7 +291,7 @@ void plan_axis_with(PlaneAxis& axis, const PlaneAxisKey& k, SimdLevel kernels) {
     offsets[pending] = offset;
     counts[pending] = n;
     if (++pending == 8) {
-      weights8(offsets, inv, counts, &axis.coeffs[static_cast<size_t>(o - 7) * stride]);
+      weights8(offsets, inv, counts, ksize, &axis.coeffs[static_cast<size_t>(o - 7) * stride]);
       pending = 0;
     }
   }
