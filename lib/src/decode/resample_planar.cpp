@@ -727,10 +727,11 @@ SLIP_AVX512 void horizontal_rows_avx512(const uint8_t* in, size_t in_stride, int
 }
 
 void horizontal_rows(const uint8_t* in, size_t in_stride, int rows, const RowGatherPlan& plan, int out_w, uint8_t* out, size_t out_stride) {
-  constexpr decltype(&horizontal_rows_avx512<0>) by_pairs[] = {horizontal_rows_avx512<0>, horizontal_rows_avx512<1>,
-                                                               horizontal_rows_avx512<2>, horizontal_rows_avx512<3>,
-                                                               horizontal_rows_avx512<4>};
-  by_pairs[plan.pairs < 5 ? plan.pairs : 0](in, in_stride, rows, plan, out_w, out, out_stride);
+  // Up to 8 pairs: as many as 64 bytes hold for 16 outputs (bicubic to a 3.4x shrink).
+  constexpr decltype(&horizontal_rows_avx512<0>) by_pairs[] = {
+      horizontal_rows_avx512<0>, horizontal_rows_avx512<1>, horizontal_rows_avx512<2>, horizontal_rows_avx512<3>, horizontal_rows_avx512<4>,
+      horizontal_rows_avx512<5>, horizontal_rows_avx512<6>, horizontal_rows_avx512<7>, horizontal_rows_avx512<8>};
+  by_pairs[plan.pairs < 9 ? plan.pairs : 0](in, in_stride, rows, plan, out_w, out, out_stride);
 }
 
 #pragma GCC diagnostic pop
