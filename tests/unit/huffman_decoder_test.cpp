@@ -6,7 +6,9 @@
 // the default mode's verdict is libjpeg's.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -177,6 +179,64 @@ TEST(HuffmanDecoder, CorpusDecodesToLibjpegsSamplesStoredAndWithRestartMarkers) 
   EXPECT_GT(planar_regions, 150);
   EXPECT_GT(progressive, 10);
   EXPECT_GT(restarted, 150);
+}
+
+// The payloads of a JPEG's DHT segments (its Huffman tables as written), up to its first scan.
+std::vector<std::byte> huffman_segments(const std::vector<std::byte>& jpeg) {
+  std::vector<std::byte> tables;
+  size_t at = 2;  // after SOI
+  while (at + 4 <= jpeg.size() && jpeg[at] == std::byte{0xFF}) {
+    const auto marker = std::to_integer<int>(jpeg[at + 1]);
+    const size_t length = (std::to_integer<size_t>(jpeg[at + 2]) << 8) | std::to_integer<size_t>(jpeg[at + 3]);
+    if (marker == 0xDA || at + 2 + length > jpeg.size()) break;  // the scan
+    if (marker == 0xC4)
+      tables.insert(tables.end(), jpeg.begin() + static_cast<ptrdiff_t>(at + 4), jpeg.begin() + static_cast<ptrdiff_t>(at + 2 + length));
+    at += 2 + length;
+  }
+  return tables;
+}
+
+// The tables most corpus JPEGs share (the standard ones) stay built while a few images with their
+// own tables come between two that use them, and every decode still gives libjpeg's samples.
+TEST(HuffmanDecoder, TablesStayBuiltThroughImagesWithOtherTables) {
+  const auto corpus = corpus_jpegs();
+  std::map<std::vector<std::byte>, std::vector<const CorpusJpeg*>> by_tables;
+  for (const CorpusJpeg& image : corpus)
+    if (!image.progressive && image.kind.rfind("rgb", 0) == 0) by_tables[huffman_segments(image.bytes)].push_back(&image);
+  const auto common =
+      std::max_element(by_tables.begin(), by_tables.end(), [](const auto& a, const auto& b) { return a.second.size() < b.second.size(); });
+  ASSERT_NE(common, by_tables.end());
+  ASSERT_GE(common->second.size(), 2u);
+  std::vector<const CorpusJpeg*> others;  // each with tables of its own
+  for (const auto& [tables, images] : by_tables)
+    if (&tables != &common->first && images.size() == 1 && others.size() < 5) others.push_back(images[0]);
+  ASSERT_EQ(others.size(), 5u);
+
+  JpegRegionDecoder d;
+  // Builds `image` needed, after checking it decodes to libjpeg's samples.
+  const auto builds_for = [&](const CorpusJpeg& image) {
+    const size_t before = d.huffman_tables_built();
+    JpegImageInfo info;
+    EXPECT_TRUE(d.read_header(image.bytes, info)) << image.name;
+    const Outcome ours = planes_of(d, EntropyDecoding::slip_only, image.bytes, 1, 0, 0, info.width, info.height);
+    const size_t built = d.huffman_tables_built() - before;
+    const Outcome lib = planes_of(d, EntropyDecoding::libjpeg, image.bytes, 1, 0, 0, info.width, info.height);
+    EXPECT_TRUE(ours.ok && ours.slip_huffman) << image.name;
+    EXPECT_EQ(ours.samples, lib.samples) << image.name;
+    return built;
+  };
+  const CorpusJpeg& first = *common->second[0];
+  const CorpusJpeg& second = *common->second[1];
+  EXPECT_GT(builds_for(first), 0u) << first.name;
+  // Three images with tables of their own, then the common tables again: still built.
+  for (int i = 0; i < 3; ++i) EXPECT_GT(builds_for(*others[i]), 0u) << others[i]->name;
+  EXPECT_EQ(builds_for(second), 0u) << second.name << ": the common tables were built again";
+  // Past a slot's capacity the least recently used go: two more push out the first two others'
+  // tables, not the common ones (used since).
+  for (int i = 3; i < 5; ++i) EXPECT_GT(builds_for(*others[i]), 0u) << others[i]->name;
+  EXPECT_EQ(builds_for(first), 0u) << first.name;
+  EXPECT_EQ(builds_for(*others[2]), 0u) << others[2]->name;
+  EXPECT_GT(builds_for(*others[0]), 0u) << others[0]->name << ": its tables should have been replaced";
 }
 
 // Damage the corpus really could carry (flipped bytes, truncation, stray or misnumbered

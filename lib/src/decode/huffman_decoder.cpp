@@ -21,7 +21,7 @@ struct HuffmanDecoder::Hook {
   HuffmanDecoder* self = nullptr;
 };
 
-HuffmanDecoder::HuffmanDecoder() : hook_(std::make_unique<Hook>()) {}
+HuffmanDecoder::HuffmanDecoder() : slots_(std::make_unique<Slots>()), hook_(std::make_unique<Hook>()) {}
 HuffmanDecoder::~HuffmanDecoder() = default;
 
 namespace {
@@ -90,6 +90,21 @@ void build_pairs(HuffmanDecoder::Table& t) {
   }
 }
 
+// The symbol count of a JPEG table (at most 256 for a valid one).
+int symbol_count(const JHUFF_TBL& source) {
+  int total = 0;
+  for (int l = 1; l <= 16; ++l) total += source.bits[l];
+  return total;
+}
+
+// True when t was built from this very table.
+bool built_from(const HuffmanDecoder::Table& t, const JHUFF_TBL& source, bool dc) {
+  static_assert(sizeof source.bits == 17 && sizeof source.huffval == 256);
+  const int total = symbol_count(source);
+  return t.built && t.built_dc == dc && total <= 256 && std::memcmp(t.built_from, source.bits, 17) == 0 &&
+         std::memcmp(t.built_from + 17, source.huffval, static_cast<size_t>(total)) == 0;
+}
+
 // The decoding tables of a JPEG table, checked as libjpeg's jpeg_make_d_derived_tbl checks it
 // (it has already refused a bad one by now; this keeps the tables safe on their own).
 bool build_table(const JHUFF_TBL& source, bool dc, HuffmanDecoder::Table& t) {
@@ -99,11 +114,7 @@ bool build_table(const JHUFF_TBL& source, bool dc, HuffmanDecoder::Table& t) {
     if (source.bits[l]) longest = l;
   }
   if (total > 256) return false;
-  static_assert(sizeof source.bits == 17 && sizeof source.huffval == 256);
   const auto symbols = static_cast<size_t>(total);
-  if (t.built && t.built_dc == dc && std::memcmp(t.built_from, source.bits, 17) == 0 &&
-      std::memcmp(t.built_from + 17, source.huffval, symbols) == 0)
-    return true;
   t.built = false;
   std::memset(t.fast, 0, sizeof t.fast);
   std::memset(t.fast_value, 0, sizeof t.fast_value);
@@ -151,6 +162,24 @@ bool build_table(const JHUFF_TBL& source, bool dc, HuffmanDecoder::Table& t) {
 
 }  // namespace
 
+const HuffmanDecoder::Table* HuffmanDecoder::table_for(Slot& slot, const JHUFF_TBL& source, bool dc) {
+  ++table_uses_;
+  int victim = 0;
+  for (int i = 0; i < kTablesPerSlot; ++i) {
+    if (built_from(slot.tables[i], source, dc)) {
+      slot.last_used[i] = table_uses_;
+      return &slot.tables[i];
+    }
+    if (slot.last_used[i] < slot.last_used[victim]) victim = i;
+  }
+  // A table of this scan is never the victim: each slot holds one table per scan, and the
+  // slot's entries are only looked at once per scan.
+  slot.last_used[victim] = table_uses_;
+  if (!build_table(source, dc, slot.tables[victim])) return nullptr;
+  ++tables_built_;
+  return &slot.tables[victim];
+}
+
 bool HuffmanDecoder::attach(jpeg_decompress_struct& cinfo) {
 #if SLIP_JPEG_INTERNALS
   if (!kHaveBmi2) return false;
@@ -161,7 +190,8 @@ bool HuffmanDecoder::attach(jpeg_decompress_struct& cinfo) {
   if (cinfo.comps_in_scan < 1 || cinfo.comps_in_scan > MAX_COMPS_IN_SCAN || cinfo.blocks_in_MCU < 1 ||
       cinfo.blocks_in_MCU > D_MAX_BLOCKS_IN_MCU)
     return false;
-  bool dc_built[NUM_HUFF_TBLS] = {}, ac_built[NUM_HUFF_TBLS] = {};
+  const Table* dc_tables[NUM_HUFF_TBLS] = {};
+  const Table* ac_tables[NUM_HUFF_TBLS] = {};
   for (int ci = 0; ci < cinfo.comps_in_scan; ++ci) {
     const jpeg_component_info* comp = cinfo.cur_comp_info[ci];
     if (comp == nullptr || comp->dc_tbl_no < 0 || comp->dc_tbl_no >= NUM_HUFF_TBLS || comp->ac_tbl_no < 0 ||
@@ -170,17 +200,19 @@ bool HuffmanDecoder::attach(jpeg_decompress_struct& cinfo) {
     const JHUFF_TBL* dc = cinfo.dc_huff_tbl_ptrs[comp->dc_tbl_no];
     const JHUFF_TBL* ac = cinfo.ac_huff_tbl_ptrs[comp->ac_tbl_no];
     if (dc == nullptr || ac == nullptr) return false;
-    if (!dc_built[comp->dc_tbl_no] && !build_table(*dc, true, dc_tables_[comp->dc_tbl_no])) return false;
-    if (!ac_built[comp->ac_tbl_no] && !build_table(*ac, false, ac_tables_[comp->ac_tbl_no])) return false;
-    dc_built[comp->dc_tbl_no] = ac_built[comp->ac_tbl_no] = true;
+    const Table*& dc_table = dc_tables[comp->dc_tbl_no];
+    const Table*& ac_table = ac_tables[comp->ac_tbl_no];
+    if (dc_table == nullptr) dc_table = table_for(slots_->dc[comp->dc_tbl_no], *dc, true);
+    if (ac_table == nullptr) ac_table = table_for(slots_->ac[comp->ac_tbl_no], *ac, false);
+    if (dc_table == nullptr || ac_table == nullptr) return false;
   }
   blocks_ = cinfo.blocks_in_MCU;
   for (int b = 0; b < blocks_; ++b) {
     const int ci = cinfo.MCU_membership[b];
     if (ci < 0 || ci >= cinfo.comps_in_scan) return false;
     block_component_[b] = ci;
-    block_dc_[b] = &dc_tables_[cinfo.cur_comp_info[ci]->dc_tbl_no];
-    block_ac_[b] = &ac_tables_[cinfo.cur_comp_info[ci]->ac_tbl_no];
+    block_dc_[b] = dc_tables[cinfo.cur_comp_info[ci]->dc_tbl_no];
+    block_ac_[b] = ac_tables[cinfo.cur_comp_info[ci]->ac_tbl_no];
   }
   next_ = cinfo.src->next_input_byte;
   end_ = next_ + cinfo.src->bytes_in_buffer;

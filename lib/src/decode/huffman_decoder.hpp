@@ -61,11 +61,18 @@ class HuffmanDecoder {
     int32_t max_code[18];
     int32_t value_offset[17];
     uint8_t symbols[256];
-    // The JPEG table these were built from (code counts per length, then the symbols): the
-    // next image's identical table (most JPEGs carry the standard ones) is not built again.
+    // The JPEG table these were built from (code counts per length, then the symbols): a later
+    // image's identical table (most JPEGs carry the standard ones) is not built again.
     bool built = false, built_dc = false;
     uint8_t built_from[17 + 256];
   };
+
+  // Tables built since construction (a table found already built does not count).
+  size_t tables_built() const { return tables_built_; }
+  // Built tables kept per JPEG table slot (DC or AC, 0-3), least recently used replaced: the
+  // standard tables of most ImageNet JPEGs stay built through the images that carry their own
+  // (with one per slot, about half of the standard-table images rebuilt them in a shuffled epoch).
+  static constexpr int kTablesPerSlot = 4;
 
  private:
   struct Hook;
@@ -108,8 +115,20 @@ class HuffmanDecoder {
   int block_component_[D_MAX_BLOCKS_IN_MCU] = {};
   const Table* block_dc_[D_MAX_BLOCKS_IN_MCU] = {};
   const Table* block_ac_[D_MAX_BLOCKS_IN_MCU] = {};
-  Table dc_tables_[NUM_HUFF_TBLS];
-  Table ac_tables_[NUM_HUFF_TBLS];
+  struct Slot {
+    Table tables[kTablesPerSlot];
+    uint64_t last_used[kTablesPerSlot] = {};
+  };
+  // The slot's table built from `source` (built now, in place of the least recently used,
+  // unless it is there); nullptr for a table libjpeg would refuse.
+  const Table* table_for(Slot& slot, const JHUFF_TBL& source, bool dc);
+  // On the heap (about 0.5 MB): a decoder may live on a thread's stack.
+  struct Slots {
+    Slot dc[NUM_HUFF_TBLS], ac[NUM_HUFF_TBLS];
+  };
+  std::unique_ptr<Slots> slots_;
+  uint64_t table_uses_ = 0;
+  size_t tables_built_ = 0;
   // What libjpeg calls: its own entropy struct, then a pointer back here (huffman_decoder.cpp).
   std::unique_ptr<Hook> hook_;
 };

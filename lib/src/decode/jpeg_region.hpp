@@ -91,6 +91,8 @@ class JpegRegionDecoder {
   // Whether the last decode_planes ran slip's Huffman decoder to the end (false: libjpeg's,
   // from the start or after slip's refused the stream).
   bool last_decode_used_slip_huffman() const { return used_slip_huffman_; }
+  // The Huffman tables slip's decoder has built so far (HuffmanDecoder::tables_built).
+  size_t huffman_tables_built() const { return huffman_.tables_built(); }
 
   // The image read by read_header as restart intervals (restart_cut.hpp): false unless it is a
   // single-scan (sequential, interleaved or one-component) JPEG with a restart interval.
