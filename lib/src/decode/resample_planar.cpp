@@ -694,7 +694,7 @@ SLIP_AVX512 inline void gather_rows(const uint8_t* in, size_t in_stride, const R
     __m512i sums[4][kRows];
     for (int g = 0; g < 4; ++g) {
       if (g < block_groups) {
-        const auto entry = static_cast<size_t>(group + g);
+        const size_t entry = static_cast<size_t>(group) + static_cast<size_t>(g);
         gather_group<kPairs, kRows>(rows, plan.window[entry], &plan.selectors[entry * entry_bytes], &plan.coeff_pairs[entry * entry_coeffs],
                                     plan.pairs, sums[g]);
       } else {
