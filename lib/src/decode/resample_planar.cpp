@@ -105,8 +105,8 @@ __attribute__((target("avx2"))) inline void store_transposed8x8(const __m128i* r
 // reduction, bicubic below 1.75x; 16: bicubic to 3.75x), one output per lane. Each lane sums
 // its taps in the order of the kernel the same rows took one at a time (8: the scalar one, in
 // tap order; 16: output_weights_avx2's, pairs of taps 8 apart, then its horizontal sum), so the
-// weights are that kernel's, bit for bit. offset[o], n[o]: output o's; max_taps: at least every n[o] (taps past it
-// are 0 without evaluating the filter: up to 7 of 16 for bicubic).
+// weights are that kernel's, bit for bit. offset[o], n[o]: output o's. max_taps: at least every
+// n[o]; taps past it are 0 without evaluating the filter (up to 7 of 16 for bicubic).
 template <ResampleFilter kFilter, int kStride>
 __attribute__((target("avx2"))) void output_weights8_avx2(const float* offset, float inv, const int32_t* n, int max_taps, int16_t* q) {
   const __m256 off = _mm256_loadu_ps(offset), vinv = _mm256_set1_ps(inv);
