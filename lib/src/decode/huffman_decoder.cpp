@@ -108,12 +108,11 @@ bool built_from(const HuffmanDecoder::Table& t, const JHUFF_TBL& source, bool dc
 // The decoding tables of a JPEG table, checked as libjpeg's jpeg_make_d_derived_tbl checks it
 // (it has already refused a bad one by now; this keeps the tables safe on their own).
 bool build_table(const JHUFF_TBL& source, bool dc, HuffmanDecoder::Table& t) {
-  int total = 0, longest = 0;
-  for (int l = 1; l <= 16; ++l) {
-    total += source.bits[l];
-    if (source.bits[l]) longest = l;
-  }
+  const int total = symbol_count(source);
   if (total > 256) return false;
+  int longest = 0;
+  for (int l = 1; l <= 16; ++l)
+    if (source.bits[l]) longest = l;
   const auto symbols = static_cast<size_t>(total);
   t.built = false;
   std::memset(t.fast, 0, sizeof t.fast);
