@@ -238,6 +238,55 @@ TEST(HuffmanDecoder, TablesStayBuiltThroughImagesWithOtherTables) {
   EXPECT_EQ(builds_for(*others[2]), 0u) << others[2]->name;
   EXPECT_GT(builds_for(*others[0]), 0u) << others[0]->name << ": its tables should have been replaced";
 }
+// Where the symbols of a JPEG's first AC Huffman table start (0 if it has none before its scan).
+size_t first_ac_symbols(const std::vector<std::byte>& jpeg) {
+  size_t at = 2;
+  while (at + 4 <= jpeg.size() && jpeg[at] == std::byte{0xFF}) {
+    const auto marker = std::to_integer<int>(jpeg[at + 1]);
+    const size_t length = (std::to_integer<size_t>(jpeg[at + 2]) << 8) | std::to_integer<size_t>(jpeg[at + 3]);
+    if (marker == 0xDA || at + 2 + length > jpeg.size()) return 0;
+    if (marker == 0xC4)
+      for (size_t table = at + 4; table + 17 <= at + 2 + length;) {
+        size_t symbols = 0;
+        for (size_t l = 1; l <= 16; ++l) symbols += std::to_integer<size_t>(jpeg[table + l]);
+        if (std::to_integer<int>(jpeg[table]) >> 4 == 1) return table + 17;
+        table += 17 + symbols;
+      }
+    at += 2 + length;
+  }
+  return 0;
+}
+
+// A kept table is reused only for the very same table: one whose code counts match a kept
+// table's but whose symbols differ (here the first two AC symbols swapped, a valid table that
+// decodes the same bits to other coefficients) is built anew, and the decode gives libjpeg's
+// verdict and samples.
+TEST(HuffmanDecoder, TableWithTheSameCodeCountsButOtherSymbolsIsBuiltAnew) {
+  int compared = 0;
+  for (const CorpusJpeg& image : corpus_jpegs()) {
+    if (image.progressive || image.kind.rfind("rgb", 0) != 0 || compared == 8) continue;
+    const size_t symbols = first_ac_symbols(image.bytes);
+    if (symbols == 0 || image.bytes[symbols] == image.bytes[symbols + 1]) continue;
+    std::vector<std::byte> swapped = image.bytes;
+    std::swap(swapped[symbols], swapped[symbols + 1]);
+    JpegRegionDecoder d;  // fresh: it holds this image's tables only
+    JpegImageInfo info;
+    ASSERT_TRUE(d.read_header(image.bytes, info)) << image.name;
+    const Outcome original = planes_of(d, EntropyDecoding::slip_only, image.bytes, 1, 0, 0, info.width, info.height);
+    ASSERT_TRUE(original.ok && original.slip_huffman) << image.name;
+    const size_t before = d.huffman_tables_built();
+    const Outcome ours = planes_of(d, EntropyDecoding::slip_only, swapped, 1, 0, 0, info.width, info.height);
+    EXPECT_GT(d.huffman_tables_built(), before) << image.name << ": the swapped table was not built";
+    const Outcome lib = planes_of(d, EntropyDecoding::libjpeg, swapped, 1, 0, 0, info.width, info.height);
+    if (ours.ok) {
+      EXPECT_EQ(ours.samples, lib.samples) << image.name;
+    }
+    EXPECT_TRUE(!ours.ok || lib.ok) << image.name << ": slip's decoder accepted what libjpeg refuses";
+    EXPECT_NE(ours.samples, original.samples) << image.name;
+    ++compared;
+  }
+  EXPECT_EQ(compared, 8);
+}
 
 // Damage the corpus really could carry (flipped bytes, truncation, stray or misnumbered
 // markers, fill bytes, a dropped byte) in the entropy-coded data of baseline and restart JPEGs.
