@@ -43,7 +43,8 @@ nlohmann::ordered_json report_json(const BenchReport& r) {
   j["epoch_spread"] = r.epoch_spread;
   j["noisy"] = r.noisy;
   const JpegEngineInfo engine = jpeg_engine_info();
-  j["engine"] = {{"entropy_hook", engine.entropy_hook}, {"libjpeg_compiled", engine.libjpeg_compiled}, {"libjpeg_loaded", engine.libjpeg_loaded}};
+  j["engine"] = {
+      {"entropy_hook", engine.entropy_hook}, {"libjpeg_compiled", engine.libjpeg_compiled}, {"libjpeg_loaded", engine.libjpeg_loaded}};
   if (!engine.entropy_hook) j["engine"]["reason"] = engine.reason;
   if (!r.limit_kind.empty()) {
     j["limit"] = {{"kind", r.limit_kind},

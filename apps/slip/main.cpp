@@ -76,7 +76,8 @@ int main(int argc, char** argv) {
   });
 
   // SLIP_JPEG_INTERNALS=off: libjpeg's public API only (slip --version says which path is in use).
-  if (const char* internals = std::getenv("SLIP_JPEG_INTERNALS"); internals != nullptr && (std::string_view(internals) == "off" || std::string_view(internals) == "0"))
+  if (const char* internals = std::getenv("SLIP_JPEG_INTERNALS");
+      internals != nullptr && (std::string_view(internals) == "off" || std::string_view(internals) == "0"))
     slip::set_libjpeg_internals(false);
 
   GlobalOptions global;

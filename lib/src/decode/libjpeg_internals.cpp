@@ -228,8 +228,8 @@ std::string compare_planes(JpegRegionDecoder& probe, JpegRegionDecoder& referenc
     if (px0 < ox || py0 < oy || px1 - ox > a.width[c] || py1 - oy > a.height[c])
       return std::string("the internals' planes do not cover the region of the ") + what;
     for (int y = py0; y < py1; ++y)
-      if (std::memcmp(a.data[c] + static_cast<size_t>(y - oy) * a.stride[c] + (px0 - ox), b.data[c] + static_cast<size_t>(y) * b.stride[c] + px0,
-                      static_cast<size_t>(px1 - px0)) != 0)
+      if (std::memcmp(a.data[c] + static_cast<size_t>(y - oy) * a.stride[c] + (px0 - ox),
+                      b.data[c] + static_cast<size_t>(y) * b.stride[c] + px0, static_cast<size_t>(px1 - px0)) != 0)
         return std::string("the internals gave other plane samples than libjpeg's on the ") + what;
   }
   return "";

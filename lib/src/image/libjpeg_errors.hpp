@@ -19,8 +19,8 @@ namespace slip::detail {
 
 class LibjpegErrors {
  public:
-  std::string message;  // the error's, or the first warning's
-  bool warned = false;  // a warning was reported
+  std::string message;   // the error's, or the first warning's
+  bool warned = false;   // a warning was reported
   bool refused = false;  // the error was libjpeg refusing the request (a call it does not
                          // support in this state or build), not the data being corrupt
 

@@ -145,7 +145,8 @@ std::string build_info() {
   const JpegEngineInfo jpeg = jpeg_engine_info();
   out += "\n  libjpeg-turbo: compiled against " + jpeg.libjpeg_compiled;
   out += "\n  libjpeg loaded: " + jpeg.libjpeg_loaded;
-  out += "\n  JPEG entropy hook: " + (jpeg.entropy_hook ? std::string("on (slip's Huffman decoder, partial decompression)") : "off: " + jpeg.reason);
+  out += "\n  JPEG entropy hook: " +
+         (jpeg.entropy_hook ? std::string("on (slip's Huffman decoder, partial decompression)") : "off: " + jpeg.reason);
   out += "\n  SIMD kernels: " + std::string(detail::simd_level_name(detail::best_simd_level()));
   out += "\n  " + std::string(archive_version_string());
   out += "\n  libcurl " + std::string(curl_version_info(CURLVERSION_NOW)->version);
