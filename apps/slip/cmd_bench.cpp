@@ -24,6 +24,8 @@ nlohmann::ordered_json report_json(const BenchReport& r) {
   j["image_format"] = r.image_format;
   j["yuv420_siblings"] = r.yuv420_siblings;
   j["threads"] = r.threads;
+  j["cpus"] = r.cpus;
+  j["oversubscribed"] = r.threads > r.cpus;
   j["batch_size"] = r.batch_size;
   j["samples"] = r.samples;
   j["payload_bytes"] = r.payload_bytes;
@@ -50,8 +52,10 @@ nlohmann::ordered_json report_json(const BenchReport& r) {
     j["limit"] = {{"kind", r.limit_kind},
                   {"images_per_second", r.limit_images_per_second},
                   {"megabytes_per_second", r.limit_megabytes_per_second},
-                  {"single_thread_images_per_second", r.limit_single_thread_images_per_second}};
+                  {"single_thread_images_per_second", r.limit_single_thread_images_per_second},
+                  {"ideal_images_per_second", r.limit_ideal_images_per_second}};
     j["efficiency"] = r.efficiency;
+    j["efficiency_vs_ideal"] = r.efficiency_vs_ideal;
   }
   return j;
 }
@@ -68,6 +72,7 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
     bool no_limit = false;
     bool json = false;
     std::string compare;
+    bool scaling = false;
   };
   auto a = std::make_shared<Args>();
   sub.add_option("cache", a->cache, "Cache directory")->required();
@@ -105,6 +110,9 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("--compare", a->compare,
                  "Run the same pipeline on a second storage of the same images (a YUV420 cache, or 'siblings' for this "
                  "cache's YUV420 sibling files) and print the speed and storage ratios");
+  sub.add_flag("--scaling", a->scaling,
+               "Run once per thread count (1, 2, 4, ... up to the CPUs) and print one row each: rate, measured and ideal "
+               "limits, efficiency, speed-up over one thread");
   sub.add_flag("--json", a->json, "Print one JSON report object");
   return [a, &global]() -> int {
     BenchOptions options = a->options;
@@ -148,9 +156,12 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
       if (report.limit_kind == "memcpy")
         std::printf("limit:   %9.1f MB/s (memcpy, %u threads)\n", report.limit_megabytes_per_second, report.threads);
       else
-        std::printf("limit:   %9.1f img/s (tjDecompress2 full decode %.1f img/s x %u threads)\n", report.limit_images_per_second,
-                    report.limit_single_thread_images_per_second, report.threads);
-      std::printf("efficiency: %.2f (best epoch / limit)\n", report.efficiency);
+        std::printf("limit:   %9.1f img/s (tjDecompress2 full decode on %u threads at once; one thread %.1f img/s, x %u = %.1f ideal)\n",
+                    report.limit_images_per_second, report.threads, report.limit_single_thread_images_per_second, report.threads,
+                    report.limit_ideal_images_per_second);
+      std::printf("efficiency: %.2f (best epoch / limit; %.2f against the ideal)\n", report.efficiency, report.efficiency_vs_ideal);
+      if (report.threads > report.cpus)
+        std::printf("note:    %u threads on %u CPUs: threads share CPUs, the limit is measured so\n", report.threads, report.cpus);
     };
     const auto print_noise = [&](const BenchReport& report) {
       if (text && report.noisy)
@@ -192,6 +203,27 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
                     c.other.yuv420_siblings ? "yuv420 siblings" : printable(c.other.image_format).c_str(),
                     printable(c.base.image_format).c_str(), c.base.pipeline.c_str(), c.other.best_images_per_second,
                     c.base.best_images_per_second, c.speed_ratio, c.storage_ratio);
+      }
+      return 0;
+    }
+    if (a->scaling) {
+      if (!a->compare.empty()) throw Error(Errc::usage, "--scaling and --compare do not go together");
+      if (text)
+        std::printf("%-8s %12s %14s %14s %11s %9s %9s\n", "threads", "img/s", "limit img/s", "ideal img/s", "efficiency", "vs ideal",
+                    "speed-up");
+      double one_thread = 0;
+      const std::vector<BenchReport> reports = run_bench_scaling(cache, options, [&](const BenchReport& r) {
+        if (one_thread == 0) one_thread = r.best_images_per_second;
+        if (text)
+          std::printf("%-8u %12.1f %14.1f %14.1f %11.2f %9.2f %8.2fx\n", r.threads, r.best_images_per_second, r.limit_images_per_second,
+                      r.limit_ideal_images_per_second, r.efficiency, r.efficiency_vs_ideal,
+                      one_thread > 0 ? r.best_images_per_second / one_thread : 0.0);
+        std::fflush(stdout);
+      });
+      if (a->json) {
+        auto rows = nlohmann::ordered_json::array();
+        for (const BenchReport& r : reports) rows.push_back(report_json(r));
+        print_json(nlohmann::ordered_json{{"command", "bench"}, {"path", a->cache}, {"scaling", rows}});
       }
       return 0;
     }
