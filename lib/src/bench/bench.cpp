@@ -124,7 +124,8 @@ class TurboJpegLimit {
     const auto* data = reinterpret_cast<const unsigned char*>(payload.data());
     if (tjDecompressHeader3(d.handle.get(), data, static_cast<unsigned long>(payload.size()), &width, &height, &subsamp, &colorspace) !=
             0 ||
-        colorspace == TJCS_CMYK || colorspace == TJCS_YCCK || static_cast<uint64_t>(width) * static_cast<uint64_t>(height) > kDecodePixelLimit)
+        colorspace == TJCS_CMYK || colorspace == TJCS_YCCK ||
+        static_cast<uint64_t>(width) * static_cast<uint64_t>(height) > kDecodePixelLimit)
       return 0;
     // The buffer only grows: resize() would zero-fill it again after every smaller image, work
     // that is not the decoder's and that made the limit read low.

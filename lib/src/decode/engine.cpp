@@ -648,8 +648,7 @@ RgbImage engine_decode_full(std::span<const std::byte> payload) {
       if (oversized(info)) throw Error(Errc::bad_input, refused_message(info));
       std::vector<uint8_t> scratch;
       DecodedRegion region;
-      if (!jpeg.decode_region(1, 0, 0, info.width, info.height, scratch, region))
-        throw Error(Errc::bad_input, jpeg.failure());
+      if (!jpeg.decode_region(1, 0, 0, info.width, info.height, scratch, region)) throw Error(Errc::bad_input, jpeg.failure());
       RgbImage image;
       image.width = static_cast<uint32_t>(info.width);
       image.height = static_cast<uint32_t>(info.height);
