@@ -1,5 +1,6 @@
 // slip bench CACHE --pipeline raw|decode|center|rrc|direct-rrc|multicrop [--threads N] [--batch-size B]
-//                  [--epochs E] [--cold] [--order sequential|shuffle] [--seed S] [--compare YUVCACHE|siblings] [--json]
+//                  [--epochs E] [--cold] [--order sequential|shuffle] [--seed S] [--compare YUVCACHE|siblings]
+//                  [--kernels scalar|sse4|avx2|avx512] [--checksum] [--json]
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -10,6 +11,7 @@
 #include "slip/bench.hpp"
 #include "slip/cache.hpp"
 #include "slip/error.hpp"
+#include "slip/simd.hpp"
 
 namespace slip::cli {
 
@@ -30,6 +32,7 @@ nlohmann::ordered_json report_json(const BenchReport& r) {
   j["crop_aware"] = r.dct_scaling == 1;
   if (!r.resample.empty()) j["resample"] = r.resample;
   if (!r.kernels.empty()) j["kernels"] = r.kernels;
+  if (!r.checksum.empty()) j["checksum"] = r.checksum;
   auto epochs = nlohmann::ordered_json::array();
   for (const BenchEpoch& e : r.epochs)
     epochs.push_back({{"seconds", e.seconds},
@@ -63,6 +66,7 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
     bool no_limit = false;
     bool json = false;
     std::string compare;
+    std::string kernels;
   };
   auto a = std::make_shared<Args>();
   sub.add_option("cache", a->cache, "Cache directory")->required();
@@ -100,8 +104,15 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("--compare", a->compare,
                  "Run the same pipeline on a second storage of the same images (a YUV420 cache, or 'siblings' for this "
                  "cache's YUV420 sibling files) and print the speed and storage ratios");
+  sub.add_option("--kernels", a->kernels,
+                 "SIMD level of the kernels: scalar, sse4, avx2 or avx512 (default: SLIP_SIMD, else the best this CPU has; a "
+                 "level the CPU lacks is an error). Every level gives the same pixels")
+      ->check(CLI::IsMember({"scalar", "sse4", "avx2", "avx512"}));
+  sub.add_flag("--checksum", a->options.checksum,
+               "Print a hash of every output pixel of every epoch (equal at every --kernels level; hashing is not timed)");
   sub.add_flag("--json", a->json, "Print one JSON report object");
   return [a, &global]() -> int {
+    if (!a->kernels.empty()) set_simd_level(a->kernels);
     BenchOptions options = a->options;
     options.decode.threads = resolve_threads(options.decode.threads);
     options.shuffle = a->order == "shuffle";
@@ -129,7 +140,7 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
                     r.yuv420_siblings            ? ", yuv420 siblings"
                     : r.image_format == "yuv420" ? ", yuv420"
                                                  : "",
-                    r.resample.empty()  ? ""
+                    r.resample.empty()  ? (r.kernels.empty() ? "" : (", " + r.kernels + " kernels").c_str())
                     : r.kernels.empty() ? (", " + r.resample + " resampling").c_str()
                                         : (", " + r.resample + " resampling (" + r.kernels + " kernels)").c_str());
       }
@@ -198,6 +209,7 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
     } else {
       print_limit(report);
       print_noise(report);
+      if (!report.checksum.empty() && !global.quiet) std::printf("checksum: %s\n", report.checksum.c_str());
     }
     return 0;
   };

@@ -16,6 +16,7 @@
 #include "slip/error.hpp"
 #include "slip/log.hpp"
 #include "slip/runtime.hpp"
+#include "slip/simd.hpp"
 
 namespace slip::cli {
 
@@ -86,7 +87,8 @@ int main(int argc, char** argv) {
   app.footer(
       "Exit codes: 0 success, 1 verification failed, 2 usage error, 3 bad input, 4 I/O error,\n"
       "            5 remote failure after retries, 130 interrupted (SIGINT), 143 terminated (SIGTERM).\n"
-      "Environment: SLIPSTREAM_CACHE_DIR (default output/listing directory, else ~/.slipstream).");
+      "Environment: SLIPSTREAM_CACHE_DIR (default output/listing directory, else ~/.slipstream);\n"
+      "             SLIP_SIMD=scalar|sse4|avx2|avx512 (SIMD level of the kernels; default: the best this CPU has).");
 
   std::map<CLI::App*, Action> actions;
   for (const Command& cmd : kCommands) {
@@ -118,6 +120,7 @@ int main(int argc, char** argv) {
 
   for (CLI::App* sub : app.get_subcommands()) {
     try {
+      slip::apply_simd_environment(slip::process_environment());
       return actions.at(sub)();
     } catch (const slip::Error& e) {
       spdlog::error("{}", e.describe());
