@@ -26,7 +26,7 @@ awk -F'\t' 'NR>1 { kind = $5 "|" $6 "|" $7 "|" $8; if (n[kind]++ < 3 || $9 ~ /re
   "$SLIP_SHARED_DIR/corpus/imagenet_like.manifest.tsv" | while read -r f; do cp "$CORPUS/$f" "$WORK/mix/a/"; done
 cache=$("$SLIP" convert "$WORK/mix" -o "$WORK/c" -q)
 restarts=$("$SLIP" convert "$WORK/mix" -o "$WORK/c" -q --jpeg-restarts)
-"$SLIP" yuv420 "$cache" -q
+"$SLIP" yuv420 "$cache" -q >/dev/null
 n=$(find "$WORK/mix" -type f | wc -l)
 echo "$n images"
 

@@ -41,6 +41,19 @@ void output_weights_scalar(float offset, float inv, int n, int stride, int16_t* 
   for (int x = 0; x < stride; ++x) q[x] = static_cast<int16_t>(_mm_cvtss_si32(_mm_set_ss(weight(x) * norm)));
 }
 
+// output_weights_avx2's weights without AVX2: tap x summed into lane x % 8, the lanes added as
+// its horizontal sum adds them, ((0 + 4) + (2 + 6)) + ((1 + 5) + (3 + 7)); the scalar level plans
+// the rows the AVX2 level gives that kernel with it, so both levels' weights are the same bits.
+template <ResampleFilter kFilter>
+void output_weights_lanes(float offset, float inv, int n, int stride, int16_t* q) {
+  auto weight = [&](int x) { return x < n ? filter_weight<kFilter>((static_cast<float>(x) + offset) * inv) : 0.0f; };
+  float lanes[8] = {};
+  for (int x = 0; x < stride; ++x) lanes[x % 8] += weight(x);
+  const float sum = ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
+  const float norm = sum != 0.0f ? static_cast<float>(1 << kBits) / sum : 0.0f;
+  for (int x = 0; x < stride; ++x) q[x] = static_cast<int16_t>(_mm_cvtss_si32(_mm_set_ss(weight(x) * norm)));
+}
+
 // filter_weight on 8 values of |x| at once (as selects, like the scalar one).
 template <ResampleFilter kFilter>
 __attribute__((target("avx2"))) inline __m256 filter_weight8(__m256 t) {
@@ -250,8 +263,10 @@ void plan_axis_with(PlaneAxis& axis, const PlaneAxisKey& k, SimdLevel kernels) {
   scratch_of(axis.bounds, static_cast<size_t>(k.out_size) * 2);
   scratch_of(axis.coeffs, static_cast<size_t>(k.out_size) * stride);
   // Windows over ~250x the output (rows longer than the AVX2 kernel's stack buffer) go scalar.
+  // Below AVX2, rows of 16 taps or more (those the AVX2 kernels sum lane by lane) take its sums.
   const bool avx2 = kernels >= SimdLevel::avx2;
-  const auto weights = avx2 && stride <= kMaxTapsOnStack ? output_weights_avx2<kFilter> : output_weights_scalar<kFilter>;
+  const bool lane_sums = stride >= 16 && stride <= kMaxTapsOnStack;
+  const auto weights = !lane_sums ? output_weights_scalar<kFilter> : avx2 ? output_weights_avx2<kFilter> : output_weights_lanes<kFilter>;
   const auto inv = static_cast<float>(inv_filterscale);
   // Rows of 8 or 16 taps go eight outputs at a time (the one-at-a-time kernel's sums, lane by lane).
   const bool batched = avx2 && (stride == 8 || stride == 16);
