@@ -443,6 +443,14 @@ PYBIND11_MODULE(slip, m) {
       error(e.describe().c_str());
     }
   });
+  // SLIP_SIMD, as the slip command honours it (slip/simd.hpp); a bad value fails the import.
+  slip::apply_simd_environment(slip::process_environment());
+  m.def(
+      "simd_level", [] { return std::string(slip::simd_level_name()); },
+      "The SIMD level the decode kernels run at: scalar, sse4, avx2 or avx512 (SLIP_SIMD, else the CPU's best)");
+  m.def(
+      "set_simd_level", [](const std::string& level) { slip::set_simd_level(level); }, py::arg("level"),
+      "Run the kernels at most at `level` (same pixels at every level); slip.Error if this CPU lacks it");
 
   py::class_<slip::Cache, CachePtr>(m, "Cache", "A slipstream cache directory (the Python loader's or slip's)")
       .def(py::init([](const std::string& path) { return std::make_shared<slip::Cache>(slip::Cache::open(path)); }), py::arg("path"))

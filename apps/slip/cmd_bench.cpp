@@ -1,5 +1,6 @@
 // slip bench CACHE --pipeline raw|decode|center|rrc|direct-rrc|multicrop [--threads N] [--batch-size B]
-//                  [--epochs E] [--cold] [--order sequential|shuffle] [--seed S] [--compare YUVCACHE|siblings] [--json]
+//                  [--epochs E] [--cold] [--order sequential|shuffle] [--seed S] [--compare YUVCACHE|siblings]
+//                  [--kernels scalar|sse4|avx2|avx512] [--checksum] [--json]
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -11,6 +12,7 @@
 #include "slip/cache.hpp"
 #include "slip/decode.hpp"
 #include "slip/error.hpp"
+#include "slip/simd.hpp"
 
 namespace slip::cli {
 
@@ -33,6 +35,7 @@ nlohmann::ordered_json report_json(const BenchReport& r) {
   j["crop_aware"] = r.dct_scaling == 1;
   if (!r.resample.empty()) j["resample"] = r.resample;
   if (!r.kernels.empty()) j["kernels"] = r.kernels;
+  if (!r.checksum.empty()) j["checksum"] = r.checksum;
   auto epochs = nlohmann::ordered_json::array();
   for (const BenchEpoch& e : r.epochs)
     epochs.push_back({{"seconds", e.seconds},
@@ -73,6 +76,7 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
     bool json = false;
     std::string compare;
     bool scaling = false;
+    std::string kernels;
   };
   auto a = std::make_shared<Args>();
   sub.add_option("cache", a->cache, "Cache directory")->required();
@@ -113,8 +117,15 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
   sub.add_flag("--scaling", a->scaling,
                "Run once per thread count (1, 2, 4, ... up to the CPUs) and print one row each: rate, measured and ideal "
                "limits, efficiency, speed-up over one thread");
+  sub.add_option("--kernels", a->kernels,
+                 "SIMD level of the kernels: scalar, sse4, avx2 or avx512 (default: SLIP_SIMD, else the best this CPU has; a "
+                 "level the CPU lacks is an error). Every level gives the same pixels")
+      ->check(CLI::IsMember({"scalar", "sse4", "avx2", "avx512"}));
+  sub.add_flag("--checksum", a->options.checksum,
+               "Print a hash of every output pixel of every epoch (equal at every --kernels level; hashing is not timed)");
   sub.add_flag("--json", a->json, "Print one JSON report object");
   return [a, &global]() -> int {
+    if (!a->kernels.empty()) set_simd_level(a->kernels);
     BenchOptions options = a->options;
     options.decode.threads = resolve_threads(options.decode.threads);
     options.shuffle = a->order == "shuffle";
@@ -142,7 +153,7 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
                     r.yuv420_siblings            ? ", yuv420 siblings"
                     : r.image_format == "yuv420" ? ", yuv420"
                                                  : "",
-                    r.resample.empty()  ? ""
+                    r.resample.empty()  ? (r.kernels.empty() ? "" : (", " + r.kernels + " kernels").c_str())
                     : r.kernels.empty() ? (", " + r.resample + " resampling").c_str()
                                         : (", " + r.resample + " resampling (" + r.kernels + " kernels)").c_str());
       }
@@ -235,6 +246,7 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
     } else {
       print_limit(report);
       print_noise(report);
+      if (!report.checksum.empty() && !global.quiet) std::printf("checksum: %s\n", report.checksum.c_str());
     }
     return 0;
   };

@@ -29,11 +29,15 @@ assert d["crops_per_image"] == {"raw": 0, "decode": 0, "multicrop": 10}.get(p, 1
 rates = [e["images_per_second"] for e in d["epochs"]]
 assert abs(d["epoch_spread"] - (max(rates) - min(rates)) / max(rates)) < 1e-9, d
 assert d["noisy"] == (d["epoch_spread"] > 0.10), d
-# The planar path names its kernels' instruction set: what /proc/cpuinfo says this CPU (and
-# kernel) runs, AVX-512 needing F, BW, VNNI and VBMI.
-if d.get("resample") == "planar":
+# Decoding pipelines name their kernels' SIMD level: by default the best /proc/cpuinfo says this
+# CPU (and kernel) runs, AVX-512 needing F, BW, VNNI and VBMI (tests/integration/kernel_levels.sh
+# forces the others).
+if p != "raw":
     flags = set(next(l for l in open("/proc/cpuinfo") if l.startswith("flags")).split(":")[1].split())
-    want = "avx512" if {"avx512f", "avx512bw", "avx512_vnni", "avx512vbmi"} <= flags else "avx2" if "avx2" in flags else "scalar"
+    sse4 = {"sse4_1", "ssse3"} <= flags
+    avx2 = sse4 and "avx2" in flags
+    want = ("avx512" if avx2 and {"avx512f", "avx512bw", "avx512_vnni", "avx512vbmi"} <= flags else
+            "avx2" if avx2 else "sse4" if sse4 else "scalar")
     assert d["kernels"] == want, (d["kernels"], want)
 else:
     assert "kernels" not in d, d

@@ -27,6 +27,9 @@ struct BenchOptions {
   bool shuffle = false;      // Feistel order per epoch instead of sequential
   uint64_t max_samples = 0;  // 0: every sample
   bool measure_limit = true;
+  // Hash every output pixel of every epoch (BenchReport::checksum), outside the timed spans: the
+  // same cache and options give the same hash at every SIMD level (slip/simd.hpp).
+  bool checksum = false;
   CancelToken cancel;  // cancel() from any thread stops the run (slip/runtime.hpp)
 };
 
@@ -49,7 +52,10 @@ struct BenchReport {
   uint32_t crops_per_image = 0;
   int dct_scaling = 0;   // crop-aware decoding on (1) / off (0)
   std::string resample;  // crop pipelines: "rgb" or "planar" (ResampleMode after automatic resolved)
-  std::string kernels;   // planar resampling: its kernels' instruction set, "avx512", "avx2" or "scalar"
+  std::string kernels;   // decoding pipelines: the SIMD level the kernels ran at (slip/simd.hpp), e.g. "avx2"
+  // checksum: 16 hex digits, XXH3-64 over the epochs' outputs in order (crop pipelines: each
+  // batch's output buffers; decode: each sample's full RGB decode); empty otherwise.
+  std::string checksum;
   std::vector<BenchEpoch> epochs;
   // The limit measured in the same run on the same samples: decode pipelines, tjDecompress2
   // (full image to RGB) on `threads` threads at once, each decoding the same images with its own

@@ -17,13 +17,14 @@
 #include "util/worker_pool.hpp"
 #include "slip/cache.hpp"
 #include "slip/error.hpp"
+#include "slip/hash.hpp"
 #include "slip/image.hpp"
 #include "slip/runtime.hpp"
 #include "slip/shuffle.hpp"
+#include "slip/simd.hpp"
 #include "slip/yuv420.hpp"
 #include "util/file_io.hpp"
 #include "util/cancel.hpp"
-#include "util/cpu.hpp"
 #include "util/scratch.hpp"
 
 namespace slip {
@@ -194,7 +195,7 @@ BenchReport run_bench(const Cache& cache, const BenchOptions& options, const std
   report.samples = options.max_samples ? std::min<uint64_t>(options.max_samples, cache.size()) : cache.size();
   report.dct_scaling = decode.crop_aware ? 1 : 0;
   if (!raw && !full) report.resample = effective_resample_mode(decode) == ResampleMode::planar ? "planar" : "rgb";
-  if (report.resample == "planar") report.kernels = detail::simd_level_name(detail::best_simd_level());
+  if (!raw) report.kernels = simd_level_name();
   for (const CropGroup& g : decode.groups) report.crops_per_image += raw || full ? 0 : g.count;
   if (report.samples == 0) throw Error(Errc::usage, "the cache has no samples to benchmark");
   for (uint64_t id = 0; id < report.samples; ++id) {
@@ -228,6 +229,12 @@ BenchReport run_bench(const Cache& cache, const BenchOptions& options, const std
     }
   }
   std::vector<uint64_t> ids(options.batch_size);
+  std::optional<Xxh3> checksum;
+  std::vector<uint64_t> digests;  // decode: one per sample of a batch
+  if (options.checksum && !raw) {
+    checksum.emplace();
+    if (full) digests.resize(options.batch_size);
+  }
   // The JPEG limit's slices run before every epoch and after the last.
   std::optional<TurboJpegLimit> jpeg_limit;
   if (options.measure_limit && !raw && report.image_format == "jpeg") jpeg_limit.emplace(cache, field, report.samples, threads);
@@ -242,6 +249,7 @@ BenchReport run_bench(const Cache& cache, const BenchOptions& options, const std
       order = std::make_unique<EpochOrder>(spec);
     }
     uint64_t batches = 0;
+    double hashing_seconds = 0;  // left out of the epoch's time
     // RSS stays under ~kResidentWindowBytes of mapped cache (plus the batch buffers), however
     // large the cache: resident pages are released past the window (page cache untouched).
     const auto start = Clock::now();
@@ -263,15 +271,24 @@ BenchReport run_bench(const Cache& cache, const BenchOptions& options, const std
           raw_widths[i] = record.width;
         });
       } else if (full) {
-        engine.decode_full(batch);
+        engine.decode_full(batch, checksum ? std::span<uint64_t>(digests.data(), count) : std::span<uint64_t>{});
       } else {
         engine.decode(batch, epoch, outputs);
+      }
+      if (checksum) {
+        const auto hashing = Clock::now();
+        if (full)
+          checksum->update(std::as_bytes(std::span<const uint64_t>(digests.data(), count)));
+        else
+          for (size_t g = 0; g < outputs.size(); ++g)
+            checksum->update(outputs[g].first(count * crop_group_sample_bytes(decode.groups[g], decode.type)));
+        hashing_seconds += seconds_since(hashing);
       }
       ++batches;
       cache.keep_resident_below();
     }
     BenchEpoch e;
-    e.seconds = seconds_since(start);
+    e.seconds = seconds_since(start) - hashing_seconds;
     e.images_per_second = static_cast<double>(report.samples) / e.seconds;
     e.megabytes_per_second = static_cast<double>(report.payload_bytes) / 1e6 / e.seconds;
     e.ms_per_batch = e.seconds * 1e3 / static_cast<double>(batches);
@@ -281,6 +298,7 @@ BenchReport run_bench(const Cache& cache, const BenchOptions& options, const std
     if (on_epoch) on_epoch(report, epoch);
   }
 
+  if (checksum) report.checksum = hex64(checksum->digest());
   if (options.measure_limit) {
     if (raw) {
       // The same copies (same sizes, same destinations, same threads) from a warm heap copy of
