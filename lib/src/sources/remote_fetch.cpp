@@ -10,6 +10,7 @@
 #include <thread>
 #include <chrono>
 #include <mutex>
+#include <limits>
 #include <optional>
 #include <string_view>
 #include <unordered_map>
@@ -432,16 +433,14 @@ class ArrivingDownloads final : public detail::ShardArrivals {
 
 // The stat fingerprint a tar source computes from the finished downloads, from the listing:
 // each file's name, size and modification time (a download gets its object's Last-Modified).
-// A time the file clock cannot hold in nanoseconds (a server claiming the year 2500) gives
-// none: the shards are then downloaded first.
+// Times in Unix nanoseconds, as tar sources stat them (util/file_time.hpp); a time that does not
+// fit (a server claiming the year 2300) gives none: the shards are then downloaded first.
 std::optional<std::string> listed_stat_fingerprint(const std::vector<DownloadItem>& files) {
-  static const int64_t latest =
-      std::chrono::file_clock::to_sys(std::chrono::floor<std::chrono::seconds>(fs::file_time_type::max())).time_since_epoch().count();
+  constexpr int64_t latest = std::numeric_limits<int64_t>::max() / 1000000000;
   Sha256 fp;
   for (const DownloadItem& f : files) {
     if (!f.expected_size || !f.listed_mtime || *f.listed_mtime < 0 || *f.listed_mtime >= latest) return std::nullopt;
-    const auto modified = std::chrono::file_clock::from_sys(std::chrono::sys_seconds{std::chrono::seconds{*f.listed_mtime}});
-    const auto ns = std::chrono::time_point_cast<fs::file_time_type::duration>(modified).time_since_epoch().count();
+    const int64_t ns = *f.listed_mtime * 1000000000;
     fp.update(f.dest.filename().string() + "\t" + std::to_string(*f.expected_size) + "\t" + std::to_string(ns) + "\n");
   }
   return "stat-shards:" + fp.hex_digest();
