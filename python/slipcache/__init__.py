@@ -307,8 +307,12 @@ class Loader:
 
     def load_state_dict(self, state: Dict[str, int]) -> None:
         """Makes the next ``iter()`` continue where :meth:`state_dict` was taken (same seed,
-        batch size and ranks assumed)."""
-        self.set_epoch(int(state["epoch"]), int(state["batch"]))
+        batch size and ranks assumed): the rest of that epoch, or the next epoch if it was
+        complete."""
+        epoch, batch = int(state["epoch"]), int(state["batch"])
+        if batch >= len(self):
+            epoch, batch = epoch + 1, 0
+        self.set_epoch(epoch, batch)
 
     @property
     def skipped(self) -> List[Tuple[int, str]]:

@@ -119,3 +119,11 @@ def test_repr_and_attributes(sample_cache):
     r = repr(ld)
     assert r.startswith("slipcache.Loader(") and "batch_size=16" in r and "rank=1, world_size=2" in r and "epoch=0" in r
     assert "float32" in r
+
+
+def test_imported_from_where_expected():
+    """scripts/check-python-install.sh: the installed package, not the source tree or build/."""
+    prefix = os.environ.get("SLIPCACHE_EXPECT_PREFIX")
+    if not prefix:
+        pytest.skip("SLIPCACHE_EXPECT_PREFIX not set")
+    assert os.path.realpath(slipcache.__file__).startswith(os.path.realpath(prefix) + os.sep), slipcache.__file__

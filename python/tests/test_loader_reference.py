@@ -251,3 +251,22 @@ def test_decode_pipeline_gives_whole_images_equal_to_pillow(sample_cache):
     assert seen == 40
     with pytest.raises(slipcache.Error, match="uint8 HWC"):
         slipcache.Loader(sample_cache, pipeline="decode", dtype="float32")
+
+
+def test_ddp_example_trains_resumes_and_is_the_docs_loop(sample_cache, tmp_path):
+    """examples/train_ddp.py (docs/PYTHON.md shows it verbatim): stopped after 3 batches (epoch 1,
+    batch 1 of 2), run again it finishes epoch 1 from its second batch, then epoch 2."""
+    pytest.importorskip("torch")
+    from conftest import SRC
+    example = os.path.join(SRC, "examples", "train_ddp.py")
+    with open(os.path.join(SRC, "docs", "PYTHON.md")) as doc, open(example) as f:
+        assert f.read() in doc.read()
+    command = [sys.executable, example, sample_cache, "--epochs", "3", "--batch-size", "16", "--size", "64", "--threads", "2",
+               "--checkpoint", str(tmp_path / "ckpt.pt")]
+    env = {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "RANK", "LOCAL_RANK")}
+    first = subprocess.run(command + ["--stop-after", "3"], capture_output=True, text=True, timeout=300, env=env)
+    assert first.returncode != 0 and "stopped after 3 batches at {'epoch': 1, 'batch': 1}" in first.stderr, first.stderr
+    assert [l.split(":")[0] for l in first.stdout.splitlines()] == ["epoch 0"]
+    second = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
+    assert second.returncode == 0, second.stderr
+    assert [l.split(",")[0] for l in second.stdout.splitlines()] == ["epoch 1: 16 samples", "epoch 2: 32 samples"], second.stdout
