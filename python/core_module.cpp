@@ -370,6 +370,7 @@ class Loader {
     return spec;
   }
   void fill_ids(uint64_t epoch, uint64_t first, std::span<uint64_t> ids) const {
+    if (ids.empty()) return;  // an empty epoch has no order to build
     if (config_.shuffle) {
       slip::EpochOrder(order_spec(epoch)).fill(first, ids);
     } else {  // the same rank slicing over the identity order
@@ -404,8 +405,11 @@ class Loader {
           record_skip(batch[i], *failed[i]);
           continue;
         }
-        batch[kept] = batch[i];
-        b.full[kept++] = std::move(b.full[i]);
+        if (kept != i) {  // (a self-move would empty the image)
+          batch[kept] = batch[i];
+          b.full[kept] = std::move(b.full[i]);
+        }
+        ++kept;
       }
       b.full.resize(kept);
       return kept;
