@@ -227,6 +227,16 @@ class Loader:
                 raise TypeError(f"{name} must be an int, not {type(value).__name__}")
             if value < 0:
                 raise _usage_error(f"{name} must be >= 0, not {value}")
+        for name, value in (("pipeline", pipeline), ("layout", layout), ("dtype", dtype), ("resample", resample),
+                            ("filter", filter), ("on_error", on_error)):
+            if not isinstance(value, str):
+                raise TypeError(f"{name} must be a str, not {type(value).__name__}")
+        for name, value in (("flip", flip), ("shuffle", shuffle), ("drop_last", drop_last),
+                            ("yuv420_siblings", yuv420_siblings), ("crop_aware", crop_aware)):
+            if not isinstance(value, bool):
+                raise TypeError(f"{name} must be a bool, not {type(value).__name__}")
+        if size is not None and (isinstance(size, bool) or not isinstance(size, int)):
+            raise TypeError(f"size must be an int or None, not {type(size).__name__}")
         self._core = _core.Loader(
             self._cache._core, batch_size=batch_size, pipeline=pipeline, size=size, scale=scale, ratio=ratio, flip=flip,
             seed=seed, epoch=epoch, shuffle=shuffle, rank=rank, world_size=world_size, drop_last=drop_last,

@@ -46,6 +46,10 @@ def test_a_wrong_keyword_is_named(sample_cache):
     with pytest.raises(TypeError) as e:
         slipcache.Loader(sample_cache, num_workers=4)
     assert "num_workers" in str(e.value) and len(str(e.value)) < 120
+    for kw, name in [(dict(flip="yes"), "flip"), (dict(size="96"), "size"), (dict(pipeline=96), "pipeline"),
+                     (dict(batch_size=None), "batch_size")]:
+        with pytest.raises(TypeError, match=f"^{name} must be") as e:
+            slipcache.Loader(sample_cache, **kw)
 
 
 def stub_functions():
