@@ -22,11 +22,32 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from . import _core
 
-__all__ = ["Cache", "Loader", "Error", "__version__"]
+__all__ = ["Cache", "Loader", "Error", "__version__", "build_info", "simd_level", "set_simd_level"]
 
 __version__: str = _core.__version__
 
 Error = _core.Error
+
+
+def build_info() -> str:
+    """The libraries slip runs with: the libjpeg-turbo compiled against and the one loaded, whether
+    the JPEG entropy hook is on (docs/JPEG_ENGINE.md), the SIMD level, libarchive, libcurl, ..."""
+    return _core.build_info()
+
+
+def simd_level() -> str:
+    """The SIMD level the decode kernels run at: "scalar", "sse4", "avx2" or "avx512" (SLIP_SIMD
+    at import, else the best this CPU has). Every level gives the same pixels."""
+    return _core.simd_level()
+
+
+def set_simd_level(level: str) -> None:
+    """Runs the kernels at most at `level` from now on, process-wide; raises Error (code 2) for a
+    level this CPU lacks or an unknown name."""
+    if not isinstance(level, str):
+        raise TypeError("level must be a str, not " + type(level).__name__)
+    _core.set_simd_level(level)
+
 Error.__module__ = __name__
 Error.__doc__ = """A slip failure: the message is the line the ``slip`` command prints.
 

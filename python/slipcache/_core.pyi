@@ -5,6 +5,10 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 __version__: str
 
+def build_info() -> str: ...
+def simd_level() -> str: ...
+def set_simd_level(level: str) -> None: ...
+
 class Error(RuntimeError):
     code: Optional[int]
     kind: Optional[str]

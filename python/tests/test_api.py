@@ -66,6 +66,8 @@ def stub_functions():
                     members[item.target.id] = None
         elif isinstance(node, ast.AnnAssign):
             out[""][node.target.id] = None
+        elif isinstance(node, ast.FunctionDef):
+            out[""][node.name] = [a.arg for a in node.args.args]
     return out
 
 

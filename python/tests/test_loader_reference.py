@@ -93,27 +93,27 @@ def test_batches_do_not_depend_on_threads_or_batch_size(sample_cache):
 
 
 def test_every_simd_level_gives_the_same_batches(sample_cache):
-    best = slip.simd_level()
+    best = slipcache.simd_level()
     levels = ["scalar", "sse4", "avx2", "avx512"]
     assert best in levels
     def images(pipeline, resample):
         return [np.concatenate([np.asarray(a) for a in (b["image"] if isinstance(b["image"], list) else [b["image"]])], axis=None)
-                for b in slip.Loader(sample_cache, batch_size=16, seed=3, pipeline=pipeline, resample=resample, filter="bicubic")]
+                for b in slipcache.Loader(sample_cache, batch_size=16, seed=3, pipeline=pipeline, resample=resample, filter="bicubic")]
     try:
         for pipeline, resample in [("rrc", "rgb"), ("rrc", "planar"), ("multicrop", "planar"), ("decode", "auto")]:
-            slip.set_simd_level(best)
+            slipcache.set_simd_level(best)
             want = images(pipeline, resample)
             for level in levels[:levels.index(best)]:
-                slip.set_simd_level(level)
-                assert slip.simd_level() == level
+                slipcache.set_simd_level(level)
+                assert slipcache.simd_level() == level
                 got = images(pipeline, resample)
                 assert len(got) == len(want) and all(np.array_equal(g, w) for g, w in zip(got, want)), (pipeline, resample, level)
         if best != "avx512":
-            with pytest.raises(slip.Error, match="SIMD level avx512 is not available on this CPU"):
-                slip.set_simd_level("avx512")
+            with pytest.raises(slipcache.Error, match="SIMD level avx512 is not available on this CPU"):
+                slipcache.set_simd_level("avx512")
     finally:
-        slip.set_simd_level(best)
-    assert slip.simd_level() == best
+        slipcache.set_simd_level(best)
+    assert slipcache.simd_level() == best
 
 
 def test_float32_nchw_is_normalised_uint8(sample_cache):
