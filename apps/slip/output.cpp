@@ -14,6 +14,7 @@
 
 #include "slip/convert.hpp"
 #include "slip/error.hpp"
+#include "slip/runtime.hpp"
 
 namespace slip::cli {
 
@@ -100,8 +101,14 @@ OutputFile::OutputFile(const std::string& path, bool binary) : path_(path) {
     file_ = stdout;
     return;
   }
-  file_ = std::fopen(path.c_str(), binary ? "wb" : "w");
-  if (!file_) throw_errno("cannot create", path, errno);
+  // Never through a symbolic link (a planted one would redirect the output): open_for_writing.
+  const int fd = open_output_file(path);
+  file_ = ::fdopen(fd, binary ? "wb" : "w");
+  if (!file_) {
+    const int err = errno;
+    ::close(fd);
+    throw_errno("cannot create", path, err);
+  }
 }
 
 OutputFile::~OutputFile() {

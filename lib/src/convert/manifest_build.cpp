@@ -11,6 +11,7 @@
 #include "slip/error.hpp"
 #include "slip/hash.hpp"
 #include "slip/runtime.hpp"
+#include "util/atomic_file.hpp"
 #include "util/file_io.hpp"
 #include "util/untrusted.hpp"
 
@@ -76,14 +77,11 @@ void resolve_auto_shard(const std::filesystem::path& workdir, ShardSpec& shard) 
     // First task to get here records the split; concurrent tasks race on link(), which only
     // one wins: the others read the winner's record (all of one array agree anyway).
     fs::create_directories(workdir, ec);
-    const fs::path tmp = workdir / (".array.json.tmp-" + std::to_string(::getpid()));
-    write_text_file(tmp, "{\"count\": " + std::to_string(shard.count) + ", \"task_min\": " + std::to_string(shard.task_min) + "}\n");
-    if (::link(tmp.c_str(), plan.c_str()) != 0 && errno != EEXIST) {
-      const int err = errno;
-      fs::remove(tmp, ec);
-      throw_errno("cannot record the job-array split", plan.string(), err);
-    }
-    fs::remove(tmp, ec);
+    // A locked fresh name (not ".array.json.tmp-<pid>": PIDs repeat across a cluster's nodes).
+    const TempLock tmp(workdir, "array.json");
+    write_text_file(tmp.path(), "{\"count\": " + std::to_string(shard.count) + ", \"task_min\": " + std::to_string(shard.task_min) + "}\n");
+    if (::link(tmp.path().c_str(), plan.c_str()) != 0 && errno != EEXIST)
+      throw_errno("cannot record the job-array split", plan.string(), errno);
   }
   uint64_t count = 0, task_min = 0;
   try {

@@ -149,9 +149,8 @@ struct StdinSpools : std::set<std::string> {
     std::string path = (fs::temp_directory_path() / "slip-stdin-XXXXXX").string();
     const int fd = ::mkstemp(path.data());
     if (fd < 0) throw_errno("cannot create a temporary file for stdin", path, errno);
-    ::close(fd);
-    insert(path);  // removed on every way out from here on (disk full, signals)
-    detail::FileWriter w(path);
+    insert(path);                                      // removed on every way out from here on (disk full, signals)
+    detail::FileWriter w(detail::UniqueFd(fd), path);  // mkstemp's descriptor: the name is never reopened
     std::vector<std::byte> buf(1 << 20);
     for (size_t n; (n = std::fread(buf.data(), 1, buf.size(), stdin)) > 0;) w.write(std::span(buf.data(), n));
     throw_if_interrupted();  // a signal ends the blocking read early: not the end of the input

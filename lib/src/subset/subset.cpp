@@ -207,7 +207,7 @@ std::unique_ptr<Source> open_cache_subset(const fs::path& parent, std::vector<ui
 }
 
 void write_ids_npy(const fs::path& path, const std::vector<uint64_t>& ids) {
-  detail::FileWriter w(path);
+  detail::FileWriter w(path, size_t{256} << 10, detail::FileWriter::Checksum::none, detail::Create::user_output);
   w.write(npy_header("'<i8'", std::vector<uint64_t>{ids.size()}));
   w.write(std::as_bytes(std::span(ids.data(), ids.size())));
   w.close();

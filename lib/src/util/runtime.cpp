@@ -19,6 +19,9 @@
 #include <xxhash.h>
 #include <zstd.h>
 
+#include "util/file_io.hpp"
+#include "util/untrusted.hpp"
+
 #include "slip/error.hpp"
 #include "util/cancel.hpp"
 #include "slip_version_config.hpp"
@@ -135,6 +138,8 @@ void parallel_for(size_t count, unsigned threads, const std::function<void(size_
     body(i);
   });
 }
+
+int open_output_file(const std::filesystem::path& path) { return detail::open_for_writing(path, detail::Create::user_output).release(); }
 
 std::string version() { return SLIP_VERSION_STRING; }
 
