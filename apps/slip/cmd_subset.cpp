@@ -1,5 +1,8 @@
 // slip subset CACHE --field label (--values 0,217 | --values-file F | --names n01440764,...)
 //             [--classes-file F] [--per-class K] [--seed S] [--mode copy|ids] [-o DIR] [--json]
+#include <sys/stat.h>
+
+#include <charconv>
 #include <fstream>
 #include <iostream>
 
@@ -50,6 +53,9 @@ Action setup_subset(CLI::App& sub, const GlobalOptions& global) {
       throw Error(Errc::usage, "give --values, --values-file or --names");
     std::vector<std::string> raw = a->values;
     if (!a->values_file.empty()) {
+      // A FIFO or device would block the open below, where no signal ends the wait.
+      if (struct stat st{}; ::stat(a->values_file.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+        throw Error(Errc::bad_input, "is not a regular file; refused as a values file").with_path(a->values_file);
       std::ifstream in(a->values_file);
       if (!in) throw Error(Errc::io, "cannot read values file").with_path(a->values_file);
       for (std::string line; std::getline(in, line);)

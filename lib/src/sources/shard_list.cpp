@@ -8,6 +8,7 @@
 
 #include "slip/error.hpp"
 #include "slip/runtime.hpp"
+#include "util/file_io.hpp"
 #include "util/untrusted.hpp"
 
 namespace slip::detail {
@@ -95,6 +96,7 @@ void expand_into(const std::vector<std::string>& args, std::vector<std::filesyst
               .with_path(lists.back());
       if (lists.size() >= kMaxListDepth)
         throw Error(Errc::bad_input, "@lists nested deeper than " + std::to_string(kMaxListDepth) + " levels").with_path(file);
+      detail::check_input_file(file);  // a FIFO or device would block the open below
       std::ifstream in(file);
       if (!in) throw Error(Errc::io, "cannot read the shard list").with_path(file);
       std::vector<std::string> lines;

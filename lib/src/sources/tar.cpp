@@ -6,8 +6,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <set>
 #include <unordered_set>
@@ -52,6 +55,51 @@ struct Member {
 };
 
 using ArchivePtr = std::unique_ptr<archive, decltype(&archive_read_free)>;
+
+// A shard opened for libarchive through open_input_file: a FIFO, device or directory named as
+// a shard is refused before any open that could block (archive_read_open_filename waits on a
+// FIFO for a writer, and no signal ends that wait). The descriptor is the archive's: closed
+// with it, read with read(2).
+struct ShardFile {
+  detail::UniqueFd fd;
+  std::unique_ptr<std::byte[]> buffer;
+  size_t size = 0;
+};
+
+la_ssize_t shard_file_read(archive* a, void* data, const void** out) {
+  auto* f = static_cast<ShardFile*>(data);
+  while (true) {
+    const ssize_t n = ::read(f->fd.get(), f->buffer.get(), f->size);
+    if (n >= 0) {
+      *out = f->buffer.get();
+      return n;
+    }
+    if (errno != EINTR) {
+      archive_set_error(a, errno, "cannot read: %s", std::strerror(errno));
+      return -1;
+    }
+    if (interrupted()) {
+      archive_set_error(a, EINTR, "interrupted");
+      return -1;
+    }
+  }
+}
+
+int shard_file_close(archive*, void* data) {
+  delete static_cast<ShardFile*>(data);  // owned by the archive from archive_read_open on
+  return ARCHIVE_OK;
+}
+
+// Opens `path` into `a` (filters and formats already chosen); ARCHIVE_OK or libarchive's error.
+// Throws Error(bad_input) for what is not a regular file, Error(io) for what cannot be opened.
+int open_shard_file(archive* a, const std::string& path, size_t block_size) {
+  auto file = std::make_unique<ShardFile>();
+  file->fd = detail::open_input_file(path);
+  file->buffer = std::make_unique_for_overwrite<std::byte[]>(block_size);
+  file->size = block_size;
+  // archive_read_open calls the close callback on failure too: it owns `file` from here on.
+  return archive_read_open(a, file.release(), nullptr, shard_file_read, shard_file_close);
+}
 
 // What a shard may hold, from the source options: a member is never read past
 // --max-sample-bytes (the size in its header is checked before reading, the bytes while
@@ -170,7 +218,7 @@ class ShardReader {
     archive_read_support_filter_all(a.get());  // gzip, zstd, xz, bzip2... detected by content
     archive_read_support_format_tar(a.get());
     archive_read_support_format_gnutar(a.get());
-    if (archive_read_open_filename(a.get(), path_.c_str(), 1 << 20) != ARCHIVE_OK)
+    if (open_shard_file(a.get(), path_, 1 << 20) != ARCHIVE_OK)
       throw fail("", 0, std::string("not a readable tar: ") + archive_error_string(a.get()));
     archive_ = std::move(a);
   }
@@ -434,7 +482,8 @@ class TarSource final : public Source {
         uris.push_back(abs.string());
         continue;
       }
-      if (!fs::is_regular_file(abs, ec)) throw Error(Errc::io, "no such tar shard").with_path(s);
+      if (!fs::exists(abs, ec)) throw Error(Errc::io, "no such tar shard").with_path(s);
+      if (!fs::is_regular_file(abs, ec)) detail::check_input_file(abs);  // a FIFO, device, directory: refused, named
       // stdin is named "-" (not its random spool file): the same stream finds the same cache.
       const bool from_stdin = spooled_.count(s) > 0;
       uri += (uri.empty() ? "" : "\n") + (from_stdin ? std::string("-") : abs.string());
@@ -676,7 +725,8 @@ class TarImageFolderSource final : public Source {
     for (const std::string& shard : shards_) {
       std::error_code ec;
       const fs::path abs = fs::absolute(shard, ec).lexically_normal();
-      if (!fs::is_regular_file(abs, ec)) throw Error(Errc::io, "no such tar shard").with_path(shard);
+      if (!fs::exists(abs, ec)) throw Error(Errc::io, "no such tar shard").with_path(shard);
+      if (!fs::is_regular_file(abs, ec)) detail::check_input_file(abs);  // a FIFO, device, directory: refused, named
       const bool from_stdin = spooled_.count(shard) > 0;
       uri += (uri.empty() ? "" : "\n") + (from_stdin ? std::string("-") : abs.string());
       uris_.push_back(from_stdin ? std::string("-") : abs.string());
@@ -780,7 +830,7 @@ class TarImageFolderSource final : public Source {
     archive_read_support_filter_all(a.get());
     archive_read_support_format_tar(a.get());
     archive_read_support_format_gnutar(a.get());
-    if (archive_read_open_filename(a.get(), path.c_str(), 1 << 20) != ARCHIVE_OK)
+    if (open_shard_file(a.get(), path, 1 << 20) != ARCHIVE_OK)
       throw Error(Errc::bad_input, std::string("not a readable tar: ") + archive_error_string(a.get())).with_path(path);
     return a;
   }

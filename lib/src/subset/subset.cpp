@@ -30,6 +30,7 @@ std::string class_of_path(std::string_view path) {
 std::vector<int64_t> names_to_values(const Cache& cache, const SubsetSelection& sel) {
   std::map<std::string, int64_t> by_name;
   if (!sel.classes_file.empty()) {
+    detail::check_input_file(sel.classes_file);  // a FIFO or device would block the open below
     std::ifstream in(sel.classes_file);
     if (!in) throw Error(Errc::io, "cannot read classes file").with_path(sel.classes_file.string());
     std::string line;

@@ -18,6 +18,16 @@ namespace slip::detail {
 
 namespace {
 
+const char* file_kind(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  return "of an unknown kind";
+}
+
 // Opens `path` for reading: never blocks on a FIFO (O_NONBLOCK), refuses anything but a
 // regular file and, for Open::cache_file, symbolic links (O_NOFOLLOW). Returns the fd and
 // fills `st`; throws Error naming the path.
@@ -36,19 +46,11 @@ int open_regular_file(const std::string& path, Open mode, struct stat& st) {
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    throw Error(strict ? Errc::bad_input : Errc::io, "is not a regular file").with_path(path);
+    // A FIFO, device or directory where a file is expected (a LitData chunk, a cache file) is
+    // bad input, whoever named it.
+    throw Error(Errc::bad_input, std::string("is not a regular file (") + file_kind(st.st_mode) + ")").with_path(path);
   }
   return fd;
-}
-
-const char* file_kind(mode_t mode) {
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISSOCK(mode)) return "a socket";
-  if (S_ISLNK(mode)) return "a symbolic link";
-  return "not a regular file";
 }
 
 // The system's own links, which nobody else can plant: /dev/stdout, /dev/stderr, /dev/fd/N (a
@@ -201,9 +203,12 @@ void MappedFile::advise_sequential() const noexcept {
 }
 
 void prefetch_file(const std::filesystem::path& path) noexcept {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO among the files (a LitData chunk after the first) must not block here;
+  // whoever reads it next refuses it.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return;
-  ::posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) ::posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);
   ::close(fd);
 }
 
