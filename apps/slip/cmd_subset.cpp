@@ -68,13 +68,11 @@ Action setup_subset(CLI::App& sub, const GlobalOptions& global) {
         a->sel.str_values.push_back(v);
         continue;
       }
-      try {
-        size_t used = 0;
-        a->sel.values.push_back(std::stoll(v, &used));
-        if (used != v.size()) throw std::invalid_argument(v);
-      } catch (const std::exception&) {
-        throw Error(Errc::usage, "not an integer value: \"" + v + "\"");
-      }
+      int64_t value = 0;
+      const auto [end, error] = std::from_chars(v.data(), v.data() + v.size(), value);
+      if (v.empty() || error != std::errc() || end != v.data() + v.size())
+        throw Error(Errc::usage, "not an integer value (or beyond 64 bits): \"" + printable(v) + "\"");
+      a->sel.values.push_back(value);
     }
     a->sel.classes_file = a->classes_file;
     const std::vector<uint64_t> ids = select_samples(cache, a->sel);

@@ -193,6 +193,7 @@ void prepare_image(Value& v, NonJpegPolicy policy, bool to_yuv420, bool restarts
       try {
         return store_as_yuv420(v, decode_to_rgb(v.bytes));
       } catch (const Error& e) {
+        if (e.code() != Errc::bad_input) throw;  // an I/O error or an interruption is not the sample's fault
         return problem("JPEG that does not decode: " + e.message());
       }
     }
@@ -230,6 +231,7 @@ void prepare_image(Value& v, NonJpegPolicy policy, bool to_yuv420, bool restarts
         out.transcoded_fields.push_back(field);
         out.transcode_reason = why_not_jpeg + " re-encoded as RGB JPEG q100";
       } catch (const Error& e) {
+        if (e.code() != Errc::bad_input) throw;
         return problem(why_not_jpeg + " that does not decode: " + e.message());
       }
       return;

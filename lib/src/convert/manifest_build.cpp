@@ -53,12 +53,12 @@ ShardSpec parse_shard(const std::string& text, const Environment& env) {
     s.task_min = min ? static_cast<uint64_t>(number("SLURM_ARRAY_TASK_MIN", min)) : 0;
     return s;
   }
-  unsigned long long i = 0, n = 0;
-  char extra = 0;
-  // Digits only: %llu alone would read "1/-2" as 1 of 18446744073709551614.
-  if (text.find_first_not_of("0123456789/") != std::string::npos || std::sscanf(text.c_str(), "%llu/%llu%c", &i, &n, &extra) != 2 ||
-      n == 0 || i >= n)
-    throw Error(Errc::usage, "--shard wants I/N with 0 <= I < N (or auto), got \"" + text + "\"");
+  // Digits only, within 64 bits: %llu would read "1/-2" as 1 of 18446744073709551614.
+  const auto slash = text.find('/');
+  const auto index = slash == std::string::npos ? std::nullopt : detail::parse_decimal<uint64_t>(std::string_view(text).substr(0, slash));
+  const auto count = slash == std::string::npos ? std::nullopt : detail::parse_decimal<uint64_t>(std::string_view(text).substr(slash + 1));
+  const uint64_t i = index.value_or(0), n = count.value_or(0);
+  if (!index || !count || n == 0 || i >= n) throw Error(Errc::usage, "--shard wants I/N with 0 <= I < N (or auto), got \"" + text + "\"");
   s.index = i;
   s.count = n;
   return s;

@@ -61,10 +61,7 @@ std::string header(const Headers& h, const char* name) {
   return it == h.end() ? std::string() : it->second;
 }
 
-std::optional<uint64_t> parse_u64(const std::string& s) {
-  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos || s.size() > 19) return std::nullopt;
-  return std::stoull(s);
-}
+std::optional<uint64_t> parse_u64(const std::string& s) { return detail::parse_decimal<uint64_t>(s); }
 
 std::string unquote(std::string s) {
   if (s.starts_with("W/")) return s;  // weak validators stay as they are

@@ -32,6 +32,7 @@
 #include "util/cancel.hpp"
 #include "util/file_io.hpp"
 #include "util/log.hpp"
+#include "util/untrusted.hpp"
 
 namespace slip {
 
@@ -112,9 +113,9 @@ struct TarLimits {
 TarLimits tar_limits(const SourceOptions& options) {
   TarLimits l;
   if (auto v = options.get("max-sample-bytes")) {
-    const bool digits = !v->empty() && v->size() <= 19 && v->find_first_not_of("0123456789") == std::string::npos;
-    if (!digits || std::stoull(*v) == 0) throw Error(Errc::usage, "--max-sample-bytes wants a positive byte count, got \"" + *v + "\"");
-    l.max_member_bytes = std::stoull(*v);
+    const auto bytes = detail::parse_decimal<uint64_t>(*v);
+    if (!bytes || *bytes == 0) throw Error(Errc::usage, "--max-sample-bytes wants a positive byte count, got \"" + *v + "\"");
+    l.max_member_bytes = *bytes;
   }
   l.allow_truncated = options.get("allow-truncated").has_value();
   return l;

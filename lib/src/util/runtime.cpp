@@ -102,8 +102,8 @@ unsigned available_cpus() {
 unsigned available_cpus(const Environment& env) {
   unsigned cpus = available_cpus();
   if (const auto slurm = env_value(env, "SLURM_CPUS_PER_TASK")) {
-    const long n = std::atol(slurm->c_str());
-    if (n > 0) cpus = std::min(cpus, static_cast<unsigned>(n));
+    const uint64_t n = detail::parse_decimal<uint64_t>(*slurm).value_or(0);  // not a number: ignored
+    if (n > 0) cpus = static_cast<unsigned>(std::min<uint64_t>(cpus, n));
   }
   return cpus;
 }
