@@ -235,6 +235,12 @@ class LitDataSource final : public Source {
         start = c + 1;
       }
     }
+    // One name per leaf, or none: too few would leave later leaves with their positions as
+    // names, too many would name nothing, and either way the names would not mean what was meant.
+    if (!given.empty() && given.size() != formats.size())
+      throw Error(Errc::usage, "--fields gives " + std::to_string(given.size()) + (given.size() == 1 ? " name" : " names") +
+                                   "; the dataset's samples have " + std::to_string(formats.size()) + " leaves (one name each)")
+          .with_path(index_path_);
     const auto raw_fields = options.get_all("raw-field");
     for (size_t j = 0; j < formats.size(); ++j) {
       if (!formats[j].is_string()) throw bad("data_format entries must be strings");

@@ -535,6 +535,7 @@ class TarSource final : public Source {
     out.source_index = index_++;
     out.problem.reset();
     out.skip.reset();
+    out.filled.clear();
     out.origin = shards_[shard_] + ":" + group.front().key + "@" + std::to_string(group.front().offset);
     out.values.assign(schema_.fields.size(), Value{});
     std::vector<bool> have(schema_.fields.size(), false);
@@ -571,10 +572,24 @@ class TarSource final : public Source {
     for (size_t fi = 0; fi < have.size(); ++fi) {
       if (have[fi] || schema_.fields[fi].name == "key") continue;
       const std::string why = "sample " + group.front().key + " has no ." + ext_of_field_[fi] + " member";
-      if (missing_ == "skip")
+      if (missing_ == "skip") {
         out.skip = why;
-      else if (missing_ == "error")
+      } else if (missing_ == "error") {
         out.problem = why;
+      } else {
+        // --missing empty: a value no real sample has. 0 would be a real class; -1 never is
+        // (docs/FORMAT.md "ledger"), and the ledger says which samples got it.
+        Value& v = out.values[fi];
+        std::string stand_in = "empty";
+        if (schema_.fields[fi].type == FieldType::int64) {
+          v.int_value = -1;
+          stand_in = "-1";
+        } else if (schema_.fields[fi].type == FieldType::float64) {
+          v.float_value = std::numeric_limits<double>::quiet_NaN();
+          stand_in = "NaN";
+        }
+        out.filled.emplace_back(schema_.fields[fi].name, why + "; stored as " + stand_in + " (--missing empty)");
+      }
     }
     const size_t ki = *schema_.find("key");
     out.values[ki].bytes.assign(reinterpret_cast<const std::byte*>(group.front().key.data()),
@@ -679,6 +694,13 @@ class TarSource final : public Source {
       if (m.field == label && !label.empty()) add("label", type_of(label), label);
     if (!label_field_.empty() && !schema_.find("label"))
       throw Error(Errc::usage, "--label-field " + label_field_ + ": no such member in the first sample");
+    // `class/file.jpg` members with nothing else: an ImageFolder packed in a tar, whose labels
+    // are its directories. Read as WebDataset it silently gets no label at all.
+    if (!schema_.find("label") && found_image && first.front().key.find('/') != std::string::npos)
+      detail::warn(
+          "{}: the members (such as {}) look like an ImageFolder (<class>/<file>) but no label member was found: "
+          "the cache gets no label field; for labels from the directories add --layout imagefolder",
+          shards_.front(), first.front().name);
     for (const auto& m : first)
       if (m.field != image && m.field != label) {
         if (m.field == "key" || m.field == "image" || m.field == "label")
