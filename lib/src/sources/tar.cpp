@@ -108,6 +108,10 @@ int open_shard_file(archive* a, const std::string& path, size_t block_size) {
 struct TarLimits {
   uint64_t max_member_bytes = uint64_t{256} << 20;
   bool allow_truncated = false;
+  // Members that are no part of any sample (no extension, links, special files): a few are
+  // named, the rest counted (shared by every reader of the source).
+  std::shared_ptr<detail::RepeatedWarning> skipped_members =
+      std::make_shared<detail::RepeatedWarning>("members skipped (no extension, or a link or special file)");
 };
 
 TarLimits tar_limits(const SourceOptions& options) {
@@ -288,14 +292,14 @@ class ShardReader {
         throw fail(m.name, offset, "unsafe member name (absolute or with '..'); refusing the shard");
       if (type != AE_IFREG || archive_entry_hardlink(e)) {
         const char* kind = archive_entry_symlink(e) ? "symlink" : archive_entry_hardlink(e) ? "hard link" : "special file";
-        detail::warn("{}: member {} (byte {}): {} skipped, never followed", path_, m.name, offset, kind);
+        limits_.skipped_members->warn("{}: member {} (byte {}): {} skipped, never followed", path_, m.name, offset, kind);
         continue;
       }
       m.offset = offset;
       const std::string base = fs::path(m.name).filename().string();
       const auto dot = base.find('.');
       if (dot == std::string::npos || dot == 0) {
-        detail::warn("{}: member {} (byte {}): no extension, not part of any sample; skipped", path_, m.name, offset);
+        limits_.skipped_members->warn("{}: member {} (byte {}): no extension, not part of any sample; skipped", path_, m.name, offset);
         continue;
       }
       const std::string dir = m.name.substr(0, m.name.size() - base.size());
@@ -647,7 +651,11 @@ class TarSource final : public Source {
     bool found = false;
     for (size_t k = 0; k < shards_.size(); ++k) {  // the first sample of the first shard that has one
       wait_for(k);
-      ShardReader reader(shards_[k], limits_);
+      // Its own count of skipped members: this first pass reads members the conversion reads
+      // again (the log prints each identical warning once).
+      TarLimits first_pass = limits_;
+      first_pass.skipped_members = std::make_shared<detail::RepeatedWarning>("members skipped (no extension, or a link or special file)");
+      ShardReader reader(shards_[k], first_pass);
       if ((found = reader.read_group(first))) break;
     }
     if (!found) throw Error(Errc::bad_input, "the tar holds no samples").with_path(shards_.front());
