@@ -1,6 +1,7 @@
 #include "cli_errors.hpp"
 
 #include <algorithm>
+#include <charconv>
 
 namespace slip::cli {
 
@@ -136,21 +137,21 @@ CLI::Validator at_least(long long min) {
   return CLI::Validator(
       [min](std::string& value) -> std::string {
         // Unsigned values up to 2^64-1 pass; a sign makes it a signed comparison.
+        const char* first = value.data();
+        const char* last = value.data() + value.size();
         const bool digits = !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
-        try {
-          if (digits) {  // stoull throws beyond 2^64-1, which CLI11 would silently saturate
-            const unsigned long long v = std::stoull(value);
-            if (min <= 0 || v >= static_cast<unsigned long long>(min)) return {};
-          }
-          size_t used = 0;
-          const long long v = std::stoll(value, &used);
-          if (used != value.size()) return {};  // not an integer: the conversion names it
-          if (v >= min) return {};
-        } catch (const std::out_of_range&) {
-          return "is out of range (got '" + value + "')";
-        } catch (const std::exception&) {
-          return {};  // not a number: the conversion names it
+        if (digits) {  // beyond 2^64-1 is out of range (CLI11 would silently saturate)
+          unsigned long long v = 0;
+          const auto [end, error] = std::from_chars(first, last, v);
+          if (error == std::errc::result_out_of_range) return "is out of range (got '" + value + "')";
+          if (min <= 0 || v >= static_cast<unsigned long long>(min)) return {};
+          return "must be >= " + std::to_string(min) + " (got '" + value + "')";
         }
+        long long v = 0;
+        const auto [end, error] = std::from_chars(first, last, v);
+        if (error == std::errc::result_out_of_range) return "is out of range (got '" + value + "')";
+        if (error != std::errc() || end != last) return {};  // not an integer: the conversion names it
+        if (v >= min) return {};
         return "must be >= " + std::to_string(min) + " (got '" + value + "')";
       },
       "");

@@ -202,9 +202,7 @@ Action setup_man(CLI::App& sub, const GlobalOptions&) {
     }
     std::filesystem::create_directories(a->output);
     auto write = [&](const std::string& name, const std::string& text) {
-      std::ofstream out(std::filesystem::path(a->output) / name);
-      out << text;
-      if (!out) throw Error(Errc::io, "cannot write").with_path(a->output + "/" + name);
+      write_output((std::filesystem::path(a->output) / name).string(), text, false);  // never through a planted link
     };
     write("slip.1", page_for(root, nullptr, cmds));
     for (const auto& c : cmds) write("slip-" + c.name + ".1", page_for(root, &c, cmds));

@@ -1,5 +1,8 @@
 // slip subset CACHE --field label (--values 0,217 | --values-file F | --names n01440764,...)
 //             [--classes-file F] [--per-class K] [--seed S] [--mode copy|ids] [-o DIR] [--json]
+#include <sys/stat.h>
+
+#include <charconv>
 #include <fstream>
 #include <iostream>
 
@@ -50,6 +53,9 @@ Action setup_subset(CLI::App& sub, const GlobalOptions& global) {
       throw Error(Errc::usage, "give --values, --values-file or --names");
     std::vector<std::string> raw = a->values;
     if (!a->values_file.empty()) {
+      // A FIFO or device would block the open below, where no signal ends the wait.
+      if (struct stat st{}; ::stat(a->values_file.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+        throw Error(Errc::bad_input, "is not a regular file; refused as a values file").with_path(a->values_file);
       std::ifstream in(a->values_file);
       if (!in) throw Error(Errc::io, "cannot read values file").with_path(a->values_file);
       for (std::string line; std::getline(in, line);)
@@ -62,13 +68,11 @@ Action setup_subset(CLI::App& sub, const GlobalOptions& global) {
         a->sel.str_values.push_back(v);
         continue;
       }
-      try {
-        size_t used = 0;
-        a->sel.values.push_back(std::stoll(v, &used));
-        if (used != v.size()) throw std::invalid_argument(v);
-      } catch (const std::exception&) {
-        throw Error(Errc::usage, "not an integer value: \"" + v + "\"");
-      }
+      int64_t value = 0;
+      const auto [end, error] = std::from_chars(v.data(), v.data() + v.size(), value);
+      if (v.empty() || error != std::errc() || end != v.data() + v.size())
+        throw Error(Errc::usage, "not an integer value (or beyond 64 bits): \"" + printable(v) + "\"");
+      a->sel.values.push_back(value);
     }
     a->sel.classes_file = a->classes_file;
     const std::vector<uint64_t> ids = select_samples(cache, a->sel);

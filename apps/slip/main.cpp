@@ -123,6 +123,11 @@ int main(int argc, char** argv) {
     // One line, naming the bad word (README: every usage error is `slip: error: ...`, exit 2).
     spdlog::error("{}", describe_parse_error(app, e));
     return kExitUsage;
+  } catch (const slip::Error& e) {
+    // An option's own parser (--max-sample-bytes 99999999999999999999999) ran inside CLI11:
+    // without this the error ended the process through std::terminate (exit 134).
+    spdlog::error("{}", e.describe());
+    return exit_code(e.code());
   }
   if (global.quiet)
     spdlog::set_level(spdlog::level::err);

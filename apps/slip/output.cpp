@@ -14,20 +14,17 @@
 
 #include "slip/convert.hpp"
 #include "slip/error.hpp"
+#include "slip/runtime.hpp"
 
 namespace slip::cli {
 
 uint64_t parse_count(const std::string& text) {
-  size_t used = 0;
-  unsigned long long v = 0;
-  // stoull would take " 5", "+5" and "-1" (as 18446744073709551615).
-  if (text.empty() || text[0] < '0' || text[0] > '9') throw Error(Errc::usage, "not a number: \"" + text + "\"");
-  try {
-    v = std::stoull(text, &used);
-  } catch (const std::exception&) {
-    throw Error(Errc::usage, "not a number: \"" + text + "\"");
-  }
-  const std::string unit = text.substr(used);
+  uint64_t v = 0;
+  // Digits first (no " 5", "+5" or "-1"), then the unit; from_chars never throws.
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || text[0] < '0' || text[0] > '9') throw Error(Errc::usage, "not a number: \"" + printable(text) + "\"");
+  if (error != std::errc()) throw Error(Errc::usage, "too large: \"" + printable(text) + "\"");
+  const std::string unit(end, text.data() + text.size());
   static const std::pair<const char*, uint64_t> units[] = {
       {"", 1}, {"K", 1000}, {"M", 1000000}, {"G", 1000000000}, {"KiB", 1ull << 10}, {"MiB", 1ull << 20}, {"GiB", 1ull << 30}, {"k", 1000}};
   for (const auto& [name, mult] : units)
@@ -75,7 +72,9 @@ uint64_t parse_unsigned(std::string_view text, std::string_view what) {
   std::string copy(text);
   if (const std::string problem = strict_integer(copy, false); !problem.empty())
     throw Error(Errc::usage, std::string(what) + ": " + problem);
-  return std::stoull(copy);
+  uint64_t value = 0;
+  std::from_chars(copy.data(), copy.data() + copy.size(), value);  // digits within range: checked above
+  return value;
 }
 
 std::filesystem::path output_root(const std::string& given) {
@@ -90,7 +89,9 @@ std::optional<int64_t> source_date_epoch() {
   // As the reproducible-builds convention says: a decimal count of seconds, else an error.
   if (v->size() > 18 || v->find_first_not_of("0123456789") != std::string::npos)
     throw Error(Errc::usage, "SOURCE_DATE_EPOCH=\"" + printable(*v) + "\" is not a number of seconds");
-  return std::stoll(*v);
+  int64_t seconds = 0;
+  std::from_chars(v->data(), v->data() + v->size(), seconds);  // at most 18 digits: checked above
+  return seconds;
 }
 
 bool stdout_is_terminal() { return ::isatty(STDOUT_FILENO) == 1; }
@@ -100,8 +101,14 @@ OutputFile::OutputFile(const std::string& path, bool binary) : path_(path) {
     file_ = stdout;
     return;
   }
-  file_ = std::fopen(path.c_str(), binary ? "wb" : "w");
-  if (!file_) throw_errno("cannot create", path, errno);
+  // Never through a symbolic link (a planted one would redirect the output): open_for_writing.
+  const int fd = open_output_file(path);
+  file_ = ::fdopen(fd, binary ? "wb" : "w");
+  if (!file_) {
+    const int err = errno;
+    ::close(fd);
+    throw_errno("cannot create", path, err);
+  }
 }
 
 OutputFile::~OutputFile() {

@@ -89,7 +89,7 @@ struct LedgerEntry {
   std::optional<uint64_t> sample;  // id in the cache; none when skipped
   std::string origin;              // path / member the sample came from
   std::string field;
-  std::string action;  // "transcoded", "skipped"
+  std::string action;  // "transcoded", "skipped", "filled" (a missing value stored as a stand-in)
   std::string reason;
 };
 

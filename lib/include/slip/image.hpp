@@ -66,6 +66,11 @@ struct ImageSize {
   uint32_t height = 0;
 };
 ImageSize probe_image_size(std::span<const std::byte> data) noexcept;
+// The size every format slip decodes declares in its header, before anything is decoded: as
+// probe_image_size, and the GIF logical screen, the BMP info header (|height|) and the Netpbm
+// header (P1..P6 width and height). 0x0 when the header is cut short or not understood. For
+// pixel limits (--max-image-pixels); the meta table records probe_image_size. Never throws.
+ImageSize declared_image_size(std::span<const std::byte> data) noexcept;
 
 // True when TurboJPEG can decode these bytes straight to RGB (a JPEG that is not CMYK/YCCK):
 // TurboJPEG's own header read must succeed, so zero sizes or unusual sampling give false.

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -61,6 +62,13 @@ unsigned available_cpus(const Environment& env);
 // Runs body(i) for i in [0, count) on up to `threads` threads (the caller's included).
 // The first exception thrown by any body is rethrown after all threads stop.
 void parallel_for(size_t count, unsigned threads, const std::function<void(size_t)>& body);
+
+// Opens (creates or truncates) a file the user named as an output (-o FILE) for writing and
+// returns its descriptor, which the caller closes. Never through a symbolic link, which anyone
+// who can write to its directory could have planted (the system's own /dev/stdout and
+// /dev/fd/N are followed); a FIFO or a device such as /dev/null is written as a shell's
+// redirection would. Throws Error(io) naming the path.
+int open_output_file(const std::filesystem::path& path);
 
 // Library version ("0.1.0") and the versions of the libraries it was built with.
 std::string version();

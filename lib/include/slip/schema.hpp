@@ -101,6 +101,9 @@ struct Sample {
   // The source asks for this sample to be skipped and recorded in the ledger with this reason
   // whatever --on-error says (e.g. tar --missing skip).
   std::optional<std::string> skip;
+  // Fields the source had no value for and filled with a stand-in (tar --missing empty: -1 for
+  // an int, NaN for a float, empty bytes or text), each with why: a `filled` ledger entry each.
+  std::vector<std::pair<std::string, std::string>> filled;
 };
 
 }  // namespace slip

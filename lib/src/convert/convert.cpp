@@ -193,6 +193,7 @@ void prepare_image(Value& v, NonJpegPolicy policy, bool to_yuv420, bool restarts
       try {
         return store_as_yuv420(v, decode_to_rgb(v.bytes));
       } catch (const Error& e) {
+        if (e.code() != Errc::bad_input) throw;  // an I/O error or an interruption is not the sample's fault
         return problem("JPEG that does not decode: " + e.message());
       }
     }
@@ -219,7 +220,8 @@ void prepare_image(Value& v, NonJpegPolicy policy, bool to_yuv420, bool restarts
       return;
     }
     case NonJpegPolicy::transcode: {
-      if (const ImageSize size = probe_image_size(v.bytes); uint64_t{size.width} * size.height > max_pixels)
+      // Every format's header (GIF, BMP and PNM too), before a decoder allocates for it.
+      if (const ImageSize size = declared_image_size(v.bytes); uint64_t{size.width} * size.height > max_pixels)
         return problem("image of " + std::to_string(size.width) + "x" + std::to_string(size.height) +
                        " pixels exceeds --max-image-pixels " + std::to_string(max_pixels) + " (decompression bomb?)");
       try {
@@ -230,6 +232,7 @@ void prepare_image(Value& v, NonJpegPolicy policy, bool to_yuv420, bool restarts
         out.transcoded_fields.push_back(field);
         out.transcode_reason = why_not_jpeg + " re-encoded as RGB JPEG q100";
       } catch (const Error& e) {
+        if (e.code() != Errc::bad_input) throw;
         return problem(why_not_jpeg + " that does not decode: " + e.message());
       }
       return;
@@ -417,6 +420,8 @@ void run_pipeline(Source& source, const Schema& schema, const ConvertOptions& op
             ++result.skipped;
             continue;
           }
+          for (const auto& [field, why] : s.filled)
+            result.ledger.push_back({s.source_index, writer.count(), s.origin, field, "filled", why});
           for (const std::string& field : p.transcoded_fields) {
             result.ledger.push_back({s.source_index, writer.count(), s.origin, field, "transcoded", p.transcode_reason});
             ++result.transcoded;

@@ -11,6 +11,7 @@
 #include "slip/error.hpp"
 #include "slip/hash.hpp"
 #include "slip/runtime.hpp"
+#include "util/atomic_file.hpp"
 #include "util/file_io.hpp"
 #include "util/untrusted.hpp"
 
@@ -52,12 +53,12 @@ ShardSpec parse_shard(const std::string& text, const Environment& env) {
     s.task_min = min ? static_cast<uint64_t>(number("SLURM_ARRAY_TASK_MIN", min)) : 0;
     return s;
   }
-  unsigned long long i = 0, n = 0;
-  char extra = 0;
-  // Digits only: %llu alone would read "1/-2" as 1 of 18446744073709551614.
-  if (text.find_first_not_of("0123456789/") != std::string::npos || std::sscanf(text.c_str(), "%llu/%llu%c", &i, &n, &extra) != 2 ||
-      n == 0 || i >= n)
-    throw Error(Errc::usage, "--shard wants I/N with 0 <= I < N (or auto), got \"" + text + "\"");
+  // Digits only, within 64 bits: %llu would read "1/-2" as 1 of 18446744073709551614.
+  const auto slash = text.find('/');
+  const auto index = slash == std::string::npos ? std::nullopt : detail::parse_decimal<uint64_t>(std::string_view(text).substr(0, slash));
+  const auto count = slash == std::string::npos ? std::nullopt : detail::parse_decimal<uint64_t>(std::string_view(text).substr(slash + 1));
+  const uint64_t i = index.value_or(0), n = count.value_or(0);
+  if (!index || !count || n == 0 || i >= n) throw Error(Errc::usage, "--shard wants I/N with 0 <= I < N (or auto), got \"" + text + "\"");
   s.index = i;
   s.count = n;
   return s;
@@ -76,14 +77,11 @@ void resolve_auto_shard(const std::filesystem::path& workdir, ShardSpec& shard) 
     // First task to get here records the split; concurrent tasks race on link(), which only
     // one wins: the others read the winner's record (all of one array agree anyway).
     fs::create_directories(workdir, ec);
-    const fs::path tmp = workdir / (".array.json.tmp-" + std::to_string(::getpid()));
-    write_text_file(tmp, "{\"count\": " + std::to_string(shard.count) + ", \"task_min\": " + std::to_string(shard.task_min) + "}\n");
-    if (::link(tmp.c_str(), plan.c_str()) != 0 && errno != EEXIST) {
-      const int err = errno;
-      fs::remove(tmp, ec);
-      throw_errno("cannot record the job-array split", plan.string(), err);
-    }
-    fs::remove(tmp, ec);
+    // A locked fresh name (not ".array.json.tmp-<pid>": PIDs repeat across a cluster's nodes).
+    const TempLock tmp(workdir, "array.json");
+    write_text_file(tmp.path(), "{\"count\": " + std::to_string(shard.count) + ", \"task_min\": " + std::to_string(shard.task_min) + "}\n");
+    if (::link(tmp.path().c_str(), plan.c_str()) != 0 && errno != EEXIST)
+      throw_errno("cannot record the job-array split", plan.string(), errno);
   }
   uint64_t count = 0, task_min = 0;
   try {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <exception>
+#include <new>
 #include <limits>
 #include <optional>
 
@@ -102,7 +104,7 @@ struct Worker {
   RgbImage fallback;
   uint64_t decoded_bytes = 0;
   const std::vector<CropWindow>* forced_windows = nullptr;  // tests: fixed windows instead of the samplers'
-  std::optional<Error> error;
+  std::exception_ptr error;  // the first failure in slot order: an Error with the sample's context, or as thrown
   size_t error_slot = std::numeric_limits<size_t>::max();
 };
 
@@ -125,17 +127,40 @@ struct BatchDecoder::Impl {
 
   Impl(const Cache& c, DecodeOptions o, unsigned threads) : cache(c), options(std::move(o)), workers(threads), pool(threads) {}
 
-  void fail(Worker& w, size_t slot, uint64_t id, std::string message) {
-    if (slot < w.error_slot) {
-      w.error = Error(Errc::bad_input, std::move(message));
-      w.error->with_path(siblings ? siblings->bin_path().string() : (cache.path() / (cache.fields()[field].name + ".bin")).string())
-          .with_sample(id);
-      try {
-        w.error->with_offset(record_of(id).data_ptr);
-      } catch (const Error&) {
-      }
-      w.error_slot = slot;
+  // A sample's bytes are bad: the error names the payload file, the sample and its offset.
+  void fail(Worker& w, size_t slot, uint64_t id, const std::string& message) { record(w, slot, named_error(Errc::bad_input, message, id)); }
+  // Records the exception in flight (called from a catch block). Each keeps its class: a
+  // corrupt payload stays bad input, an I/O error or an interruption stays what it is, and
+  // std::bad_alloc is rethrown as itself ("out of memory", not a verdict on the cache).
+  void fail(Worker& w, size_t slot, uint64_t id) {
+    try {
+      throw;
+    } catch (const std::bad_alloc&) {
+      record(w, slot, std::current_exception());
+    } catch (const Error& e) {
+      record(w, slot, named_error(e.code(), e.message(), id));
+    } catch (const std::exception& e) {  // (std::length_error and the like): the sample's bytes
+      record(w, slot, named_error(Errc::bad_input, e.what(), id));
+    } catch (...) {
+      record(w, slot, std::current_exception());
     }
+  }
+  void record(Worker& w, size_t slot, std::exception_ptr error) {
+    if (slot >= w.error_slot) return;  // the first failure in slot order is reported
+    w.error_slot = slot;
+    w.error = std::move(error);
+  }
+  std::exception_ptr named_error(Errc code, const std::string& message, uint64_t id) const {
+    Error e(code, message);
+    e.with_path(payload_file()).with_sample(id);
+    try {
+      e.with_offset(record_of(id).data_ptr);
+    } catch (const Error&) {
+    }
+    return std::make_exception_ptr(e);
+  }
+  std::string payload_file() const {
+    return siblings ? siblings->bin_path().string() : (cache.path() / (cache.fields()[field].name + ".bin")).string();
   }
 
   // Fills w.windows / w.sizes: one window per crop (or the whole image when `full`).
@@ -430,6 +455,7 @@ struct BatchDecoder::Impl {
     try {
       w.fallback = decode_to_rgb(payload);
     } catch (const Error& e) {
+      if (e.code() != Errc::bad_input) throw;  // an interruption or an I/O error keeps its class
       fail(w, slot, id, e.message());
       return false;
     }
@@ -519,12 +545,12 @@ struct BatchDecoder::Impl {
     for (Worker& w : workers)
       if (w.error && (!first || w.error_slot < first->error_slot)) first = &w;
     if (!first) return;
-    Error e = *first->error;
+    const std::exception_ptr e = first->error;
     for (Worker& w : workers) {
-      w.error.reset();
+      w.error = nullptr;
       w.error_slot = std::numeric_limits<size_t>::max();
     }
-    throw e;
+    std::rethrow_exception(e);
   }
 };
 
@@ -583,10 +609,8 @@ void BatchDecoder::decode(std::span<const uint64_t> ids, uint64_t epoch, std::sp
   const detail::WorkerPool::Body body = [&](unsigned thread, size_t slot) {
     try {
       impl.process(thread, slot, ids[slot], outputs);
-    } catch (const Error& e) {
-      impl.fail(impl.workers[thread], slot, ids[slot], e.message());
-    } catch (const std::exception& e) {
-      impl.fail(impl.workers[thread], slot, ids[slot], e.what());
+    } catch (...) {
+      impl.fail(impl.workers[thread], slot, ids[slot]);
     }
   };
   impl.pool.run(ids.size(), body);
@@ -607,8 +631,8 @@ uint64_t BatchDecoder::decode_full(std::span<const uint64_t> ids, std::span<uint
     try {
       RgbView view;
       double s, ox, oy;
-      if (impl.prepare(w, slot, ids[slot], true, view, s, ox, oy))
-        w.decoded_bytes += static_cast<uint64_t>(view.width) * static_cast<uint64_t>(view.height) * 3;
+      if (!impl.prepare(w, slot, ids[slot], true, view, s, ox, oy)) return;  // failed: recorded
+      w.decoded_bytes += static_cast<uint64_t>(view.width) * static_cast<uint64_t>(view.height) * 3;
       if (!digests.empty()) {
         Xxh3 rows;
         for (int y = 0; y < view.height; ++y)
@@ -616,10 +640,8 @@ uint64_t BatchDecoder::decode_full(std::span<const uint64_t> ids, std::span<uint
               {reinterpret_cast<const std::byte*>(view.data) + static_cast<size_t>(y) * view.stride, static_cast<size_t>(view.width) * 3});
         digests[slot] = rows.digest();
       }
-    } catch (const Error& e) {
-      impl.fail(w, slot, ids[slot], e.message());
-    } catch (const std::exception& e) {
-      impl.fail(w, slot, ids[slot], e.what());
+    } catch (...) {
+      impl.fail(w, slot, ids[slot]);
     }
   };
   impl.pool.run(ids.size(), body);

@@ -2,6 +2,8 @@
 //
 // Everything here runs on untrusted bytes (and is fuzzed): every read is preceded by a bounds
 // check against data.size(), and offsets are size_t so they cannot wrap on any real input.
+#include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -125,6 +127,46 @@ ImageSize probe_image_size(std::span<const std::byte> data) noexcept {
   // IHDR must be the first chunk, so its width/height sit at fixed offsets 16 and 20.
   if (data.size() >= 24 && starts_with(data, kPngSignature)) return {be32(data, 16), be32(data, 20)};
   return {};
+}
+
+ImageSize declared_image_size(std::span<const std::byte> data) noexcept {
+  auto le16 = [&](size_t i) { return uint32_t{at(data, i)} | uint32_t{at(data, i + 1)} << 8; };
+  switch (sniff_image_format(data)) {
+    case ImageFormat::jpeg:
+    case ImageFormat::png:
+      return probe_image_size(data);
+    case ImageFormat::gif:  // "GIF89a", then the logical screen's width and height (what stb decodes to)
+      return data.size() >= 10 ? ImageSize{le16(6), le16(8)} : ImageSize{};
+    case ImageFormat::bmp: {  // BITMAPFILEHEADER (14 bytes), then the info header: its size, then the sizes
+      if (data.size() < 26) return {};
+      const uint32_t info_size = le16(14) | le16(16) << 16;
+      if (info_size == 12) return {le16(18), le16(20)};  // BITMAPCOREHEADER: 16-bit sizes
+      auto abs32 = [&](size_t i) {
+        const auto v = static_cast<int32_t>(le16(i) | le16(i + 2) << 16);
+        return v < 0 ? uint32_t{0} - static_cast<uint32_t>(v) : static_cast<uint32_t>(v);  // top-down: negative height
+      };
+      return {abs32(18), abs32(22)};
+    }
+    case ImageFormat::ppm: {  // "P6", then width and height in decimal, '#' comments between
+      size_t i = 2;
+      uint32_t size[2] = {0, 0};
+      for (uint32_t& value : size) {
+        while (i < data.size() && (std::isspace(at(data, i)) || at(data, i) == '#')) {
+          if (at(data, i) == '#')
+            while (i < data.size() && at(data, i) != '\n') ++i;
+          else
+            ++i;
+        }
+        if (i >= data.size() || !std::isdigit(at(data, i))) return {};
+        uint64_t v = 0;
+        for (; i < data.size() && std::isdigit(at(data, i)); ++i) v = std::min<uint64_t>(v * 10 + (at(data, i) - '0'), UINT32_MAX);
+        value = static_cast<uint32_t>(v);
+      }
+      return {size[0], size[1]};
+    }
+    default:
+      return {};
+  }
 }
 
 bool jpeg_decodes_to_rgb(std::span<const std::byte> data) noexcept {

@@ -61,10 +61,7 @@ std::string header(const Headers& h, const char* name) {
   return it == h.end() ? std::string() : it->second;
 }
 
-std::optional<uint64_t> parse_u64(const std::string& s) {
-  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos || s.size() > 19) return std::nullopt;
-  return std::stoull(s);
-}
+std::optional<uint64_t> parse_u64(const std::string& s) { return detail::parse_decimal<uint64_t>(s); }
 
 std::string unquote(std::string s) {
   if (s.starts_with("W/")) return s;  // weak validators stay as they are
@@ -98,8 +95,8 @@ struct AttemptFailure {
 class PartWriter {
  public:
   PartWriter(const fs::path& path, bool append) : path_(path) {
-    fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC), 0644);
-    if (fd_ < 0) throw_errno("cannot write the download", path.string(), errno);
+    // Never through a link planted in a shared download directory (open_for_writing).
+    fd_ = detail::open_for_writing(path, append ? detail::Create::append : detail::Create::replace).release();
   }
   ~PartWriter() {
     if (fd_ >= 0) ::close(fd_);
@@ -183,8 +180,14 @@ ObjectInfo probe(const DownloadItem& item, const RemoteOptions& options) {
 
 DownloadOutcome download(const DownloadItem& item, const RemoteOptions& options, uint64_t* bytes) {
   std::error_code ec;
-  fs::create_directories(item.dest.parent_path(), ec);
-  if (ec) throw_errno("cannot create the download directory", item.dest.parent_path().string(), ec.value());
+  if (!item.download_dir.empty()) {
+    // Below the download directory, which others may share: never through a planted link
+    // or another user's directory (docs/HOSTILE_INPUTS.md, "shared download directories").
+    detail::make_owned_directories(item.download_dir, item.dest.parent_path().lexically_relative(item.download_dir));
+  } else {
+    fs::create_directories(item.dest.parent_path(), ec);
+    if (ec) throw_errno("cannot create the download directory", item.dest.parent_path().string(), ec.value());
+  }
   const fs::path part = item.dest.string() + ".part";
   const fs::path record = item.dest.string() + ".slipdl";  // validators of dest or of part
   detail::FileLock lock(item.dest.string() + ".lock", "the download lock");

@@ -20,6 +20,9 @@ struct DownloadItem {
   // Builds the GET with the given extra headers (Range, If-Range, If-None-Match...), signed now.
   std::function<Transfer(std::vector<std::string> extra_headers)> make_get;
   std::filesystem::path dest;
+  // The download directory dest lies in: the directories between them are created and checked
+  // one at a time (no link, none owned by another user). Empty: dest's directory is created as is.
+  std::filesystem::path download_dir;
   std::optional<uint64_t> expected_size;  // from a listing
   std::string expected_etag;              // from a listing (S3)
   bool etag_is_content_md5 = false;       // S3: a quoted 32-hex ETag is the MD5 of the object

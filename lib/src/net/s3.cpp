@@ -10,6 +10,7 @@
 #include "slip/error.hpp"
 #include "slip/runtime.hpp"
 #include "slip/hash.hpp"
+#include "util/untrusted.hpp"
 
 namespace slip::net {
 
@@ -86,9 +87,10 @@ S3ListPage parse_list_objects_v2(std::string_view xml) {
     S3Object o;
     o.key = key->text;
     const std::string& size_text = size->text;
-    char* size_end = nullptr;
-    o.size = std::strtoull(size_text.c_str(), &size_end, 10);
-    if (size_text.empty() || *size_end || size_text[0] == '-') throw Error(Errc::bad_input, "S3 listing: bad Size \"" + size_text + "\"");
+    // Digits within 64 bits (strtoull saturated 10^30 to 2^64-1 without a word).
+    const auto parsed_size = detail::parse_decimal<uint64_t>(size_text);
+    if (!parsed_size) throw Error(Errc::bad_input, "S3 listing: bad Size \"" + detail::escape_for_terminal(size_text) + "\"");
+    o.size = *parsed_size;
     if (const XmlElement* modified = contents.child("LastModified")) o.last_modified = parse_iso8601_utc(modified->text);
     if (etag) {
       o.etag = etag->text;

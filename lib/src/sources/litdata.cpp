@@ -86,7 +86,12 @@ std::array<uint8_t, 3> pil_to_rgb(const std::string& mode, const uint8_t* p) {
           srgb(0.0557 * X - 0.2040 * Y + 1.0570 * Z)};
 }
 
-uint64_t itemsize(const std::string& d) { return d.empty() ? 0 : std::stoull(d.substr(2)); }
+// "<f8" -> 8 (dtypes come from numpy_dtype/torch_dtype, never from the source's bytes).
+uint64_t itemsize(const std::string& d) {
+  const auto size = d.size() < 2 ? std::nullopt : detail::parse_decimal<uint64_t>(std::string_view(d).substr(2));
+  if (!size || *size == 0) throw Error(Errc::bad_input, "dtype \"" + detail::escape_for_terminal(d) + "\" has no element size");
+  return *size;
+}
 
 struct Leaf {
   std::string name, format, base, suffix;
@@ -230,6 +235,12 @@ class LitDataSource final : public Source {
         start = c + 1;
       }
     }
+    // One name per leaf, or none: too few would leave later leaves with their positions as
+    // names, too many would name nothing, and either way the names would not mean what was meant.
+    if (!given.empty() && given.size() != formats.size())
+      throw Error(Errc::usage, "--fields gives " + std::to_string(given.size()) + (given.size() == 1 ? " name" : " names") +
+                                   "; the dataset's samples have " + std::to_string(formats.size()) + " leaves (one name each)")
+          .with_path(index_path_);
     const auto raw_fields = options.get_all("raw-field");
     for (size_t j = 0; j < formats.size(); ++j) {
       if (!formats[j].is_string()) throw bad("data_format entries must be strings");
@@ -413,8 +424,7 @@ class LitDataSource final : public Source {
     if (leaf.base == "no_header_numpy" || leaf.base == "no_header_tensor") {
       // The suffix is a small dtype index; anything else is an unknown dtype, not a crash.
       const std::string& sfx = leaf.suffix;
-      const bool numeric = !sfx.empty() && sfx.size() <= 3 && sfx.find_first_not_of("0123456789") == std::string::npos;
-      const unsigned long index = numeric ? std::stoul(sfx) : 99;
+      const unsigned long index = detail::parse_decimal<unsigned long>(sfx).value_or(99);
       dtype = leaf.base == "no_header_numpy" ? numpy_dtype(index) : torch_dtype(index);
       if (dtype.empty()) throw bad("unknown dtype index \"" + detail::escape_for_terminal(leaf.suffix) + "\"");
       if (p.size() % itemsize(dtype)) throw bad("payload is not a whole number of elements");

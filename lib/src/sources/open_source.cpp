@@ -10,6 +10,7 @@
 #include "slip/remote.hpp"
 #include "sources/source_registry.hpp"
 #include "util/cancel.hpp"
+#include "util/untrusted.hpp"
 
 namespace slip {
 
@@ -139,11 +140,8 @@ std::string source_summary(const std::vector<std::string>& uris, std::string_vie
 namespace slip::detail {
 
 uint64_t parse_io_depth(const std::string& text) {
-  uint64_t value = 0;
-  const bool digits =
-      !text.empty() && text.size() <= 4 && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
-  if (digits) value = std::stoull(text);
-  if (!digits || value < 1 || value > 1024) throw Error(Errc::usage, "--io-depth must be a number from 1 to 1024, got \"" + text + "\"");
+  const uint64_t value = text.size() <= 4 ? parse_decimal<uint64_t>(text).value_or(0) : 0;
+  if (value < 1 || value > 1024) throw Error(Errc::usage, "--io-depth must be a number from 1 to 1024, got \"" + text + "\"");
   return value;
 }
 

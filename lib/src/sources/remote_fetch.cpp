@@ -167,6 +167,7 @@ class Fetcher {
       DownloadItem item;
       item.uri = net::S3Client::uri(loc.bucket, o.key);
       item.dest = net::local_path_for(dir_, "s3", loc.bucket, o.key);
+      item.download_dir = dir_;
       item.expected_size = o.size;
       item.expected_etag = o.etag;
       item.etag_is_content_md5 = true;
@@ -242,6 +243,7 @@ class Fetcher {
       DownloadItem item;
       item.uri = redact_uri(url);
       item.dest = net::local_path_for(dir_, u.scheme, u.authority, path);
+      item.download_dir = dir_;
       item.make_get = [this, url](std::vector<std::string> extra) {
         net::Transfer t;
         t.url = url;

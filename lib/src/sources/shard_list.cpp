@@ -8,6 +8,7 @@
 
 #include "slip/error.hpp"
 #include "slip/runtime.hpp"
+#include "util/file_io.hpp"
 #include "util/untrusted.hpp"
 
 namespace slip::detail {
@@ -44,10 +45,13 @@ std::vector<std::string> expand_braces_bounded(const std::string& s, const std::
     if (a.empty() || b.empty() || a.find_first_not_of("0123456789") != std::string::npos ||
         b.find_first_not_of("0123456789") != std::string::npos)
       throw Error(Errc::usage, "brace range {" + body + "} is not {first..last} of numbers");
-    const unsigned long long lo = std::stoull(a), hi = std::stoull(b);
+    const auto first = parse_decimal<uint64_t>(a), last = parse_decimal<uint64_t>(b);
+    if (!first || !last)
+      throw Error(Errc::usage, "brace range {" + escape_for_terminal(body) + "} has a number beyond 2^64-1 (and would be too large)");
+    const uint64_t lo = *first, hi = *last;
     if (hi < lo || hi - lo > 10000000) throw Error(Errc::usage, "brace range {" + body + "} is empty or too large");
     const size_t width = a.size() > 1 && a[0] == '0' ? a.size() : 0;  // zero-padded like WebDataset
-    for (unsigned long long v = lo; v <= hi; ++v) {
+    for (uint64_t v = lo; v <= hi; ++v) {
       std::string n = std::to_string(v);
       if (n.size() < width) n.insert(0, width - n.size(), '0');
       items.push_back(n);
@@ -95,6 +99,7 @@ void expand_into(const std::vector<std::string>& args, std::vector<std::filesyst
               .with_path(lists.back());
       if (lists.size() >= kMaxListDepth)
         throw Error(Errc::bad_input, "@lists nested deeper than " + std::to_string(kMaxListDepth) + " levels").with_path(file);
+      detail::check_input_file(file);  // a FIFO or device would block the open below
       std::ifstream in(file);
       if (!in) throw Error(Errc::io, "cannot read the shard list").with_path(file);
       std::vector<std::string> lines;

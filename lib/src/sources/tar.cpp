@@ -6,8 +6,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <set>
 #include <unordered_set>
@@ -30,6 +33,7 @@
 #include "util/cancel.hpp"
 #include "util/file_io.hpp"
 #include "util/log.hpp"
+#include "util/untrusted.hpp"
 
 namespace slip {
 
@@ -54,20 +58,69 @@ struct Member {
 
 using ArchivePtr = std::unique_ptr<archive, decltype(&archive_read_free)>;
 
+// A shard opened for libarchive through open_input_file: a FIFO, device or directory named as
+// a shard is refused before any open that could block (archive_read_open_filename waits on a
+// FIFO for a writer, and no signal ends that wait). The descriptor is the archive's: closed
+// with it, read with read(2).
+struct ShardFile {
+  detail::UniqueFd fd;
+  std::unique_ptr<std::byte[]> buffer;
+  size_t size = 0;
+};
+
+la_ssize_t shard_file_read(archive* a, void* data, const void** out) {
+  auto* f = static_cast<ShardFile*>(data);
+  while (true) {
+    const ssize_t n = ::read(f->fd.get(), f->buffer.get(), f->size);
+    if (n >= 0) {
+      *out = f->buffer.get();
+      return n;
+    }
+    if (errno != EINTR) {
+      archive_set_error(a, errno, "cannot read: %s", std::strerror(errno));
+      return -1;
+    }
+    if (interrupted()) {
+      archive_set_error(a, EINTR, "interrupted");
+      return -1;
+    }
+  }
+}
+
+int shard_file_close(archive*, void* data) {
+  delete static_cast<ShardFile*>(data);  // owned by the archive from archive_read_open on
+  return ARCHIVE_OK;
+}
+
+// Opens `path` into `a` (filters and formats already chosen); ARCHIVE_OK or libarchive's error.
+// Throws Error(bad_input) for what is not a regular file, Error(io) for what cannot be opened.
+int open_shard_file(archive* a, const std::string& path, size_t block_size) {
+  auto file = std::make_unique<ShardFile>();
+  file->fd = detail::open_input_file(path);
+  file->buffer = std::make_unique_for_overwrite<std::byte[]>(block_size);
+  file->size = block_size;
+  // archive_read_open calls the close callback on failure too: it owns `file` from here on.
+  return archive_read_open(a, file.release(), nullptr, shard_file_read, shard_file_close);
+}
+
 // What a shard may hold, from the source options: a member is never read past
 // --max-sample-bytes (the size in its header is checked before reading, the bytes while
 // reading), and a shard must end with tar's end-of-archive blocks unless --allow-truncated.
 struct TarLimits {
   uint64_t max_member_bytes = uint64_t{256} << 20;
   bool allow_truncated = false;
+  // Members that are no part of any sample (no extension, links, special files): a few are
+  // named, the rest counted (shared by every reader of the source).
+  std::shared_ptr<detail::RepeatedWarning> skipped_members =
+      std::make_shared<detail::RepeatedWarning>("members skipped (no extension, or a link or special file)");
 };
 
 TarLimits tar_limits(const SourceOptions& options) {
   TarLimits l;
   if (auto v = options.get("max-sample-bytes")) {
-    const bool digits = !v->empty() && v->size() <= 19 && v->find_first_not_of("0123456789") == std::string::npos;
-    if (!digits || std::stoull(*v) == 0) throw Error(Errc::usage, "--max-sample-bytes wants a positive byte count, got \"" + *v + "\"");
-    l.max_member_bytes = std::stoull(*v);
+    const auto bytes = detail::parse_decimal<uint64_t>(*v);
+    if (!bytes || *bytes == 0) throw Error(Errc::usage, "--max-sample-bytes wants a positive byte count, got \"" + *v + "\"");
+    l.max_member_bytes = *bytes;
   }
   l.allow_truncated = options.get("allow-truncated").has_value();
   return l;
@@ -150,9 +203,8 @@ struct StdinSpools : std::set<std::string> {
     std::string path = (fs::temp_directory_path() / "slip-stdin-XXXXXX").string();
     const int fd = ::mkstemp(path.data());
     if (fd < 0) throw_errno("cannot create a temporary file for stdin", path, errno);
-    ::close(fd);
-    insert(path);  // removed on every way out from here on (disk full, signals)
-    detail::FileWriter w(path);
+    insert(path);                                      // removed on every way out from here on (disk full, signals)
+    detail::FileWriter w(detail::UniqueFd(fd), path);  // mkstemp's descriptor: the name is never reopened
     std::vector<std::byte> buf(1 << 20);
     for (size_t n; (n = std::fread(buf.data(), 1, buf.size(), stdin)) > 0;) w.write(std::span(buf.data(), n));
     throw_if_interrupted();  // a signal ends the blocking read early: not the end of the input
@@ -172,7 +224,7 @@ class ShardReader {
     archive_read_support_filter_all(a.get());  // gzip, zstd, xz, bzip2... detected by content
     archive_read_support_format_tar(a.get());
     archive_read_support_format_gnutar(a.get());
-    if (archive_read_open_filename(a.get(), path_.c_str(), 1 << 20) != ARCHIVE_OK)
+    if (open_shard_file(a.get(), path_, 1 << 20) != ARCHIVE_OK)
       throw fail("", 0, std::string("not a readable tar: ") + archive_error_string(a.get()));
     archive_ = std::move(a);
   }
@@ -241,14 +293,14 @@ class ShardReader {
         throw fail(m.name, offset, "unsafe member name (absolute or with '..'); refusing the shard");
       if (type != AE_IFREG || archive_entry_hardlink(e)) {
         const char* kind = archive_entry_symlink(e) ? "symlink" : archive_entry_hardlink(e) ? "hard link" : "special file";
-        detail::warn("{}: member {} (byte {}): {} skipped, never followed", path_, m.name, offset, kind);
+        limits_.skipped_members->warn("{}: member {} (byte {}): {} skipped, never followed", path_, m.name, offset, kind);
         continue;
       }
       m.offset = offset;
       const std::string base = fs::path(m.name).filename().string();
       const auto dot = base.find('.');
       if (dot == std::string::npos || dot == 0) {
-        detail::warn("{}: member {} (byte {}): no extension, not part of any sample; skipped", path_, m.name, offset);
+        limits_.skipped_members->warn("{}: member {} (byte {}): no extension, not part of any sample; skipped", path_, m.name, offset);
         continue;
       }
       const std::string dir = m.name.substr(0, m.name.size() - base.size());
@@ -436,7 +488,8 @@ class TarSource final : public Source {
         uris.push_back(abs.string());
         continue;
       }
-      if (!fs::is_regular_file(abs, ec)) throw Error(Errc::io, "no such tar shard").with_path(s);
+      if (!fs::exists(abs, ec)) throw Error(Errc::io, "no such tar shard").with_path(s);
+      if (!fs::is_regular_file(abs, ec)) detail::check_input_file(abs);  // a FIFO, device, directory: refused, named
       // stdin is named "-" (not its random spool file): the same stream finds the same cache.
       const bool from_stdin = spooled_.count(s) > 0;
       uri += (uri.empty() ? "" : "\n") + (from_stdin ? std::string("-") : abs.string());
@@ -487,6 +540,7 @@ class TarSource final : public Source {
     out.source_index = index_++;
     out.problem.reset();
     out.skip.reset();
+    out.filled.clear();
     out.origin = shards_[shard_] + ":" + group.front().key + "@" + std::to_string(group.front().offset);
     out.values.assign(schema_.fields.size(), Value{});
     std::vector<bool> have(schema_.fields.size(), false);
@@ -523,10 +577,24 @@ class TarSource final : public Source {
     for (size_t fi = 0; fi < have.size(); ++fi) {
       if (have[fi] || schema_.fields[fi].name == "key") continue;
       const std::string why = "sample " + group.front().key + " has no ." + ext_of_field_[fi] + " member";
-      if (missing_ == "skip")
+      if (missing_ == "skip") {
         out.skip = why;
-      else if (missing_ == "error")
+      } else if (missing_ == "error") {
         out.problem = why;
+      } else {
+        // --missing empty: a value no real sample has. 0 would be a real class; -1 never is
+        // (docs/FORMAT.md "ledger"), and the ledger says which samples got it.
+        Value& v = out.values[fi];
+        std::string stand_in = "empty";
+        if (schema_.fields[fi].type == FieldType::int64) {
+          v.int_value = -1;
+          stand_in = "-1";
+        } else if (schema_.fields[fi].type == FieldType::float64) {
+          v.float_value = std::numeric_limits<double>::quiet_NaN();
+          stand_in = "NaN";
+        }
+        out.filled.emplace_back(schema_.fields[fi].name, why + "; stored as " + stand_in + " (--missing empty)");
+      }
     }
     const size_t ki = *schema_.find("key");
     out.values[ki].bytes.assign(reinterpret_cast<const std::byte*>(group.front().key.data()),
@@ -584,7 +652,11 @@ class TarSource final : public Source {
     bool found = false;
     for (size_t k = 0; k < shards_.size(); ++k) {  // the first sample of the first shard that has one
       wait_for(k);
-      ShardReader reader(shards_[k], limits_);
+      // Its own count of skipped members: this first pass reads members the conversion reads
+      // again (the log prints each identical warning once).
+      TarLimits first_pass = limits_;
+      first_pass.skipped_members = std::make_shared<detail::RepeatedWarning>("members skipped (no extension, or a link or special file)");
+      ShardReader reader(shards_[k], first_pass);
       if ((found = reader.read_group(first))) break;
     }
     if (!found) throw Error(Errc::bad_input, "the tar holds no samples").with_path(shards_.front());
@@ -631,6 +703,13 @@ class TarSource final : public Source {
       if (m.field == label && !label.empty()) add("label", type_of(label), label);
     if (!label_field_.empty() && !schema_.find("label"))
       throw Error(Errc::usage, "--label-field " + label_field_ + ": no such member in the first sample");
+    // `class/file.jpg` members with nothing else: an ImageFolder packed in a tar, whose labels
+    // are its directories. Read as WebDataset it silently gets no label at all.
+    if (!schema_.find("label") && found_image && first.front().key.find('/') != std::string::npos)
+      detail::warn(
+          "{}: the members (such as {}) look like an ImageFolder (<class>/<file>) but no label member was found: "
+          "the cache gets no label field; for labels from the directories add --layout imagefolder",
+          shards_.front(), first.front().name);
     for (const auto& m : first)
       if (m.field != image && m.field != label) {
         if (m.field == "key" || m.field == "image" || m.field == "label")
@@ -678,7 +757,8 @@ class TarImageFolderSource final : public Source {
     for (const std::string& shard : shards_) {
       std::error_code ec;
       const fs::path abs = fs::absolute(shard, ec).lexically_normal();
-      if (!fs::is_regular_file(abs, ec)) throw Error(Errc::io, "no such tar shard").with_path(shard);
+      if (!fs::exists(abs, ec)) throw Error(Errc::io, "no such tar shard").with_path(shard);
+      if (!fs::is_regular_file(abs, ec)) detail::check_input_file(abs);  // a FIFO, device, directory: refused, named
       const bool from_stdin = spooled_.count(shard) > 0;
       uri += (uri.empty() ? "" : "\n") + (from_stdin ? std::string("-") : abs.string());
       uris_.push_back(from_stdin ? std::string("-") : abs.string());
@@ -782,7 +862,7 @@ class TarImageFolderSource final : public Source {
     archive_read_support_filter_all(a.get());
     archive_read_support_format_tar(a.get());
     archive_read_support_format_gnutar(a.get());
-    if (archive_read_open_filename(a.get(), path.c_str(), 1 << 20) != ARCHIVE_OK)
+    if (open_shard_file(a.get(), path, 1 << 20) != ARCHIVE_OK)
       throw Error(Errc::bad_input, std::string("not a readable tar: ") + archive_error_string(a.get())).with_path(path);
     return a;
   }

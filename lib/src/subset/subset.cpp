@@ -30,6 +30,7 @@ std::string class_of_path(std::string_view path) {
 std::vector<int64_t> names_to_values(const Cache& cache, const SubsetSelection& sel) {
   std::map<std::string, int64_t> by_name;
   if (!sel.classes_file.empty()) {
+    detail::check_input_file(sel.classes_file);  // a FIFO or device would block the open below
     std::ifstream in(sel.classes_file);
     if (!in) throw Error(Errc::io, "cannot read classes file").with_path(sel.classes_file.string());
     std::string line;
@@ -207,7 +208,7 @@ std::unique_ptr<Source> open_cache_subset(const fs::path& parent, std::vector<ui
 }
 
 void write_ids_npy(const fs::path& path, const std::vector<uint64_t>& ids) {
-  detail::FileWriter w(path);
+  detail::FileWriter w(path, size_t{256} << 10, detail::FileWriter::Checksum::none, detail::Create::user_output);
   w.write(npy_header("'<i8'", std::vector<uint64_t>{ids.size()}));
   w.write(std::as_bytes(std::span(ids.data(), ids.size())));
   w.close();

@@ -18,6 +18,16 @@ namespace slip::detail {
 
 namespace {
 
+const char* file_kind(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  return "of an unknown kind";
+}
+
 // Opens `path` for reading: never blocks on a FIFO (O_NONBLOCK), refuses anything but a
 // regular file and, for Open::cache_file, symbolic links (O_NOFOLLOW). Returns the fd and
 // fills `st`; throws Error naming the path.
@@ -36,12 +46,137 @@ int open_regular_file(const std::string& path, Open mode, struct stat& st) {
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    throw Error(strict ? Errc::bad_input : Errc::io, "is not a regular file").with_path(path);
+    // A FIFO, device or directory where a file is expected (a LitData chunk, a cache file) is
+    // bad input, whoever named it.
+    throw Error(Errc::bad_input, std::string("is not a regular file (") + file_kind(st.st_mode) + ")").with_path(path);
   }
   return fd;
 }
 
+// The system's own links, which nobody else can plant: /dev/stdout, /dev/stderr, /dev/fd/N (a
+// shell's process substitution), /proc/self/fd/N. (Not all of /dev: /dev/shm is world-writable.)
+bool is_system_link(const std::string& path) {
+  return path == "/dev/stdout" || path == "/dev/stderr" || path.starts_with("/dev/fd/") || path.starts_with("/proc/self/fd/");
+}
+
+void clear_nonblocking(int fd, const std::string& path) {
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) throw_errno("cannot open", path, errno);
+}
+
 }  // namespace
+
+UniqueFd::~UniqueFd() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+UniqueFd& UniqueFd::operator=(UniqueFd&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
+  }
+  return *this;
+}
+
+UniqueFd open_for_writing(const std::filesystem::path& path, Create how, mode_t mode) {
+  const std::string name = path.string();
+  const bool user_output = how == Create::user_output;
+  int flags = O_CLOEXEC;
+  switch (how) {
+    case Create::fresh:
+      flags |= O_WRONLY | O_CREAT | O_EXCL;
+      break;
+    case Create::replace:
+      flags |= O_WRONLY | O_CREAT;  // truncated below, once it is known to be a regular file
+      break;
+    case Create::append:
+      flags |= O_WRONLY | O_CREAT | O_APPEND;
+      break;
+    case Create::keep:
+      flags |= O_RDWR | O_CREAT;
+      break;
+    case Create::user_output:
+      flags |= O_WRONLY | O_CREAT;
+      break;
+  }
+  if (!(user_output && is_system_link(name))) flags |= O_NOFOLLOW;
+  // Never blocks on a FIFO: refused below, or (an output the user named) opened again blocking.
+  UniqueFd fd(::open(name.c_str(), flags | O_NONBLOCK, mode));
+  if (!fd) {
+    const int err = errno;
+    if (err == ELOOP) throw Error(Errc::io, "is a symbolic link (slip never writes through a link it did not make)").with_path(name);
+    if (err == EEXIST && how == Create::fresh) throw Error(Errc::io, "exists already (slip writes only a new file here)").with_path(name);
+    if (!(user_output && err == ENXIO)) throw_errno("cannot create", name, err);  // ENXIO: a FIFO without a reader yet
+  }
+  struct stat st {};
+  if (fd && ::fstat(fd.get(), &st) != 0) throw_errno("cannot stat", name, errno);
+  if (!fd || !S_ISREG(st.st_mode)) {
+    if (!user_output || (fd && S_ISDIR(st.st_mode)))
+      throw Error(Errc::io, std::string("is not a regular file (") + (fd ? file_kind(st.st_mode) : "a FIFO") + "); refused as an output")
+          .with_path(name);
+    // A FIFO or a device the user named: written as a shell's redirection would.
+    fd = UniqueFd(::open(name.c_str(), (flags & ~O_CREAT) | (S_ISCHR(st.st_mode) ? O_TRUNC : 0)));
+    if (!fd) throw_errno("cannot open", name, errno);
+    return fd;
+  }
+  // A second name for the file (a hard link planted where slip writes) would make the write
+  // land in someone else's file too.
+  if (!user_output && how != Create::fresh && st.st_nlink > 1)
+    throw Error(Errc::io, "has other hard links (refused: the write would change another file)").with_path(name);
+  if ((how == Create::replace || user_output) && ::ftruncate(fd.get(), 0) != 0) throw_errno("cannot truncate", name, errno);
+  clear_nonblocking(fd.get(), name);
+  return fd;
+}
+
+UniqueFd open_input_file(const std::filesystem::path& path, struct stat* st_out) {
+  const std::string name = path.string();
+  UniqueFd fd(::open(name.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (!fd) throw_errno("cannot open", name, errno);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) throw_errno("cannot stat", name, errno);
+  if (!S_ISREG(st.st_mode))
+    throw Error(Errc::bad_input, std::string("is not a regular file (") + file_kind(st.st_mode) + "); refused as an input").with_path(name);
+  clear_nonblocking(fd.get(), name);
+  if (st_out) *st_out = st;
+  return fd;
+}
+
+void check_input_file(const std::filesystem::path& path) { open_input_file(path); }
+
+UniqueFd make_owned_directories(const std::filesystem::path& base, const std::filesystem::path& below) {
+  std::error_code ec;
+  std::filesystem::create_directories(base, ec);  // the directory the user named: links allowed
+  if (ec) throw_errno("cannot create directory", base.string(), ec.value());
+  UniqueFd dir(::open(base.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir) throw_errno("cannot open directory", base.string(), errno);
+  std::filesystem::path at = base;
+  for (const auto& part : below) {
+    const std::string component = part.string();
+    if (component.empty() || component == "." || component == "/") continue;
+    at /= part;
+    if (component == "..") throw Error(Errc::io, "a directory named \"..\" (refused)").with_path(at.string());
+    if (::mkdirat(dir.get(), component.c_str(), 0755) != 0 && errno != EEXIST) throw_errno("cannot create directory", at.string(), errno);
+    UniqueFd next(::openat(dir.get(), component.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!next) {
+      const int err = errno;
+      if (err == ELOOP || err == ENOTDIR) {
+        struct stat st {};
+        const bool link = ::fstatat(dir.get(), component.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
+        throw Error(Errc::io, link ? "is a symbolic link (slip never writes through a link it did not make)" : "is not a directory")
+            .with_path(at.string());
+      }
+      throw_errno("cannot open directory", at.string(), err);
+    }
+    struct stat st {};
+    if (::fstat(next.get(), &st) != 0) throw_errno("cannot stat", at.string(), errno);
+    if (st.st_uid != ::geteuid() && st.st_uid != 0)
+      throw Error(Errc::io, "is owned by another user (uid " + std::to_string(st.st_uid) +
+                                "); give each user a download directory of their own (docs/HOSTILE_INPUTS.md)")
+          .with_path(at.string());
+    dir = std::move(next);
+  }
+  return dir;
+}
 
 MappedFile::MappedFile(const std::filesystem::path& path, Open mode) : path_(path.string()) {
   struct stat st {};
@@ -68,9 +203,12 @@ void MappedFile::advise_sequential() const noexcept {
 }
 
 void prefetch_file(const std::filesystem::path& path) noexcept {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO among the files (a LitData chunk after the first) must not block here;
+  // whoever reads it next refuses it.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return;
-  ::posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) ::posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);
   ::close(fd);
 }
 
@@ -112,11 +250,13 @@ void MappedFile::drop_page_cache() const noexcept {
   ::close(fd);
 }
 
-FileWriter::FileWriter(const std::filesystem::path& path, size_t buffer_size, Checksum checksum)
-    : path_(path.string()), buffer_(buffer_size), hashing_(checksum == Checksum::xxh3) {
-  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw_errno("cannot create", path_, errno);
+FileWriter::FileWriter(const std::filesystem::path& path, size_t buffer_size, Checksum checksum, Create how)
+    : FileWriter(open_for_writing(path, how), path, buffer_size) {
+  hashing_ = checksum == Checksum::xxh3;
 }
+
+FileWriter::FileWriter(UniqueFd fd, const std::filesystem::path& path, size_t buffer_size)
+    : fd_(fd.release()), path_(path.string()), buffer_(buffer_size) {}
 
 FileWriter::~FileWriter() {
   syncer_.reset();  // before the descriptor it flushes is closed
@@ -250,7 +390,7 @@ void FileWriter::close() {
     syncer_.reset();
     if (err != 0) throw_errno("cannot fsync", path_, err);
   }
-  if (::fsync(fd_) != 0) throw_errno("cannot fsync", path_, errno);
+  if (::fsync(fd_) != 0 && errno != EINVAL) throw_errno("cannot fsync", path_, errno);  // EINVAL: a FIFO, /dev/null
   const int fd = std::exchange(fd_, -1);
   if (::close(fd) != 0) throw_errno("cannot close", path_, errno);
 }
@@ -261,8 +401,8 @@ std::string read_text_file(const std::filesystem::path& path, Open mode) {
   return std::string(reinterpret_cast<const char*>(b.data()), b.size());
 }
 
-void write_text_file(const std::filesystem::path& path, std::string_view text) {
-  FileWriter w(path, 1 << 16);
+void write_text_file(const std::filesystem::path& path, std::string_view text, Create how) {
+  FileWriter w(path, 1 << 16, FileWriter::Checksum::xxh3, how);
   w.write(text);
   w.close();
 }

@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <condition_variable>
+#include <sys/stat.h>
+#include <sys/types.h>
 #include <sys/uio.h>
 
 #include <filesystem>
@@ -25,6 +27,57 @@ namespace slip::detail {
 // a FIFO or device would block or never end, so they are refused with Error(bad_input)
 // ("is a symbolic link", "is not a regular file"). Files the user names (sources) may be links.
 enum class Open { follow_links, cache_file };
+
+// An open file descriptor, closed when it goes.
+class UniqueFd {
+ public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) noexcept : fd_(fd) {}
+  ~UniqueFd();
+  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  UniqueFd& operator=(UniqueFd&& other) noexcept;
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  int get() const noexcept { return fd_; }
+  int release() noexcept { return std::exchange(fd_, -1); }
+  explicit operator bool() const noexcept { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+};
+
+// How a file slip writes is opened: every file slip creates or truncates goes through
+// open_for_writing. None follows a symbolic link in the last component (O_NOFOLLOW): where
+// others can write (a shared download directory, /tmp, an output directory) a planted link
+// would redirect the write to its target. Such a path is refused with Error(io) "is a symbolic
+// link (slip never writes through a link it did not make)"; so is an existing FIFO, device or
+// directory (checked without blocking) except for Create::user_output.
+enum class Create {
+  fresh,        // a name slip chose (a temporary, a file of a staging directory): O_EXCL
+  replace,      // created or truncated (a download restarted from byte 0)
+  append,       // created or appended to (a download resumed)
+  keep,         // created or opened as it is (a lock file): O_RDWR, never truncated
+  user_output,  // an output the user named (-o FILE): replaced; a FIFO or a device such as
+                // /dev/null is written as a shell would, and the system's own links under
+                // /dev/ and /proc/self/fd/ (/dev/stdout, process substitution) are followed
+};
+UniqueFd open_for_writing(const std::filesystem::path& path, Create how, mode_t mode = 0644);
+
+// Opens an input file for reading, refusing anything but a regular file (a FIFO, a device, a
+// directory) before any open that could block: O_NONBLOCK, fstat, then O_NONBLOCK cleared.
+// Throws Error(bad_input) "is not a regular file (a FIFO)" naming `path`, Error(io) when it
+// cannot be opened. `st` receives its status.
+UniqueFd open_input_file(const std::filesystem::path& path, struct stat* st = nullptr);
+// The same check for readers that open the file themselves (libarchive, stdio): throws as
+// open_input_file does; nothing stays open.
+void check_input_file(const std::filesystem::path& path);
+
+// Creates the directories of `below` under `base` (which must exist or is created as usual),
+// one component at a time with openat/mkdirat, never through a symbolic link, refusing a
+// component owned by another user (in a directory others can write, such as a shared
+// download directory, another user could have made it). Returns the innermost directory, open.
+// Throws Error(io) naming the component.
+UniqueFd make_owned_directories(const std::filesystem::path& base, const std::filesystem::path& below);
 
 // A read-only mapping of a whole file (empty files map to an empty span). Never blocks on a
 // FIFO (opened non-blocking, then refused as not a regular file).
@@ -102,7 +155,11 @@ class FileWriter {
   // covered by its `<f>.xxh3.npy`); hashing it whole again cost a fifth of a conversion's
   // writer thread.
   enum class Checksum { xxh3, none };
-  explicit FileWriter(const std::filesystem::path& path, size_t buffer_size = 256u << 10, Checksum checksum = Checksum::xxh3);
+  // Creates `path` (Create::fresh: it must not exist; see open_for_writing).
+  explicit FileWriter(const std::filesystem::path& path, size_t buffer_size = 256u << 10, Checksum checksum = Checksum::xxh3,
+                      Create how = Create::fresh);
+  // Writes to a file already open for writing (mkstemp's), named `path` in messages.
+  FileWriter(UniqueFd fd, const std::filesystem::path& path, size_t buffer_size = 256u << 10);
   ~FileWriter();
   FileWriter(const FileWriter&) = delete;
   FileWriter& operator=(const FileWriter&) = delete;
@@ -144,8 +201,8 @@ std::pair<uint64_t, uint64_t> xxh3_64_of_file(const std::filesystem::path& path,
 // Reads a whole (small) file; throws Error(io) naming it (Error(bad_input) for what
 // Open::cache_file refuses).
 std::string read_text_file(const std::filesystem::path& path, Open mode = Open::follow_links);
-// Writes a whole file, fsynced; throws Error(io).
-void write_text_file(const std::filesystem::path& path, std::string_view text);
+// Writes a whole new file (Create::fresh unless told), fsynced; throws Error(io).
+void write_text_file(const std::filesystem::path& path, std::string_view text, Create how = Create::fresh);
 // fsync a directory (after creating/renaming entries in it).
 void fsync_directory(const std::filesystem::path& dir);
 // Asks the kernel to start reading `path` into the page cache in the background

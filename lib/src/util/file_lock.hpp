@@ -12,6 +12,7 @@
 
 #include "slip/error.hpp"
 #include "slip/runtime.hpp"
+#include "util/file_io.hpp"
 
 namespace slip::detail {
 
@@ -19,8 +20,11 @@ class FileLock {
  public:
   // Throws Error(io) "<what>: ..." naming the lock file when it cannot be created or locked.
   FileLock(const std::filesystem::path& path, std::string_view what) {
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ < 0) throw_errno("cannot create " + std::string(what), path.string(), errno);
+    try {
+      fd_ = open_for_writing(path, Create::keep).release();  // never through a planted link
+    } catch (const Error& e) {
+      throw Error(e.code(), "cannot create " + std::string(what) + ": " + e.message()).with_path(path.string());
+    }
     while (::flock(fd_, LOCK_EX) != 0) {
       const int err = errno;
       if (err != EINTR) {

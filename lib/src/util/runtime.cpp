@@ -20,6 +20,9 @@
 #include <zstd.h>
 
 #include "slip/decode.hpp"
+#include "util/file_io.hpp"
+#include "util/untrusted.hpp"
+
 #include "slip/error.hpp"
 #include "slip/simd.hpp"
 #include "util/cancel.hpp"
@@ -101,8 +104,8 @@ unsigned available_cpus() {
 unsigned available_cpus(const Environment& env) {
   unsigned cpus = available_cpus();
   if (const auto slurm = env_value(env, "SLURM_CPUS_PER_TASK")) {
-    const long n = std::atol(slurm->c_str());
-    if (n > 0) cpus = std::min(cpus, static_cast<unsigned>(n));
+    const uint64_t n = detail::parse_decimal<uint64_t>(*slurm).value_or(0);  // not a number: ignored
+    if (n > 0) cpus = static_cast<unsigned>(std::min<uint64_t>(cpus, n));
   }
   return cpus;
 }
@@ -137,6 +140,8 @@ void parallel_for(size_t count, unsigned threads, const std::function<void(size_
     body(i);
   });
 }
+
+int open_output_file(const std::filesystem::path& path) { return detail::open_for_writing(path, detail::Create::user_output).release(); }
 
 std::string version() { return SLIP_VERSION_STRING; }
 

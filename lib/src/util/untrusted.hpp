@@ -6,7 +6,9 @@
 // check_file_stem(). Callers never build paths from source names without it.
 #pragma once
 
+#include <charconv>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -49,6 +51,19 @@ void check_field_name(std::string_view name, std::string_view what);
 // fields share a name or a storage file ("a.offsets" as an int field would write the string
 // field "a"'s offsets file). `origin` names the source in the message. Throws Error(bad_input).
 void check_schema_names(const Schema& schema, std::string_view origin);
+
+// `text` as a decimal integer of type T: digits only ('-' first for a signed T), the whole text,
+// within T's range; nullopt otherwise (never an exception: std::stoull's out_of_range escaped
+// as an "internal error" for `x{0..99999999999999999999999}.tar`). Callers name the text in
+// their own error.
+template <typename T>
+std::optional<T> parse_decimal(std::string_view text) noexcept {
+  if (text.empty() || text[0] == '+' || (text[0] == '-' && !std::is_signed_v<T>)) return std::nullopt;
+  T value{};
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
 
 // nlohmann::json::parse with nesting bounded by kMaxJsonDepth: deeper input throws
 // Error(bad_input) "JSON nested deeper than 64 levels" instead of exhausting the stack.

@@ -2,6 +2,7 @@
 #include "slip/verify.hpp"
 
 #include <algorithm>
+#include <new>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -373,6 +374,8 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
       if (is_payload_type(f.type) && f.image_format != "jpeg" && f.image_format != "yuv420")
         sink.add("manifest.json", std::nullopt, f.name, "unknown image_format \"" + f.image_format + "\"");
     }
+  } catch (const std::bad_alloc&) {
+    throw;  // out of memory is not a finding about the cache
   } catch (const std::exception& e) {
     sink.add("manifest.json", std::nullopt, "", e.what());
   }
@@ -454,6 +457,8 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
         }
       }
     }
+  } catch (const std::bad_alloc&) {
+    throw;  // out of memory is not a finding about the cache
   } catch (const std::exception& e) {
     sink.add("manifest.json", std::nullopt, "", std::string("slip indexes: ") + e.what());
   }
@@ -505,6 +510,8 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
     } else {
       report.notes.push_back("checksums absent (not written by slip): structure, sizes, bounds and JPEG markers checked");
     }
+  } catch (const std::bad_alloc&) {
+    throw;  // out of memory is not a finding about the cache
   } catch (const std::exception& e) {
     sink.add("manifest.json", std::nullopt, "", std::string("slip checksums: ") + e.what());
   }
