@@ -110,7 +110,7 @@ TEST(FileWriter, DestroyedWithoutCloseAfterBackgroundFlushesStopsCleanly) {
 
 TEST(FileWriter, WriteErrorNamesTheFile) {
   if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full on this machine";
-  FileWriter writer("/dev/full", 1 << 16);
+  FileWriter writer("/dev/full", 1 << 16, FileWriter::Checksum::xxh3, Create::user_output);  // a device: as -o /dev/full
   const std::vector<std::byte> piece(1 << 20, std::byte{1});
   try {
     writer.write(piece);

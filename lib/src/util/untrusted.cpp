@@ -153,20 +153,9 @@ void check_schema_names(const Schema& schema, std::string_view origin) {
 
 namespace {
 
-template <class Json>
-Json parse_bounded(std::string_view text) {
-  size_t depth = 0;
-  bool too_deep = false;
-  typename Json::parser_callback_t limit = [&](int /*depth*/, nlohmann::json::parse_event_t event, Json& /*parsed*/) {
-    if (event == nlohmann::json::parse_event_t::object_start || event == nlohmann::json::parse_event_t::array_start) {
-      if (++depth > kMaxJsonDepth) too_deep = true;
-    } else if (event == nlohmann::json::parse_event_t::object_end || event == nlohmann::json::parse_event_t::array_end) {
-      --depth;
-    }
-    return true;
-  };
-  // The callback cannot stop the parser's recursion by itself, so a cheap pre-scan bounds
-  // the depth first (brackets outside strings), and the callback double-checks.
+// Brackets outside strings, counted before any parse: nesting past kMaxJsonDepth is bad input
+// (the parsers recurse, and a syntax error found first would hide the real reason).
+void check_json_depth(std::string_view text) {
   size_t level = 0;
   bool in_string = false, escaped = false;
   for (char ch : text) {
@@ -187,9 +176,15 @@ Json parse_bounded(std::string_view text) {
       --level;
     }
   }
-  Json parsed = Json::parse(text, limit);
-  if (too_deep) throw Error(Errc::bad_input, "JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
-  return parsed;
+}
+
+template <class Json>
+Json parse_bounded(std::string_view text) {
+  // The depth is bounded before the (recursive) parse. No parser callback: nlohmann's callback
+  // parser scans an object's members at every member object's end, quadratic in a manifest of
+  // 40,000 fields.
+  check_json_depth(text);
+  return Json::parse(text);
 }
 
 // Builds an ordered_json in linear time. nlohmann's own parser inserts each key through
@@ -272,6 +267,7 @@ class OrderedJsonBuilder final : public nlohmann::json_sax<nlohmann::ordered_jso
 
 nlohmann::json parse_json_bounded(std::string_view text) { return parse_bounded<nlohmann::json>(text); }
 nlohmann::ordered_json parse_ordered_json_bounded(std::string_view text) {
+  check_json_depth(text);
   nlohmann::ordered_json root;
   OrderedJsonBuilder builder(root);
   nlohmann::ordered_json::sax_parse(text, &builder);
