@@ -9,12 +9,14 @@
 #include <pybind11/stl.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <condition_variable>
 #include <deque>
 #include <exception>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string_view>
 #include <thread>
 
 #include "slip/slip.hpp"
@@ -427,6 +429,10 @@ std::pair<double, double> pair_of(const py::object& o, const char* what) {
 PYBIND11_MODULE(slip, m) {
   m.doc() = "slip: read slipstream caches and load training batches on slip's decode engine";
   m.attr("__version__") = slip::version();
+  // As the slip command: SLIP_JPEG_INTERNALS=off decodes through libjpeg's public API only.
+  if (const char* internals = std::getenv("SLIP_JPEG_INTERNALS"); internals != nullptr && (std::string_view(internals) == "off" || std::string_view(internals) == "0"))
+    slip::set_libjpeg_internals(false);
+  m.def("build_info", &slip::build_info, "The libraries slip runs with: libjpeg compiled against and loaded, the JPEG entropy hook, SIMD kernels");
   static py::exception<slip::Error> error(m, "Error", PyExc_RuntimeError);
   py::register_exception_translator([](std::exception_ptr p) {
     try {

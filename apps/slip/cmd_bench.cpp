@@ -9,6 +9,7 @@
 #include "output.hpp"
 #include "slip/bench.hpp"
 #include "slip/cache.hpp"
+#include "slip/decode.hpp"
 #include "slip/error.hpp"
 
 namespace slip::cli {
@@ -41,6 +42,10 @@ nlohmann::ordered_json report_json(const BenchReport& r) {
   j["best_images_per_second"] = r.best_images_per_second;
   j["epoch_spread"] = r.epoch_spread;
   j["noisy"] = r.noisy;
+  const JpegEngineInfo engine = jpeg_engine_info();
+  j["engine"] = {
+      {"entropy_hook", engine.entropy_hook}, {"libjpeg_compiled", engine.libjpeg_compiled}, {"libjpeg_loaded", engine.libjpeg_loaded}};
+  if (!engine.entropy_hook) j["engine"]["reason"] = engine.reason;
   if (!r.limit_kind.empty()) {
     j["limit"] = {{"kind", r.limit_kind},
                   {"images_per_second", r.limit_images_per_second},

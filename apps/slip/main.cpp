@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <iostream>
 #include <map>
+#include <string_view>
 
 #include <spdlog/spdlog.h>
 
@@ -13,6 +14,7 @@
 #include "exit_codes.hpp"
 #include "log_sink.hpp"
 #include "output.hpp"
+#include "slip/decode.hpp"
 #include "slip/error.hpp"
 #include "slip/log.hpp"
 #include "slip/runtime.hpp"
@@ -72,6 +74,11 @@ int main(int argc, char** argv) {
                                                       : spdlog::level::debug;
     spdlog::log(spd, "{}", message);
   });
+
+  // SLIP_JPEG_INTERNALS=off: libjpeg's public API only (slip --version says which path is in use).
+  if (const char* internals = std::getenv("SLIP_JPEG_INTERNALS");
+      internals != nullptr && (std::string_view(internals) == "off" || std::string_view(internals) == "0"))
+    slip::set_libjpeg_internals(false);
 
   GlobalOptions global;
   CLI::App app{"slip — prepare vision datasets as slipstream caches for fast training"};

@@ -14,11 +14,19 @@
 #include <vector>
 
 #include "decode/jpeg_region.hpp"
+#include "decode/libjpeg_internals.hpp"
+#include "slip/decode.hpp"
 #include "image/jpeg_restarts.hpp"
 #include "test_support.hpp"
 
 namespace slip::detail {
 namespace {
+
+// slip's decoder runs inside libjpeg's entropy module: only where the process may use the
+// internals (not under another libjpeg-turbo ABI, nor in CI's SLIP_JPEG_INTERNALS=off run,
+// where libjpeg_internals_test.cpp and the pixel tests cover the public-API path).
+#define SLIP_REQUIRE_JPEG_INTERNALS() \
+  if (!libjpeg_internals_usable()) GTEST_SKIP() << "libjpeg internals off: " << jpeg_engine_info().reason
 
 // Every JPEG of the corpus but CMYK and the multi-megapixel ones, with its manifest kind.
 struct CorpusJpeg {
@@ -127,6 +135,7 @@ Verdicts expect_libjpegs_verdict(JpegRegionDecoder& d, const JpegImageInfo& info
 }
 
 TEST(HuffmanDecoder, CorpusDecodesToLibjpegsSamplesStoredAndWithRestartMarkers) {
+  SLIP_REQUIRE_JPEG_INTERNALS();
   const auto corpus = corpus_jpegs();
   ASSERT_GT(corpus.size(), 700u);
   JpegRegionDecoder d;
@@ -199,6 +208,7 @@ std::vector<std::byte> huffman_segments(const std::vector<std::byte>& jpeg) {
 // The tables most corpus JPEGs share (the standard ones) stay built while a few images with their
 // own tables come between two that use them, and every decode still gives libjpeg's samples.
 TEST(HuffmanDecoder, TablesStayBuiltThroughImagesWithOtherTables) {
+  SLIP_REQUIRE_JPEG_INTERNALS();
   const auto corpus = corpus_jpegs();
   std::map<std::vector<std::byte>, std::vector<const CorpusJpeg*>> by_tables;
   for (const CorpusJpeg& image : corpus)
@@ -262,6 +272,7 @@ size_t first_ac_symbols(const std::vector<std::byte>& jpeg) {
 // decodes the same bits to other coefficients) is built anew, and the decode gives libjpeg's
 // verdict and samples.
 TEST(HuffmanDecoder, TableWithTheSameCodeCountsButOtherSymbolsIsBuiltAnew) {
+  SLIP_REQUIRE_JPEG_INTERNALS();
   int compared = 0;
   for (const CorpusJpeg& image : corpus_jpegs()) {
     if (image.progressive || image.kind.rfind("rgb", 0) != 0 || compared == 8) continue;
@@ -291,6 +302,7 @@ TEST(HuffmanDecoder, TableWithTheSameCodeCountsButOtherSymbolsIsBuiltAnew) {
 // Damage the corpus really could carry (flipped bytes, truncation, stray or misnumbered
 // markers, fill bytes, a dropped byte) in the entropy-coded data of baseline and restart JPEGs.
 TEST(HuffmanDecoder, DamagedStreamsNeverDecodeToWhatLibjpegWouldNot) {
+  SLIP_REQUIRE_JPEG_INTERNALS();
   const auto corpus = corpus_jpegs();
   JpegRegionDecoder d;
   std::mt19937 rng(20261126);
@@ -357,6 +369,7 @@ TEST(HuffmanDecoder, DamagedStreamsNeverDecodeToWhatLibjpegWouldNot) {
 // not on the bits the image needed; slip's decoder must refuse every such stream libjpeg warns
 // about (found by fuzz_huffman_decoder once the decoder's refill points moved).
 TEST(HuffmanDecoder, DataEndingWithoutAMarkerNearTheLastBitGivesLibjpegsVerdict) {
+  SLIP_REQUIRE_JPEG_INTERNALS();
   const auto corpus = corpus_jpegs();
   JpegRegionDecoder d;
   std::mt19937 rng(20261127);

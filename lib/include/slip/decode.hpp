@@ -146,5 +146,24 @@ struct RgbImage;
 // compares against an accurate TurboJPEG decode). Throws Error(bad_input) on a corrupt image.
 RgbImage engine_decode_full(std::span<const std::byte> payload);
 
+// The JPEG engine of this process (slip --version, bench --json "engine"). slip's Huffman decoder
+// and its partial decompression run inside libjpeg-turbo's internal structures, whose layout
+// changes between libjpeg-turbo versions under one SONAME: they are used only when this build's
+// headers are of a tested version, the loaded library is of the same ABI generation, and a
+// self-test at first use gives libjpeg's own fields and pixels. Otherwise every decode uses
+// libjpeg's public API: the same pixels, slower crops.
+struct JpegEngineInfo {
+  std::string libjpeg_compiled;  // the libjpeg-turbo this build's headers came from
+  std::string libjpeg_loaded;    // the library file this process runs with, and its ABI generation
+  bool entropy_hook = false;     // slip's Huffman decoder and partial decompression are in use
+  std::string reason;            // why not, when entropy_hook is false
+};
+// Runs the self-test on first call (about a millisecond), then answers from memory.
+JpegEngineInfo jpeg_engine_info();
+// false: the public-API path only, in this process, from the next decode on (the `slip` command
+// and the Python module call it when the environment has SLIP_JPEG_INTERNALS=off); true: the
+// internals again where the self-test allows them.
+void set_libjpeg_internals(bool allowed);
+
 }  // namespace slip
 SLIP_API_END

@@ -204,7 +204,7 @@ struct BatchDecoder::Impl {
       // A cut that does not decode: the whole image says what is wrong (or decodes after all).
       if (!restarted || !w.jpeg.read_header(payload, info) || !w.jpeg.planar_capable() ||
           !decode_window_planes(w, denom, x0, y0, x1, y1, {}, planes)) {
-        fail(w, slot, id, "corrupt JPEG: " + w.jpeg.message());
+        fail(w, slot, id, w.jpeg.failure());
         return true;
       }
     }
@@ -413,7 +413,7 @@ struct BatchDecoder::Impl {
         // A cut that does not decode: the whole image says what is wrong (or decodes after all).
         cut_x = cut_y = 0;
         if (!restarted || !w.jpeg.read_header(payload, info) || !w.jpeg.decode_region(denom, rx0, ry0, rx1, ry1, w.region, region)) {
-          fail(w, slot, id, "corrupt JPEG: " + w.jpeg.message());
+          fail(w, slot, id, w.jpeg.failure());
           return false;
         }
       }
@@ -649,7 +649,7 @@ RgbImage engine_decode_full(std::span<const std::byte> payload) {
       std::vector<uint8_t> scratch;
       DecodedRegion region;
       if (!jpeg.decode_region(1, 0, 0, info.width, info.height, scratch, region))
-        throw Error(Errc::bad_input, "corrupt JPEG: " + jpeg.message());
+        throw Error(Errc::bad_input, jpeg.failure());
       RgbImage image;
       image.width = static_cast<uint32_t>(info.width);
       image.height = static_cast<uint32_t>(info.height);
@@ -660,7 +660,7 @@ RgbImage engine_decode_full(std::span<const std::byte> payload) {
                     static_cast<size_t>(info.width) * 3);
       return image;
     }
-    if (!jpeg.message().empty()) throw Error(Errc::bad_input, "corrupt JPEG: " + jpeg.message());
+    if (!jpeg.message().empty()) throw Error(Errc::bad_input, jpeg.failure());
   }
   return decode_to_rgb(payload);
 }

@@ -5,8 +5,10 @@
 #include "util/cpu.hpp"
 
 // The entropy module's interface (jpeg_entropy_decoder), the input controller's scan count
-// and libjpeg's MCU layout are libjpeg-turbo internals, installed with its headers here.
-#if __has_include(<jpegint.h>) && defined(LIBJPEG_TURBO_VERSION_NUMBER) && LIBJPEG_TURBO_VERSION_NUMBER >= 2000000
+// and libjpeg's MCU layout are libjpeg-turbo internals, installed with its headers here; the
+// region decoder attaches this decoder only where libjpeg_internals.hpp allows it.
+#include "decode/libjpeg_internals.hpp"
+#if SLIP_JPEG_INTERNALS_COMPILED
 #include <jpegint.h>
 #define SLIP_JPEG_INTERNALS 1
 #else
@@ -17,7 +19,10 @@ struct jpeg_entropy_decoder {};
 namespace slip::detail {
 
 struct HuffmanDecoder::Hook {
-  jpeg_entropy_decoder pub;  // first: libjpeg holds &pub
+  jpeg_entropy_decoder pub{};  // first: libjpeg holds &pub (members of other versions: null)
+  // Zeros after the struct this build knows: a libjpeg whose entropy struct is larger reads
+  // them (insufficient_data FALSE), never past the object, should the layout checks miss it.
+  unsigned char reserve[64] = {};
   HuffmanDecoder* self = nullptr;
 };
 

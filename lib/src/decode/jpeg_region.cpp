@@ -7,9 +7,11 @@
 #include "slip/image.hpp"
 #include "util/scratch.hpp"
 
-// jpeg_decomp_master's partial-decompression fields (libjpeg-turbo >= 2.0 here, installed with its
-// headers): without them the planar path transforms every block it reads.
-#if __has_include(<jpegint.h>) && defined(LIBJPEG_TURBO_VERSION_NUMBER) && LIBJPEG_TURBO_VERSION_NUMBER >= 2000000
+// jpeg_decomp_master's partial-decompression fields (libjpeg-turbo internals, installed with its
+// headers; used only where libjpeg_internals.hpp allows): without them the planar path
+// transforms every block it reads.
+#include "decode/libjpeg_internals.hpp"
+#if SLIP_JPEG_INTERNALS_COMPILED
 #include <jpegint.h>
 #define SLIP_JPEG_PARTIAL_RAW 1
 #else
@@ -18,7 +20,7 @@
 
 namespace slip::detail {
 
-JpegRegionDecoder::JpegRegionDecoder() {
+JpegRegionDecoder::JpegRegionDecoder(LibjpegInternals internals) : internals_mode_(internals) {
   errors_.attach(reinterpret_cast<j_common_ptr>(&cinfo_));
   jpeg_create_decompress(&cinfo_);
   errors_.limit_scans(&cinfo_);
@@ -60,11 +62,41 @@ void JpegRegionDecoder::scaled_size(int denom, int& width, int& height) {
   height = static_cast<int>((cinfo_.image_height + denom - 1) / denom);
 }
 
+namespace {
+
+bool internals_for(LibjpegInternals mode) {
+#if SLIP_JPEG_INTERNALS_COMPILED
+  return mode == LibjpegInternals::probe || (mode == LibjpegInternals::automatic && libjpeg_internals_usable());
+#else
+  (void)mode;
+  return false;
+#endif
+}
+
+}  // namespace
+
+std::string JpegRegionDecoder::failure() const {
+  if (errors_.refused) return "JPEG not decodable with this libjpeg (it refused the request, not the data: " + errors_.message + ")";
+  return "corrupt JPEG: " + errors_.message;
+}
+
+bool JpegRegionDecoder::retry_without_internals() {
+  if (!use_internals_ || !errors_.refused || internals_mode_ == LibjpegInternals::probe) return false;
+  use_internals_ = false;
+  JpegImageInfo info;
+  return read_header(data_, info);
+}
+
 bool JpegRegionDecoder::decode_region(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch, DecodedRegion& out) {
+  use_internals_ = internals_for(internals_mode_);
   bool ok = decode_region_impl(denom, x0, y0, x1, y1, scratch, out, entropy_decoding_ != EntropyDecoding::libjpeg) && !errors_.warned;
   jpeg_abort_decompress(&cinfo_);
   used_slip_huffman_ = ok && huffman_attached_;
   if (!ok && retry_with_libjpeg()) {
+    ok = decode_region_impl(denom, x0, y0, x1, y1, scratch, out, false) && !errors_.warned;
+    jpeg_abort_decompress(&cinfo_);
+  }
+  if (!ok && retry_without_internals()) {
     ok = decode_region_impl(denom, x0, y0, x1, y1, scratch, out, false) && !errors_.warned;
     jpeg_abort_decompress(&cinfo_);
   }
@@ -93,7 +125,7 @@ bool JpegRegionDecoder::decode_region_impl(int denom, int x0, int y0, int x1, in
   const int right = std::min(x1, out.scaled_width), bottom = std::min(y1, out.scaled_height);
   JDIMENSION xoffset = static_cast<JDIMENSION>(x0), width = static_cast<JDIMENSION>(right - x0);
   if (width < cinfo_.output_width) jpeg_crop_scanline(&cinfo_, &xoffset, &width);
-  if (slip_huffman && !errors_.warned) huffman_attached_ = huffman_.attach(cinfo_);
+  if (slip_huffman && use_internals_ && !errors_.warned) huffman_attached_ = huffman_.attach(cinfo_);
   out.x_offset = x0 - static_cast<int>(xoffset);
   out.stride = static_cast<size_t>(cinfo_.output_width) * 3;
   const int rows = bottom - y0;
@@ -148,10 +180,15 @@ bool JpegRegionDecoder::restart_geometry(RestartGeometry& geometry) const {
 bool JpegRegionDecoder::decode_planes(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch, DecodedPlanes& out,
                                       std::span<const PixelRect> parts) {
   const bool slip_huffman = entropy_decoding_ != EntropyDecoding::libjpeg;
+  use_internals_ = internals_for(internals_mode_);
   bool ok = decode_planes_impl(denom, x0, y0, x1, y1, scratch, out, parts, slip_huffman) && !errors_.warned;
   jpeg_abort_decompress(&cinfo_);
   used_slip_huffman_ = ok && huffman_attached_;
   if (!ok && retry_with_libjpeg()) {
+    ok = decode_planes_impl(denom, x0, y0, x1, y1, scratch, out, parts, false) && !errors_.warned;
+    jpeg_abort_decompress(&cinfo_);
+  }
+  if (!ok && retry_without_internals()) {
     ok = decode_planes_impl(denom, x0, y0, x1, y1, scratch, out, parts, false) && !errors_.warned;
     jpeg_abort_decompress(&cinfo_);
   }
@@ -190,7 +227,7 @@ bool JpegRegionDecoder::decode_planes_impl(int denom, int x0, int y0, int x1, in
   cinfo_.raw_data_out = TRUE;
   cinfo_.dct_method = JDCT_ISLOW;
   jpeg_start_decompress(&cinfo_);
-  if (slip_huffman && !errors_.warned) huffman_attached_ = huffman_.attach(cinfo_);
+  if (slip_huffman && use_internals_ && !errors_.warned) huffman_attached_ = huffman_.attach(cinfo_);
   const int planes = cinfo_.num_components;
   // The iMCU grid in scaled luma pixels (a lone component's MCU is one block, as in
   // jpeg_crop_scanline).
@@ -202,12 +239,10 @@ bool JpegRegionDecoder::decode_planes_impl(int denom, int x0, int y0, int x1, in
   const int right = std::clamp(x1, left + 1, static_cast<int>(cinfo_.output_width));
   const int bottom = std::clamp(y1, 1, static_cast<int>(cinfo_.output_height));
   const int top = std::clamp(y0, 0, bottom - 1);
-#if SLIP_JPEG_PARTIAL_RAW
-  const int first_column = left / imcu_width, last_column = (right - 1) / imcu_width;
-  const int first_row = top / imcu_height;
-#else
-  const int first_column = 0, last_column = imcu_columns - 1, first_row = 0;
-#endif
+  // Without the internals, every column and row is transformed (jpeg_read_raw_data has no crop).
+  const bool partial = SLIP_JPEG_PARTIAL_RAW && use_internals_;
+  const int first_column = partial ? left / imcu_width : 0, last_column = partial ? (right - 1) / imcu_width : imcu_columns - 1;
+  const int first_row = partial ? top / imcu_height : 0;
   const int end_row = std::min((bottom + imcu_height - 1) / imcu_height, static_cast<int>(cinfo_.total_iMCU_rows));
   const int band_rows = end_row - first_row;
   // Each plane: whole blocks of the transformed columns, whole iMCU rows of the region, as
@@ -250,11 +285,10 @@ bool JpegRegionDecoder::decode_planes_impl(int denom, int x0, int y0, int x1, in
         return false;
       }
   }
-  set_transformed_columns(cinfo_, static_cast<JDIMENSION>(first_column), static_cast<JDIMENSION>(last_column));
+  if (partial) set_transformed_columns(cinfo_, static_cast<JDIMENSION>(first_column), static_cast<JDIMENSION>(last_column));
   for (int band = 0; band < band_rows; ++band) {
     int band_first = first_column, band_last = last_column;
-#if SLIP_JPEG_PARTIAL_RAW
-    if (!parts.empty()) {
+    if (partial && !parts.empty()) {
       // The iMCU columns of the parts that reach into this band's rows (none: no transform).
       const int top_px = (first_row + band) * imcu_height, bottom_px = top_px + imcu_height;
       band_first = imcu_columns;
@@ -270,7 +304,6 @@ bool JpegRegionDecoder::decode_planes_impl(int denom, int x0, int y0, int x1, in
         set_transformed_columns(cinfo_, static_cast<JDIMENSION>(band_first), static_cast<JDIMENSION>(band_last));
       band_first = std::min(band_first, last_column);
     }
-#endif
     point_rows(band, band_first, arrays);
     if (jpeg_read_raw_data(&cinfo_, arrays, static_cast<JDIMENSION>(imcu_height)) == 0) {
       errors_.message = "no raw data returned";

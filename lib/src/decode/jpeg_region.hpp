@@ -61,9 +61,14 @@ struct PixelRect {
 // the decode (tests compare it with libjpeg's).
 enum class EntropyDecoding { slip_then_libjpeg, libjpeg, slip_only };
 
+// Whether a decoder reaches into libjpeg's internals (slip's Huffman decoder in its entropy
+// module, the partial-decompression fields): as decided for the process (libjpeg_internals.hpp),
+// always (the self-test's probe of them), or never (the public API only).
+enum class LibjpegInternals { automatic, probe, never };
+
 class JpegRegionDecoder {
  public:
-  JpegRegionDecoder();
+  explicit JpegRegionDecoder(LibjpegInternals internals = LibjpegInternals::automatic);
   ~JpegRegionDecoder();
   JpegRegionDecoder(const JpegRegionDecoder&) = delete;
   JpegRegionDecoder& operator=(const JpegRegionDecoder&) = delete;
@@ -101,6 +106,11 @@ class JpegRegionDecoder {
   void scaled_size(int denom, int& width, int& height);
 
   const std::string& message() const { return errors_.message; }
+  // The last failure as the engine reports it: "corrupt JPEG: ..." for bad data, or libjpeg's
+  // refusal of the request (a feature this libjpeg does not support), which is not the data's fault.
+  std::string failure() const;
+  // Whether the last decode went through libjpeg's internals.
+  bool last_decode_used_internals() const { return use_internals_; }
 
  private:
   bool decode_region_impl(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch, DecodedRegion& out, bool slip_huffman);
@@ -110,8 +120,14 @@ class JpegRegionDecoder {
   bool decode_planes_impl(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch, DecodedPlanes& out,
                           std::span<const PixelRect> parts, bool slip_huffman);
 
+  // A decode that libjpeg refused while the internals were on: again through the public API
+  // only (true: it is worth a retry, the header was read again for it).
+  bool retry_without_internals();
+
   jpeg_decompress_struct cinfo_{};
   LibjpegErrors errors_;
+  LibjpegInternals internals_mode_;
+  bool use_internals_ = false;  // this decode's: set before the setjmp frame (a member: longjmp-safe)
   HuffmanDecoder huffman_;
   EntropyDecoding entropy_decoding_ = EntropyDecoding::slip_then_libjpeg;
   bool used_slip_huffman_ = false;

@@ -11,6 +11,7 @@
 #include <string>
 
 #include <jpeglib.h>
+#include <jerror.h>
 
 #include "slip/image.hpp"
 
@@ -18,8 +19,10 @@ namespace slip::detail {
 
 class LibjpegErrors {
  public:
-  std::string message;  // the error's, or the first warning's
-  bool warned = false;  // a warning was reported
+  std::string message;   // the error's, or the first warning's
+  bool warned = false;   // a warning was reported
+  bool refused = false;  // the error was libjpeg refusing the request (a call it does not
+                         // support in this state or build), not the data being corrupt
 
   LibjpegErrors() = default;
   LibjpegErrors(const LibjpegErrors&) = delete;  // libjpeg holds pointers into it
@@ -40,6 +43,7 @@ class LibjpegErrors {
   void clear() {
     message.clear();
     warned = false;
+    refused = false;
   }
   std::jmp_buf& jump() { return manager_.jump; }
 
@@ -56,6 +60,9 @@ class LibjpegErrors {
     return text;
   }
   static void on_error(j_common_ptr info) {
+    const int code = info->err->msg_code;
+    owner_of(info).refused = code == JERR_NOTIMPL || code == JERR_NOT_COMPILED || code == JERR_BAD_STATE || code == JERR_BAD_CROP_SPEC ||
+                             code == JERR_BAD_BUFFER_MODE || code == JERR_BAD_LIB_VERSION || code == JERR_BAD_STRUCT_SIZE;
     owner_of(info).message = formatted(info);
     std::longjmp(reinterpret_cast<Manager*>(info->err)->jump, 1);
   }

@@ -19,8 +19,10 @@
 #include <xxhash.h>
 #include <zstd.h>
 
+#include "slip/decode.hpp"
 #include "slip/error.hpp"
 #include "util/cancel.hpp"
+#include "util/cpu.hpp"
 #include "slip_version_config.hpp"
 #include "util/worker_pool.hpp"
 
@@ -140,7 +142,12 @@ std::string version() { return SLIP_VERSION_STRING; }
 
 std::string build_info() {
   std::string out = "libslipstream " + version();
-  out += "\n  libjpeg-turbo (TurboJPEG API)";
+  const JpegEngineInfo jpeg = jpeg_engine_info();
+  out += "\n  libjpeg-turbo: compiled against " + jpeg.libjpeg_compiled;
+  out += "\n  libjpeg loaded: " + jpeg.libjpeg_loaded;
+  out += "\n  JPEG entropy hook: " +
+         (jpeg.entropy_hook ? std::string("on (slip's Huffman decoder, partial decompression)") : "off: " + jpeg.reason);
+  out += "\n  SIMD kernels: " + std::string(detail::simd_level_name(detail::best_simd_level()));
   out += "\n  " + std::string(archive_version_string());
   out += "\n  libcurl " + std::string(curl_version_info(CURLVERSION_NOW)->version);
   out += "\n  " + std::string(OPENSSL_VERSION_TEXT);

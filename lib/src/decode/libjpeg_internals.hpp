@@ -1,0 +1,49 @@
+// Whether the engine may reach into libjpeg-turbo's internals: its entropy module (slip's
+// HuffmanDecoder replaces libjpeg's decode_mcu) and the partial-decompression fields of
+// jpeg_decomp_master (the planar path transforms only the iMCU columns under a crop). Both are
+// jpegint.h structures, whose layout libjpeg-turbo changes between major versions without
+// changing the SONAME (3.0 added `lossless` before first_iMCU_col and two entropy members
+// before insufficient_data). So the internals are used only when, once per process,
+//   1. this build was compiled against a tested libjpeg-turbo (kTestedRange),
+//   2. the library loaded at run time is of the same ABI generation as those headers, and
+//   3. a self-test on small JPEGs made at run time reads libjpeg's own master fields back as
+//      expected and decodes them through the internals to exactly libjpeg's own pixels;
+// otherwise every decode goes through libjpeg's public API (its own Huffman decoder,
+// jpeg_crop_scanline / jpeg_skip_scanlines, whole planes), which gives the same bytes.
+#pragma once
+
+#include <cstdio>  // jpeglib.h needs FILE
+#include <string>
+
+#include <jpeglib.h>
+
+// Compiled with jpegint.h of a libjpeg-turbo in the tested range (2.1.x; 3.0 and 3.1, whose
+// jpegint.h this code was checked against): the internals may be tried. Outside it, or with
+// -DSLIP_JPEG_INTERNALS=OFF (SLIP_NO_JPEG_INTERNALS), only the public API is compiled in.
+#if !defined(SLIP_NO_JPEG_INTERNALS) && __has_include(<jpegint.h>) && defined(LIBJPEG_TURBO_VERSION_NUMBER) && \
+    LIBJPEG_TURBO_VERSION_NUMBER >= 2001000 && LIBJPEG_TURBO_VERSION_NUMBER < 3002000
+#define SLIP_JPEG_INTERNALS_COMPILED 1
+#else
+#define SLIP_JPEG_INTERNALS_COMPILED 0
+#endif
+
+namespace slip::detail {
+
+struct LibjpegStatus {
+  bool internals = false;  // the self-test passed: the entropy hook and master fields are on
+  std::string compiled;    // "libjpeg-turbo 2.1.5 (internals compiled)" or why not compiled
+  std::string loaded;      // the library file this process runs with and its ABI generation
+  std::string reason;      // why the internals are off ("" when on)
+};
+
+// Decided once per process, on first call (about a millisecond); thread-safe.
+const LibjpegStatus& libjpeg_status();
+// libjpeg_status().internals, unless the embedding program forbade them
+// (slip::set_libjpeg_internals(false)). Cheap: called per decode.
+bool libjpeg_internals_usable();
+
+// Runs the self-test now, whatever was decided for the process: "" when it passes, else what
+// failed (tests call it to show the self-test itself works).
+std::string libjpeg_self_test();
+
+}  // namespace slip::detail

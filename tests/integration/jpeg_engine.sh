@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The JPEG engine's guard (docs/JPEG_ENGINE.md): slip --version and bench --json say which
+# libjpeg is loaded and whether the entropy hook is on; SLIP_JPEG_INTERNALS=off turns it off with
+# the reason, and the public-API path then decodes every sample of a cache to the reference
+# (verify --decode) and runs every pipeline. With SLIP_TEST_LIBJPEG3_DIR naming the lib directory
+# of a libjpeg-turbo 3.x built from source, the same under that library (the hook must be off).
+source "$(dirname "$0")/common.bash"
+
+"$SLIP" --version >"$WORK/version"
+grep -q '^  libjpeg-turbo: compiled against libjpeg-turbo [0-9]' "$WORK/version" || fail "no compiled-against line"
+grep -q '^  libjpeg loaded: .*libjpeg\.so.* (libjpeg-turbo [23]\.x ABI)$' "$WORK/version" || fail "no loaded-library line"
+grep -q '^  SIMD kernels: ' "$WORK/version" || fail "no SIMD line"
+if [ "${SLIP_JPEG_INTERNALS:-}" = off ]; then
+  grep -q '^  JPEG entropy hook: off: turned off by the program' "$WORK/version" || fail "forced off but not reported"
+else
+  grep -q '^  JPEG entropy hook: on' "$WORK/version" || { cat "$WORK/version"; fail "the hook is off with the library this build was compiled against"; }
+fi
+SLIP_JPEG_INTERNALS=off "$SLIP" --version | grep -q '^  JPEG entropy hook: off: turned off by the program' || fail "SLIP_JPEG_INTERNALS=off"
+pass "slip --version names the libraries and the hook"
+
+cache=$("$SLIP" convert "$SRC/examples/sample" -o "$WORK/c" -q)
+restarts=$("$SLIP" convert "$SRC/examples/sample" -o "$WORK/r" -q --jpeg-restarts)
+# Every pipeline under a given environment; the engine object reports what --version said.
+check_engine() {
+  local want_hook=$1; shift
+  for c in "$cache" "$restarts"; do
+    env "$@" "$SLIP" verify "$c" --decode -q || fail "verify --decode ($*) on $c"
+    for p in decode center rrc multicrop; do
+      env "$@" "$SLIP" bench "$c" -p "$p" -e 1 -b 8 --no-limit --json >"$WORK/b.json" || fail "bench -p $p ($*)"
+      $PY - "$WORK/b.json" "$want_hook" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); e = d["engine"]
+assert e["entropy_hook"] == (sys.argv[2] == "on"), e
+assert e["libjpeg_compiled"].startswith("libjpeg-turbo ") and "libjpeg" in e["libjpeg_loaded"], e
+assert ("reason" in e) == (not e["entropy_hook"]), e
+PY
+    done
+  done
+}
+if [ "${SLIP_JPEG_INTERNALS:-}" = off ]; then check_engine off SLIP_JPEG_INTERNALS=off; else check_engine on SLIP_JPEG_INTERNALS=on; fi
+check_engine off SLIP_JPEG_INTERNALS=off
+pass "verify --decode and every pipeline with the hook on and forced off"
+
+if [ -n "${SLIP_TEST_LIBJPEG3_DIR:-}" ]; then
+  LD_LIBRARY_PATH=$SLIP_TEST_LIBJPEG3_DIR "$SLIP" --version >"$WORK/v3"
+  grep -q 'libjpeg loaded: .*62\.4\..* (libjpeg-turbo 3\.x ABI)' "$WORK/v3" || { cat "$WORK/v3"; fail "not running with libjpeg-turbo 3.x"; }
+  if grep -q 'compiled against libjpeg-turbo 2\.' "$WORK/v3"; then
+    grep -q 'JPEG entropy hook: off: the loaded libjpeg' "$WORK/v3" || fail "a 2.x build kept the hook on under 3.x"
+    check_engine off LD_LIBRARY_PATH="$SLIP_TEST_LIBJPEG3_DIR"
+  fi
+  pass "under libjpeg-turbo 3.x from $SLIP_TEST_LIBJPEG3_DIR"
+else
+  echo "skipped: the libjpeg-turbo 3.x part (set SLIP_TEST_LIBJPEG3_DIR to a 3.x lib directory)"
+fi
