@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The Python module's Loader against `slip bench` (the same engine without Python) and against
+"""The Python package's slipcache.Loader against `slip bench` (the same engine without Python) and against
 torchvision's ImageFolder + DataLoader (2 workers), RandomResizedCrop(224) + flip, on the same
 images in one run, for both outputs a training loop takes: uint8 HWC images (torchvision's
 PILToTensor) and normalised float32 CHW (ToTensor + Normalize). Prints images/s (best of EPOCHS
@@ -8,7 +8,7 @@ epochs) and the ratios.
 Usage: bench/python_loader.py SLIP IMAGEFOLDER [EPOCHS]
   The images of IMAGEFOLDER of at most 10 MPix (the set the peer figures use: the README's
   "Against the peers"), as a symlinked ImageFolder, converted by SLIP into a temporary cache.
-  PYTHONPATH must reach the built module (build/python); torchvision is Debian's
+  slipcache must be importable (installed, or PYTHONPATH=build/python); torchvision is Debian's
   python3-torchvision."""
 import json
 import os
@@ -19,7 +19,7 @@ import time
 
 from PIL import Image
 
-import slip
+import slipcache
 
 slip_bin, source = sys.argv[1:3]
 epochs = int(sys.argv[3]) if len(sys.argv) > 3 else 3
@@ -53,7 +53,7 @@ def best(run):
 
 
 def module_rate(**kw):
-    loader = slip.Loader(cache, batch_size=batch, pipeline="rrc", size=224, flip=True, threads=threads, shuffle=True, **kw)
+    loader = slipcache.Loader(cache, batch_size=batch, pipeline="rrc", size=224, flip=True, threads=threads, shuffle=True, **kw)
 
     def epoch(e):
         loader.set_epoch(e)
@@ -87,6 +87,6 @@ rows = [
 ]
 print(f"{kept} images of at most {max_pixels:,} pixels; RandomResizedCrop(224) + flip, {threads} threads / workers, batch {batch}, "
       f"best of {epochs} epochs (img/s)")
-print(f"{'output':46} {'slip.Loader':>11} {'slip bench':>10} {'torchvision':>11} {'Loader/bench':>12} {'Loader/torchvision':>18}")
+print(f"{'output':46} {'Loader':>11} {'slip bench':>10} {'torchvision':>11} {'Loader/bench':>12} {'Loader/torchvision':>18}")
 for name, ours, cli, tv in rows:
     print(f"{name:46} {ours:11.1f} {cli:10.1f} {tv:11.1f} {ours / cli:12.2f} {ours / tv:17.1f}x")

@@ -59,8 +59,9 @@ _slip() {
       --max-issues) return ;;
       --max-diff) return ;;
       --mean-diff) return ;;
+      --kernels) COMPREPLY=($(compgen -W "scalar sse4 avx2 avx512" -- "$cur")); return ;;
     esac
-    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version -V --verbose -v --quiet -q --progress --no-progress --threads -j --max-issues --json --decode --max-diff --mean-diff" -- "$cur")); return; fi
+    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version -V --verbose -v --quiet -q --progress --no-progress --threads -j --max-issues --json --decode --max-diff --mean-diff --kernels" -- "$cur")); return; fi
     COMPREPLY=($(compgen -f -- "$cur")) ;;
   cat)
     case $prev in
@@ -132,8 +133,9 @@ _slip() {
       --field) return ;;
       --max-samples) return ;;
       --compare) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+      --kernels) COMPREPLY=($(compgen -W "scalar sse4 avx2 avx512" -- "$cur")); return ;;
     esac
-    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version -V --verbose -v --quiet -q --progress --no-progress --pipeline -p --threads -j --batch-size -b --epochs -e --cold --order --seed --crops --flip --layout --dtype --filter --resample --no-crop-aware --field --max-samples --no-limit --yuv420-siblings --compare --json" -- "$cur")); return; fi
+    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version -V --verbose -v --quiet -q --progress --no-progress --pipeline -p --threads -j --batch-size -b --epochs -e --cold --order --seed --crops --flip --layout --dtype --filter --resample --no-crop-aware --field --max-samples --no-limit --yuv420-siblings --compare --scaling --kernels --checksum --json" -- "$cur")); return; fi
     COMPREPLY=($(compgen -f -- "$cur")) ;;
   yuv420)
     case $prev in

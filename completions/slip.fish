@@ -69,6 +69,7 @@ complete -c slip -n "__fish_seen_subcommand_from verify" -l json -d 'Print one J
 complete -c slip -n "__fish_seen_subcommand_from verify" -l decode -d 'Also decode every image with the engine and with TurboJPEG and compare the pixels'
 complete -c slip -n "__fish_seen_subcommand_from verify" -l max-diff -x -d '--decode: largest allowed absolute pixel difference'
 complete -c slip -n "__fish_seen_subcommand_from verify" -l mean-diff -x -d '--decode: largest allowed mean absolute difference per image'
+complete -c slip -n "__fish_seen_subcommand_from verify" -l kernels -x -a 'scalar sse4 avx2 avx512' -d '--decode: SIMD level of the engine'\''s kernels: scalar, sse4, avx2 or avx512 (default: SLIP_SIMD, else the best this CPU has; a level the CPU lacks is an error)'
 complete -c slip -n "__fish_seen_subcommand_from verify" -F
 complete -c slip -n "__fish_seen_subcommand_from cat" -l help -s h -d 'Print this help message and exit'
 complete -c slip -n "__fish_seen_subcommand_from cat" -l field -s F -x -d 'Field to print (default: the first image field, else the first field)'
@@ -134,6 +135,9 @@ complete -c slip -n "__fish_seen_subcommand_from bench" -l max-samples -x -d 'Us
 complete -c slip -n "__fish_seen_subcommand_from bench" -l no-limit -d 'Skip the limit measurement'
 complete -c slip -n "__fish_seen_subcommand_from bench" -l yuv420-siblings -d 'Measure the field'\''s YUV420 sibling files (slip yuv420) instead of its JPEGs'
 complete -c slip -n "__fish_seen_subcommand_from bench" -l compare -r -F -d 'Run the same pipeline on a second storage of the same images (a YUV420 cache, or '\''siblings'\'' for this cache'\''s YUV420 sibling files) and print the speed and storage ratios'
+complete -c slip -n "__fish_seen_subcommand_from bench" -l scaling -d 'Run once per thread count (1, 2, 4, ... up to the CPUs) and print one row each: rate, measured and ideal limits, efficiency, speed-up over one thread'
+complete -c slip -n "__fish_seen_subcommand_from bench" -l kernels -x -a 'scalar sse4 avx2 avx512' -d 'SIMD level of the kernels: scalar, sse4, avx2 or avx512 (default: SLIP_SIMD, else the best this CPU has; a level the CPU lacks is an error). Every level gives the same pixels'
+complete -c slip -n "__fish_seen_subcommand_from bench" -l checksum -d 'Print a hash of every output pixel of every epoch (equal at every --kernels level; hashing is not timed)'
 complete -c slip -n "__fish_seen_subcommand_from bench" -l json -d 'Print one JSON report object'
 complete -c slip -n "__fish_seen_subcommand_from bench" -F
 complete -c slip -n "__fish_seen_subcommand_from yuv420" -l help -s h -d 'Print this help message and exit'

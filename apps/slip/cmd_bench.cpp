@@ -1,5 +1,6 @@
 // slip bench CACHE --pipeline raw|decode|center|rrc|direct-rrc|multicrop [--threads N] [--batch-size B]
-//                  [--epochs E] [--cold] [--order sequential|shuffle] [--seed S] [--compare YUVCACHE|siblings] [--json]
+//                  [--epochs E] [--cold] [--order sequential|shuffle] [--seed S] [--compare YUVCACHE|siblings]
+//                  [--kernels scalar|sse4|avx2|avx512] [--checksum] [--json]
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -11,6 +12,7 @@
 #include "slip/cache.hpp"
 #include "slip/decode.hpp"
 #include "slip/error.hpp"
+#include "slip/simd.hpp"
 
 namespace slip::cli {
 
@@ -24,6 +26,8 @@ nlohmann::ordered_json report_json(const BenchReport& r) {
   j["image_format"] = r.image_format;
   j["yuv420_siblings"] = r.yuv420_siblings;
   j["threads"] = r.threads;
+  j["cpus"] = r.cpus;
+  j["oversubscribed"] = r.threads > r.cpus;
   j["batch_size"] = r.batch_size;
   j["samples"] = r.samples;
   j["payload_bytes"] = r.payload_bytes;
@@ -31,6 +35,7 @@ nlohmann::ordered_json report_json(const BenchReport& r) {
   j["crop_aware"] = r.dct_scaling == 1;
   if (!r.resample.empty()) j["resample"] = r.resample;
   if (!r.kernels.empty()) j["kernels"] = r.kernels;
+  if (!r.checksum.empty()) j["checksum"] = r.checksum;
   auto epochs = nlohmann::ordered_json::array();
   for (const BenchEpoch& e : r.epochs)
     epochs.push_back({{"seconds", e.seconds},
@@ -50,8 +55,10 @@ nlohmann::ordered_json report_json(const BenchReport& r) {
     j["limit"] = {{"kind", r.limit_kind},
                   {"images_per_second", r.limit_images_per_second},
                   {"megabytes_per_second", r.limit_megabytes_per_second},
-                  {"single_thread_images_per_second", r.limit_single_thread_images_per_second}};
+                  {"single_thread_images_per_second", r.limit_single_thread_images_per_second},
+                  {"ideal_images_per_second", r.limit_ideal_images_per_second}};
     j["efficiency"] = r.efficiency;
+    j["efficiency_vs_ideal"] = r.efficiency_vs_ideal;
   }
   return j;
 }
@@ -68,6 +75,8 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
     bool no_limit = false;
     bool json = false;
     std::string compare;
+    bool scaling = false;
+    std::string kernels;
   };
   auto a = std::make_shared<Args>();
   sub.add_option("cache", a->cache, "Cache directory")->required();
@@ -105,8 +114,18 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("--compare", a->compare,
                  "Run the same pipeline on a second storage of the same images (a YUV420 cache, or 'siblings' for this "
                  "cache's YUV420 sibling files) and print the speed and storage ratios");
+  sub.add_flag("--scaling", a->scaling,
+               "Run once per thread count (1, 2, 4, ... up to the CPUs) and print one row each: rate, measured and ideal "
+               "limits, efficiency, speed-up over one thread");
+  sub.add_option("--kernels", a->kernels,
+                 "SIMD level of the kernels: scalar, sse4, avx2 or avx512 (default: SLIP_SIMD, else the best this CPU has; a "
+                 "level the CPU lacks is an error). Every level gives the same pixels")
+      ->check(CLI::IsMember({"scalar", "sse4", "avx2", "avx512"}));
+  sub.add_flag("--checksum", a->options.checksum,
+               "Print a hash of every output pixel of every epoch (equal at every --kernels level; hashing is not timed)");
   sub.add_flag("--json", a->json, "Print one JSON report object");
   return [a, &global]() -> int {
+    if (!a->kernels.empty()) set_simd_level(a->kernels);
     BenchOptions options = a->options;
     options.decode.threads = resolve_threads(options.decode.threads);
     options.shuffle = a->order == "shuffle";
@@ -134,7 +153,7 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
                     r.yuv420_siblings            ? ", yuv420 siblings"
                     : r.image_format == "yuv420" ? ", yuv420"
                                                  : "",
-                    r.resample.empty()  ? ""
+                    r.resample.empty()  ? (r.kernels.empty() ? "" : (", " + r.kernels + " kernels").c_str())
                     : r.kernels.empty() ? (", " + r.resample + " resampling").c_str()
                                         : (", " + r.resample + " resampling (" + r.kernels + " kernels)").c_str());
       }
@@ -148,9 +167,12 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
       if (report.limit_kind == "memcpy")
         std::printf("limit:   %9.1f MB/s (memcpy, %u threads)\n", report.limit_megabytes_per_second, report.threads);
       else
-        std::printf("limit:   %9.1f img/s (tjDecompress2 full decode %.1f img/s x %u threads)\n", report.limit_images_per_second,
-                    report.limit_single_thread_images_per_second, report.threads);
-      std::printf("efficiency: %.2f (best epoch / limit)\n", report.efficiency);
+        std::printf("limit:   %9.1f img/s (tjDecompress2 full decode on %u threads at once; one thread %.1f img/s, x %u = %.1f ideal)\n",
+                    report.limit_images_per_second, report.threads, report.limit_single_thread_images_per_second, report.threads,
+                    report.limit_ideal_images_per_second);
+      std::printf("efficiency: %.2f (best epoch / limit; %.2f against the ideal)\n", report.efficiency, report.efficiency_vs_ideal);
+      if (report.threads > report.cpus)
+        std::printf("note:    %u threads on %u CPUs: threads share CPUs, the limit is measured so\n", report.threads, report.cpus);
     };
     const auto print_noise = [&](const BenchReport& report) {
       if (text && report.noisy)
@@ -195,6 +217,27 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
       }
       return 0;
     }
+    if (a->scaling) {
+      if (!a->compare.empty()) throw Error(Errc::usage, "--scaling and --compare do not go together");
+      if (text)
+        std::printf("%-8s %12s %14s %14s %11s %9s %9s\n", "threads", "img/s", "limit img/s", "ideal img/s", "efficiency", "vs ideal",
+                    "speed-up");
+      double one_thread = 0;
+      const std::vector<BenchReport> reports = run_bench_scaling(cache, options, [&](const BenchReport& r) {
+        if (one_thread == 0) one_thread = r.best_images_per_second;
+        if (text)
+          std::printf("%-8u %12.1f %14.1f %14.1f %11.2f %9.2f %8.2fx\n", r.threads, r.best_images_per_second, r.limit_images_per_second,
+                      r.limit_ideal_images_per_second, r.efficiency, r.efficiency_vs_ideal,
+                      one_thread > 0 ? r.best_images_per_second / one_thread : 0.0);
+        std::fflush(stdout);
+      });
+      if (a->json) {
+        auto rows = nlohmann::ordered_json::array();
+        for (const BenchReport& r : reports) rows.push_back(report_json(r));
+        print_json(nlohmann::ordered_json{{"command", "bench"}, {"path", a->cache}, {"scaling", rows}});
+      }
+      return 0;
+    }
     const BenchReport report = run_bench(cache, options, print_epoch);
     if (a->json) {
       nlohmann::ordered_json j{{"command", "bench"}, {"path", a->cache}};
@@ -203,6 +246,7 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
     } else {
       print_limit(report);
       print_noise(report);
+      if (!report.checksum.empty() && !global.quiet) std::printf("checksum: %s\n", report.checksum.c_str());
     }
     return 0;
   };

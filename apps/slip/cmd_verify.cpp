@@ -5,6 +5,7 @@
 #include "exit_codes.hpp"
 #include "output.hpp"
 #include "slip/error.hpp"
+#include "slip/simd.hpp"
 #include "slip/verify.hpp"
 
 namespace slip::cli {
@@ -18,6 +19,7 @@ Action setup_verify(CLI::App& sub, const GlobalOptions& global) {
     bool decode = false;
     int max_diff = 1;
     double mean_diff = 0.01;
+    std::string kernels;
   };
   auto a = std::make_shared<Args>();
   sub.add_option("cache", a->caches, "Cache directories (several: one report each; the exit status is the worst)")->required();
@@ -27,6 +29,10 @@ Action setup_verify(CLI::App& sub, const GlobalOptions& global) {
   sub.add_flag("--decode", a->decode, "Also decode every image with the engine and with TurboJPEG and compare the pixels");
   sub.add_option("--max-diff", a->max_diff, "--decode: largest allowed absolute pixel difference")->default_val(1);
   sub.add_option("--mean-diff", a->mean_diff, "--decode: largest allowed mean absolute difference per image")->default_val(0.01);
+  sub.add_option("--kernels", a->kernels,
+                 "--decode: SIMD level of the engine's kernels: scalar, sse4, avx2 or avx512 (default: SLIP_SIMD, else the best "
+                 "this CPU has; a level the CPU lacks is an error)")
+      ->check(CLI::IsMember({"scalar", "sse4", "avx2", "avx512"}));
   const auto one = [a, &global](const std::string& cache) -> int {
     VerifyOptions options;
     options.decode = a->decode;
@@ -88,7 +94,10 @@ Action setup_verify(CLI::App& sub, const GlobalOptions& global) {
     }
     return r.ok() ? 0 : kExitVerifyFailed;
   };
-  return [a, one]() -> int { return for_each_cache(a->caches, a->json, "verify", one); };
+  return [a, one]() -> int {
+    if (!a->kernels.empty()) set_simd_level(a->kernels);
+    return for_each_cache(a->caches, a->json, "verify", one);
+  };
 }
 
 }  // namespace slip::cli

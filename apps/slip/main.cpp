@@ -18,6 +18,7 @@
 #include "slip/error.hpp"
 #include "slip/log.hpp"
 #include "slip/runtime.hpp"
+#include "slip/simd.hpp"
 
 namespace slip::cli {
 
@@ -83,7 +84,13 @@ int main(int argc, char** argv) {
   GlobalOptions global;
   CLI::App app{"slip — prepare vision datasets as slipstream caches for fast training"};
   app.name("slip");
-  app.set_version_flag("-V,--version", [] { return "slip " + slip::version() + "\n" + slip::build_info(); });
+  app.set_version_flag("-V,--version", [] {
+    try {
+      slip::apply_simd_environment(slip::process_environment());  // the level SLIP_SIMD asks for, if the CPU has it
+    } catch (const slip::Error&) {
+    }
+    return "slip " + slip::version() + "\n" + slip::build_info();
+  });
   app.add_flag("-v,--verbose", global.verbose, "More log output on stderr (repeatable)");
   app.add_flag("-q,--quiet", global.quiet, "Only errors on stderr; no progress");
   app.add_flag("--progress", global.progress, "Show progress even when stderr is not a terminal");
@@ -93,7 +100,8 @@ int main(int argc, char** argv) {
   app.footer(
       "Exit codes: 0 success, 1 verification failed, 2 usage error, 3 bad input, 4 I/O error,\n"
       "            5 remote failure after retries, 130 interrupted (SIGINT), 143 terminated (SIGTERM).\n"
-      "Environment: SLIPSTREAM_CACHE_DIR (default output/listing directory, else ~/.slipstream).");
+      "Environment: SLIPSTREAM_CACHE_DIR (default output/listing directory, else ~/.slipstream);\n"
+      "             SLIP_SIMD=scalar|sse4|avx2|avx512 (SIMD level of the kernels; default: the best this CPU has).");
 
   std::map<CLI::App*, Action> actions;
   for (const Command& cmd : kCommands) {
@@ -125,6 +133,7 @@ int main(int argc, char** argv) {
 
   for (CLI::App* sub : app.get_subcommands()) {
     try {
+      slip::apply_simd_environment(slip::process_environment());
       return actions.at(sub)();
     } catch (const slip::Error& e) {
       spdlog::error("{}", e.describe());

@@ -10,23 +10,38 @@ source "$(dirname "$0")/common.bash"
 grep -q '^  libjpeg-turbo: compiled against libjpeg-turbo [0-9]' "$WORK/version" || fail "no compiled-against line"
 grep -q '^  libjpeg loaded: .*libjpeg\.so.* (libjpeg-turbo [23]\.x ABI)$' "$WORK/version" || fail "no loaded-library line"
 grep -q '^  SIMD kernels: ' "$WORK/version" || fail "no SIMD line"
+compiled_generation=$(sed -n 's/^  libjpeg-turbo: compiled against libjpeg-turbo \([0-9]\).*/\1/p' "$WORK/version")
+loaded_generation=$(sed -n 's/^  libjpeg loaded: .* (libjpeg-turbo \([0-9]\)\.x ABI)$/\1/p' "$WORK/version")
+[ "$compiled_generation" -ge 3 ] && compiled_generation=3
+hook_here=on
 if [ "${SLIP_JPEG_INTERNALS:-}" = off ]; then
+  hook_here=off
   grep -q '^  JPEG entropy hook: off: turned off by the program' "$WORK/version" || fail "forced off but not reported"
+elif [ "$compiled_generation" != "$loaded_generation" ]; then
+  hook_here=off  # e.g. a 2.1 build run under LD_LIBRARY_PATH=<libjpeg-turbo 3.x>
+  grep -q '^  JPEG entropy hook: off: the loaded libjpeg.s internal layout is not the one compiled against' "$WORK/version" ||
+    fail "another ABI generation loaded but the hook is not off"
 else
   grep -q '^  JPEG entropy hook: on' "$WORK/version" || { cat "$WORK/version"; fail "the hook is off with the library this build was compiled against"; }
 fi
-SLIP_JPEG_INTERNALS=off "$SLIP" --version | grep -q '^  JPEG entropy hook: off: turned off by the program' || fail "SLIP_JPEG_INTERNALS=off"
+SLIP_JPEG_INTERNALS=off "$SLIP" --version | grep -q '^  JPEG entropy hook: off: ' || fail "SLIP_JPEG_INTERNALS=off"
 pass "slip --version names the libraries and the hook"
 
 cache=$("$SLIP" convert "$SRC/examples/sample" -o "$WORK/c" -q)
 restarts=$("$SLIP" convert "$SRC/examples/sample" -o "$WORK/r" -q --jpeg-restarts)
 # Every pipeline under a given environment; the engine object reports what --version said.
+# The checksums of every output pixel go to $WORK/sums.<label>: the same bytes on every path.
 check_engine() {
-  local want_hook=$1; shift
+  local label=$1 want_hook=$2; shift 2
+  : >"$WORK/sums.$label"
   for c in "$cache" "$restarts"; do
     env "$@" "$SLIP" verify "$c" --decode -q || fail "verify --decode ($*) on $c"
     for p in decode center rrc multicrop; do
-      env "$@" "$SLIP" bench "$c" -p "$p" -e 1 -b 8 --no-limit --json >"$WORK/b.json" || fail "bench -p $p ($*)"
+      for resample in rgb planar; do
+        [ "$p" = decode ] && [ "$resample" = planar ] && continue
+        env "$@" "$SLIP" bench "$c" -p "$p" -e 2 -b 8 --no-limit --checksum --json $([ "$p" = decode ] || echo --resample "$resample") \
+          >"$WORK/b.json" || fail "bench -p $p ($*)"
+        echo "$(basename "$c") $p $resample $(json_get "$WORK/b.json" '["checksum"]')" >>"$WORK/sums.$label"
       $PY - "$WORK/b.json" "$want_hook" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1])); e = d["engine"]
@@ -34,19 +49,23 @@ assert e["entropy_hook"] == (sys.argv[2] == "on"), e
 assert e["libjpeg_compiled"].startswith("libjpeg-turbo ") and "libjpeg" in e["libjpeg_loaded"], e
 assert ("reason" in e) == (not e["entropy_hook"]), e
 PY
+      done
     done
   done
 }
-if [ "${SLIP_JPEG_INTERNALS:-}" = off ]; then check_engine off SLIP_JPEG_INTERNALS=off; else check_engine on SLIP_JPEG_INTERNALS=on; fi
-check_engine off SLIP_JPEG_INTERNALS=off
-pass "verify --decode and every pipeline with the hook on and forced off"
+check_engine here "$hook_here" SLIP_JPEG_INTERNALS="${SLIP_JPEG_INTERNALS:-on}"
+check_engine off off SLIP_JPEG_INTERNALS=off
+cmp -s "$WORK/sums.here" "$WORK/sums.off" || { diff "$WORK/sums.here" "$WORK/sums.off"; fail "the hook and the public API gave other pixels"; }
+[ "$(wc -l <"$WORK/sums.here")" -eq 14 ] || fail "checksums missing"
+pass "verify --decode and every pipeline (rgb and planar) give the same pixels with the hook on and forced off"
 
 if [ -n "${SLIP_TEST_LIBJPEG3_DIR:-}" ]; then
   LD_LIBRARY_PATH=$SLIP_TEST_LIBJPEG3_DIR "$SLIP" --version >"$WORK/v3"
   grep -q 'libjpeg loaded: .*62\.4\..* (libjpeg-turbo 3\.x ABI)' "$WORK/v3" || { cat "$WORK/v3"; fail "not running with libjpeg-turbo 3.x"; }
   if grep -q 'compiled against libjpeg-turbo 2\.' "$WORK/v3"; then
     grep -q 'JPEG entropy hook: off: the loaded libjpeg' "$WORK/v3" || fail "a 2.x build kept the hook on under 3.x"
-    check_engine off LD_LIBRARY_PATH="$SLIP_TEST_LIBJPEG3_DIR"
+    check_engine v3 off LD_LIBRARY_PATH="$SLIP_TEST_LIBJPEG3_DIR"
+    cmp -s "$WORK/sums.here" "$WORK/sums.v3" || { diff "$WORK/sums.here" "$WORK/sums.v3"; fail "libjpeg-turbo 3.x gave other pixels"; }
   fi
   pass "under libjpeg-turbo 3.x from $SLIP_TEST_LIBJPEG3_DIR"
 else

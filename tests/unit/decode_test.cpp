@@ -161,7 +161,8 @@ TEST(Samplers, CropSpecsParseAndRejectNonsense) {
   EXPECT_EQ(dino[1].size, 96u);
   EXPECT_DOUBLE_EQ(dino[1].scale_hi, 0.32);
   EXPECT_EQ(parse_crop_groups("128")[0].count, 1u);
-  for (const char* bad : {"", "x224", "2x", "2x224@0.5", "2x224@0.9-0.1", "0x224", "2x0", "2x224@0-1", "a", "2x224@0.1-1.5"})
+  for (const char* bad : {"", "x224", "2x", "2x224@0.5", "2x224@0.9-0.1", "0x224", "2x0", "2x224@0-1", "a", "2x224@0.1-1.5",
+                          "4294967297x96", "65x96", "1.5x96", "96.5", "-1x96"})
     EXPECT_THROW(parse_crop_groups(bad), Error) << bad;
 }
 

@@ -19,6 +19,7 @@
 
 #include "slip/error.hpp"
 #include "slip/image.hpp"
+#include "slip/decode.hpp"
 #include "test_support.hpp"
 
 namespace slip {
@@ -515,6 +516,7 @@ TEST(ImageBadFiles, EachHasItsDocumentedOutcome) {
       // IHDR intact (246x246, n01440764_12741), pixel data cut: libpng fails on the missing data.
       {"png_truncated.JPEG", {ImageFormat::png, false, 246, 246, false, "Not a JPEG file"}},
   };
+  const bool turbojpeg_3x = jpeg_engine_info().libjpeg_loaded.find("3.x ABI") != std::string::npos;
   std::set<std::string> seen;
   for (const auto& entry : fs::directory_iterator(corpus() / "bad")) {
     const std::string name = entry.path().filename().string();
@@ -530,7 +532,14 @@ TEST(ImageBadFiles, EachHasItsDocumentedOutcome) {
     EXPECT_EQ(s.width, x.width);
     EXPECT_EQ(s.height, x.height);
     EXPECT_EQ(jpeg_decodes_to_rgb(b), x.tj_rgb);
-    EXPECT_NE(error_of([&] { decode_jpeg_rgb(b); }).find(x.decode_error), std::string::npos);
+    const std::string turbojpeg_error = error_of([&] { decode_jpeg_rgb(b); });
+    // TurboJPEG's own words are 2.x's (Debian 12); 3.x's header call words many of these
+    // "Could not determine subsampling level", still an error.
+    if (turbojpeg_3x) {
+      EXPECT_FALSE(turbojpeg_error.empty());
+    } else {
+      EXPECT_NE(turbojpeg_error.find(x.decode_error), std::string::npos) << turbojpeg_error;
+    }
     const std::string why = error_of([&] { decode_to_rgb(b); });
     EXPECT_FALSE(why.empty());
     if (name == "png_truncated.JPEG") {

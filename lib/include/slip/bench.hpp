@@ -27,6 +27,9 @@ struct BenchOptions {
   bool shuffle = false;      // Feistel order per epoch instead of sequential
   uint64_t max_samples = 0;  // 0: every sample
   bool measure_limit = true;
+  // Hash every output pixel of every epoch (BenchReport::checksum), outside the timed spans: the
+  // same cache and options give the same hash at every SIMD level (slip/simd.hpp).
+  bool checksum = false;
   CancelToken cancel;  // cancel() from any thread stops the run (slip/runtime.hpp)
 };
 
@@ -49,19 +52,25 @@ struct BenchReport {
   uint32_t crops_per_image = 0;
   int dct_scaling = 0;   // crop-aware decoding on (1) / off (0)
   std::string resample;  // crop pipelines: "rgb" or "planar" (ResampleMode after automatic resolved)
-  std::string kernels;   // planar resampling: its kernels' instruction set, "avx512", "avx2" or "scalar"
+  std::string kernels;   // decoding pipelines: the SIMD level the kernels ran at (slip/simd.hpp), e.g. "avx2"
+  // checksum: 16 hex digits, XXH3-64 over the epochs' outputs in order (crop pipelines: each
+  // batch's output buffers; decode: each sample's full RGB decode); empty otherwise.
+  std::string checksum;
   std::vector<BenchEpoch> epochs;
-  // The limit measured in the same run on the same samples: decode pipelines, one-thread
-  // tjDecompress2 (full image to RGB) x threads, the best of slices run before every epoch and
-  // after the last (so the limit and the epochs see the same machine), each a pass over the
-  // epochs' images (at most ~2 s of them on a large cache); raw,
-  // memcpy between heap buffers.
+  // The limit measured in the same run on the same samples: decode pipelines, tjDecompress2
+  // (full image to RGB) on `threads` threads at once, each decoding the same images with its own
+  // handle, the best of slices run before every epoch and after the last (so the limit and the
+  // epochs see the same machine), each a pass over the epochs' images (at most ~2 s of them on a
+  // large cache); raw, memcpy between heap buffers on the threads.
   std::string limit_kind;
   double limit_images_per_second = 0;
   double limit_megabytes_per_second = 0;
-  double limit_single_thread_images_per_second = 0;
-  double best_images_per_second = 0;  // the best epoch (warm)
-  double efficiency = 0;              // best / limit
+  double limit_single_thread_images_per_second = 0;  // decode pipelines: one thread alone
+  double limit_ideal_images_per_second = 0;          // one thread's rate x threads (what N threads never quite reach)
+  double best_images_per_second = 0;                 // the best epoch (warm)
+  double efficiency = 0;                             // best / the measured limit
+  double efficiency_vs_ideal = 0;                    // best / the ideal limit (the figure before the limit was measured)
+  unsigned cpus = 0;                                 // available_cpus() during the run: threads above it share CPUs
   // (best - worst) / best over the timed epochs (the first one left out when there are three or
   // more: it warms the page cache and the buffers). Above kNoisyEpochSpread the machine was
   // busy and the run is too noisy to judge a ratio by.
@@ -73,6 +82,13 @@ struct BenchReport {
 // Runs the benchmark; `on_epoch` (optional) is called after each epoch.
 BenchReport run_bench(const Cache& cache, const BenchOptions& options,
                       const std::function<void(const BenchReport&, size_t epoch)>& on_epoch = {});
+
+// 1, 2, 4, ... below `cpus`, then `cpus` itself: the thread counts of a scaling run.
+std::vector<unsigned> scaling_thread_counts(unsigned cpus);
+// The benchmark once per scaling_thread_counts(available_cpus()) (options.decode.threads is
+// replaced); `on_report` (optional) is called after each count's run.
+std::vector<BenchReport> run_bench_scaling(const Cache& cache, const BenchOptions& options,
+                                           const std::function<void(const BenchReport&)>& on_report = {});
 
 // The same pipeline on two storages of the same images (a JPEG cache and its YUV420 cache or
 // sibling files), run one after the other in this process: the speed ratio other/base of the

@@ -132,6 +132,8 @@ class BatchDecoder {
   // Full decodes (no crop, no resize) of ids on all threads; returns the sum of the decoded
   // pixel bytes (the "decode" bench pipeline; the pixels land in per-thread scratch).
   uint64_t decode_full(std::span<const uint64_t> ids);
+  // ... and digests[i] = XXH3-64 of ids[i]'s decoded RGB rows (digests.size() == ids.size()).
+  uint64_t decode_full(std::span<const uint64_t> ids, std::span<uint64_t> digests);
 
  private:
 #ifdef SLIP_UNSTABLE_API

@@ -36,6 +36,7 @@
 #include "slip/runtime.hpp"
 #include "slip/schema.hpp"
 #include "slip/shuffle.hpp"
+#include "slip/simd.hpp"
 #include "slip/source.hpp"
 #include "slip/subset.hpp"
 #include "slip/verify.hpp"

@@ -7,19 +7,24 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <exception>
+#include <latch>
 #include <memory>
 #include <optional>
+#include <thread>
+#include <vector>
 
 #include "util/worker_pool.hpp"
 #include "slip/cache.hpp"
 #include "slip/error.hpp"
+#include "slip/hash.hpp"
 #include "slip/image.hpp"
 #include "slip/runtime.hpp"
 #include "slip/shuffle.hpp"
+#include "slip/simd.hpp"
 #include "slip/yuv420.hpp"
 #include "util/file_io.hpp"
 #include "util/cancel.hpp"
-#include "util/cpu.hpp"
 #include "util/scratch.hpp"
 
 namespace slip {
@@ -29,66 +34,114 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-// One-thread full TurboJPEG decodes of a cache's JPEG samples, measured in slices between the
-// epochs so that the limit and the epochs see the same machine (a shared machine's speed drifts
-// over seconds): the first slice decodes every sample once in order, or stops past
+// Full TurboJPEG decodes of a cache's JPEG samples, measured in slices between the epochs so
+// that the limit and the epochs see the same machine (a shared machine's speed drifts over
+// seconds): the first slice decodes every sample once in order on one thread, or stops past
 // kMaxSliceSeconds (and 64 images) on a large cache, fixing the set; each later slice decodes
 // that same set once. The set is the epochs' images wherever a pass fits in a slice: a subset
-// would leave out the heaviest images and overstate the limit. The limit is the best slice, as
-// the report's rate is the best epoch.
+// would leave out the heaviest images and overstate the limit. With N > 1 threads each slice
+// also runs the set on N threads at once, each with its own handle and buffer: the measured
+// limit, which SMT siblings, turbo limits and shared memory bandwidth hold below N times one
+// thread's rate (the ideal). Each limit is its best slice, as the report's rate is the best epoch.
 class TurboJpegLimit {
  public:
   static constexpr double kMaxSliceSeconds = 2.0;
 
-  TurboJpegLimit(const Cache& cache, size_t field, uint64_t samples)
-      : handle_(tjInitDecompress(), tjDestroy), cache_(cache), field_(field), samples_(samples) {
-    if (!handle_) throw Error(Errc::io, "tjInitDecompress failed");
+  TurboJpegLimit(const Cache& cache, size_t field, uint64_t samples, unsigned threads)
+      : cache_(cache), field_(field), samples_(samples), threads_(threads) {
+    decoders_.reserve(threads);
+    for (unsigned t = 0; t < threads; ++t) decoders_.emplace_back();
   }
 
-  // Runs one slice; returns its images per second (0 when the samples hold no such JPEG).
-  double slice() {
+  void slice() {
+    single_best_ = std::max(single_best_, single_slice());
+    if (threads_ > 1) concurrent_best_ = std::max(concurrent_best_, concurrent_slice());
+  }
+  double single_best() const { return single_best_; }
+  // One thread's rate when the limit ran on one thread.
+  double concurrent_best() const { return threads_ > 1 ? concurrent_best_ : single_best_; }
+
+ private:
+  struct Decoder {
+    std::unique_ptr<void, int (*)(tjhandle)> handle{tjInitDecompress(), tjDestroy};
+    std::vector<uint8_t> pixels;
+    Decoder() {
+      if (!handle) throw Error(Errc::io, "tjInitDecompress failed");
+    }
+  };
+
+  double single_slice() {
     uint64_t images = 0;
     const auto start = Clock::now();
     if (set_size_ == 0) {
       uint64_t id = 0;
-      for (; id < samples_ && !(images >= 64 && seconds_since(start) > kMaxSliceSeconds); ++id) images += decode(id);
+      for (; id < samples_ && !(images >= 64 && seconds_since(start) > kMaxSliceSeconds); ++id) images += decode(decoders_[0], id);
       set_size_ = std::max<uint64_t>(id, 1);
     } else {
-      for (uint64_t id = 0; id < set_size_; ++id) images += decode(id);
+      for (uint64_t id = 0; id < set_size_; ++id) images += decode(decoders_[0], id);
     }
     const double elapsed = seconds_since(start);
-    const double rate = images && elapsed > 0 ? static_cast<double>(images) / elapsed : 0.0;
-    best_ = std::max(best_, rate);
-    return rate;
+    return images && elapsed > 0 ? static_cast<double>(images) / elapsed : 0.0;
   }
-  double best() const { return best_; }
 
- private:
+  // Every thread decodes the whole set, all started at once; the rate counts until the last ends.
+  double concurrent_slice() {
+    std::vector<uint64_t> images(threads_, 0);
+    std::vector<std::exception_ptr> errors(threads_);
+    std::latch ready(threads_ + 1);
+    std::vector<std::jthread> workers;
+    workers.reserve(threads_);
+    try {
+      for (unsigned t = 0; t < threads_; ++t)
+        workers.emplace_back([&, t] {
+          ready.arrive_and_wait();
+          try {
+            for (uint64_t id = 0; id < set_size_; ++id) images[t] += decode(decoders_[t], id);
+          } catch (...) {
+            errors[t] = std::current_exception();
+          }
+        });
+    } catch (...) {
+      ready.count_down(static_cast<std::ptrdiff_t>(threads_ - workers.size()) + 1);  // release the started ones
+      throw;
+    }
+    ready.arrive_and_wait();
+    const auto start = Clock::now();
+    workers.clear();  // joins
+    const double elapsed = seconds_since(start);
+    for (const std::exception_ptr& e : errors)
+      if (e) std::rethrow_exception(e);
+    uint64_t total = 0;
+    for (uint64_t n : images) total += n;
+    return total && elapsed > 0 ? static_cast<double>(total) / elapsed : 0.0;
+  }
+
   // 1 when sample `id` is a JPEG TurboJPEG decodes to RGB (CMYK and non-JPEG payloads skipped).
-  uint64_t decode(uint64_t id) {
+  uint64_t decode(Decoder& d, uint64_t id) {
     throw_if_interrupted();
     const auto payload = cache_.payload(field_, id);
     if (sniff_image_format(payload) != ImageFormat::jpeg) return 0;
     int width = 0, height = 0, subsamp = 0, colorspace = 0;
     const auto* data = reinterpret_cast<const unsigned char*>(payload.data());
-    if (tjDecompressHeader3(handle_.get(), data, static_cast<unsigned long>(payload.size()), &width, &height, &subsamp, &colorspace) != 0 ||
+    if (tjDecompressHeader3(d.handle.get(), data, static_cast<unsigned long>(payload.size()), &width, &height, &subsamp, &colorspace) !=
+            0 ||
         colorspace == TJCS_CMYK || colorspace == TJCS_YCCK ||
         static_cast<uint64_t>(width) * static_cast<uint64_t>(height) > kDecodePixelLimit)
       return 0;
     // The buffer only grows: resize() would zero-fill it again after every smaller image, work
     // that is not the decoder's and that made the limit read low.
-    unsigned char* const pixels = detail::scratch_of(pixels_, static_cast<size_t>(width) * height * 3);
-    tjDecompress2(handle_.get(), data, static_cast<unsigned long>(payload.size()), pixels, width, 0, height, TJPF_RGB, TJFLAG_LIMITSCANS);
+    unsigned char* const pixels = detail::scratch_of(d.pixels, static_cast<size_t>(width) * height * 3);
+    tjDecompress2(d.handle.get(), data, static_cast<unsigned long>(payload.size()), pixels, width, 0, height, TJPF_RGB, TJFLAG_LIMITSCANS);
     return 1;
   }
 
-  std::unique_ptr<void, int (*)(tjhandle)> handle_;
   const Cache& cache_;
   size_t field_;
   uint64_t samples_;
+  unsigned threads_;
+  std::vector<Decoder> decoders_;
   uint64_t set_size_ = 0;
-  double best_ = 0;
-  std::vector<uint8_t> pixels_;
+  double single_best_ = 0, concurrent_best_ = 0;
 };
 
 }  // namespace
@@ -137,11 +190,12 @@ BenchReport run_bench(const Cache& cache, const BenchOptions& options, const std
   report.image_format = siblings ? "yuv420" : cache.fields()[field].image_format.empty() ? "jpeg" : cache.fields()[field].image_format;
   report.yuv420_siblings = siblings.has_value();
   report.threads = threads;
+  report.cpus = available_cpus();
   report.batch_size = options.batch_size;
   report.samples = options.max_samples ? std::min<uint64_t>(options.max_samples, cache.size()) : cache.size();
   report.dct_scaling = decode.crop_aware ? 1 : 0;
   if (!raw && !full) report.resample = effective_resample_mode(decode) == ResampleMode::planar ? "planar" : "rgb";
-  if (report.resample == "planar") report.kernels = detail::simd_level_name(detail::best_simd_level());
+  if (!raw) report.kernels = simd_level_name();
   for (const CropGroup& g : decode.groups) report.crops_per_image += raw || full ? 0 : g.count;
   if (report.samples == 0) throw Error(Errc::usage, "the cache has no samples to benchmark");
   for (uint64_t id = 0; id < report.samples; ++id) {
@@ -175,9 +229,15 @@ BenchReport run_bench(const Cache& cache, const BenchOptions& options, const std
     }
   }
   std::vector<uint64_t> ids(options.batch_size);
+  std::optional<Xxh3> checksum;
+  std::vector<uint64_t> digests;  // decode: one per sample of a batch
+  if (options.checksum && !raw) {
+    checksum.emplace();
+    if (full) digests.resize(options.batch_size);
+  }
   // The JPEG limit's slices run before every epoch and after the last.
   std::optional<TurboJpegLimit> jpeg_limit;
-  if (options.measure_limit && !raw && report.image_format == "jpeg") jpeg_limit.emplace(cache, field, report.samples);
+  if (options.measure_limit && !raw && report.image_format == "jpeg") jpeg_limit.emplace(cache, field, report.samples, threads);
   for (unsigned epoch = 0; epoch < options.epochs; ++epoch) {
     if (jpeg_limit) jpeg_limit->slice();
     std::unique_ptr<EpochOrder> order;
@@ -189,6 +249,7 @@ BenchReport run_bench(const Cache& cache, const BenchOptions& options, const std
       order = std::make_unique<EpochOrder>(spec);
     }
     uint64_t batches = 0;
+    double hashing_seconds = 0;  // left out of the epoch's time
     // RSS stays under ~kResidentWindowBytes of mapped cache (plus the batch buffers), however
     // large the cache: resident pages are released past the window (page cache untouched).
     const auto start = Clock::now();
@@ -210,15 +271,24 @@ BenchReport run_bench(const Cache& cache, const BenchOptions& options, const std
           raw_widths[i] = record.width;
         });
       } else if (full) {
-        engine.decode_full(batch);
+        engine.decode_full(batch, checksum ? std::span<uint64_t>(digests.data(), count) : std::span<uint64_t>{});
       } else {
         engine.decode(batch, epoch, outputs);
+      }
+      if (checksum) {
+        const auto hashing = Clock::now();
+        if (full)
+          checksum->update(std::as_bytes(std::span<const uint64_t>(digests.data(), count)));
+        else
+          for (size_t g = 0; g < outputs.size(); ++g)
+            checksum->update(outputs[g].first(count * crop_group_sample_bytes(decode.groups[g], decode.type)));
+        hashing_seconds += seconds_since(hashing);
       }
       ++batches;
       cache.keep_resident_below();
     }
     BenchEpoch e;
-    e.seconds = seconds_since(start);
+    e.seconds = seconds_since(start) - hashing_seconds;
     e.images_per_second = static_cast<double>(report.samples) / e.seconds;
     e.megabytes_per_second = static_cast<double>(report.payload_bytes) / 1e6 / e.seconds;
     e.ms_per_batch = e.seconds * 1e3 / static_cast<double>(batches);
@@ -228,6 +298,7 @@ BenchReport run_bench(const Cache& cache, const BenchOptions& options, const std
     if (on_epoch) on_epoch(report, epoch);
   }
 
+  if (checksum) report.checksum = hex64(checksum->digest());
   if (options.measure_limit) {
     if (raw) {
       // The same copies (same sizes, same destinations, same threads) from a warm heap copy of
@@ -265,13 +336,17 @@ BenchReport run_bench(const Cache& cache, const BenchOptions& options, const std
       report.limit_single_thread_images_per_second = report.limit_images_per_second / threads;
     } else if (jpeg_limit) {
       jpeg_limit->slice();
-      report.limit_kind = "tjDecompress2 x threads";
-      report.limit_single_thread_images_per_second = jpeg_limit->best();
-      report.limit_images_per_second = report.limit_single_thread_images_per_second * threads;
+      report.limit_kind = "tjDecompress2 on the threads at once";
+      report.limit_single_thread_images_per_second = jpeg_limit->single_best();
+      report.limit_images_per_second = jpeg_limit->concurrent_best();
+      report.limit_ideal_images_per_second = report.limit_single_thread_images_per_second * threads;
       report.limit_megabytes_per_second =
           report.limit_images_per_second * static_cast<double>(report.payload_bytes) / static_cast<double>(report.samples) / 1e6;
     }
+    if (raw) report.limit_ideal_images_per_second = report.limit_images_per_second;  // memcpy: measured on the threads
     if (report.limit_images_per_second > 0) report.efficiency = report.best_images_per_second / report.limit_images_per_second;
+    if (report.limit_ideal_images_per_second > 0)
+      report.efficiency_vs_ideal = report.best_images_per_second / report.limit_ideal_images_per_second;
   }
   const size_t first_judged = report.epochs.size() >= 3 ? 1 : 0;
   double worst = report.best_images_per_second, best = 0;
@@ -282,6 +357,25 @@ BenchReport run_bench(const Cache& cache, const BenchOptions& options, const std
   report.epoch_spread = best > 0 ? (best - worst) / best : 0;
   report.noisy = report.epoch_spread > BenchReport::kNoisyEpochSpread;
   return report;
+}
+
+std::vector<unsigned> scaling_thread_counts(unsigned cpus) {
+  std::vector<unsigned> counts;
+  for (unsigned n = 1; n < cpus; n *= 2) counts.push_back(n);
+  counts.push_back(std::max(cpus, 1u));
+  return counts;
+}
+
+std::vector<BenchReport> run_bench_scaling(const Cache& cache, const BenchOptions& options,
+                                           const std::function<void(const BenchReport&)>& on_report) {
+  std::vector<BenchReport> reports;
+  for (unsigned threads : scaling_thread_counts(available_cpus())) {
+    BenchOptions o = options;
+    o.decode.threads = threads;
+    reports.push_back(run_bench(cache, o));
+    if (on_report) on_report(reports.back());
+  }
+  return reports;
 }
 
 BenchComparison run_bench_comparison(const Cache& base, const BenchOptions& base_options, const Cache& other,

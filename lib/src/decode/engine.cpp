@@ -15,6 +15,7 @@
 #include "slip/cache.hpp"
 #include "slip/decode.hpp"
 #include "slip/error.hpp"
+#include "slip/hash.hpp"
 #include "slip/image.hpp"
 #include "slip/runtime.hpp"
 #include "slip/yuv420.hpp"
@@ -592,9 +593,12 @@ void BatchDecoder::decode(std::span<const uint64_t> ids, uint64_t epoch, std::sp
   impl.rethrow_first_error();
 }
 
-uint64_t BatchDecoder::decode_full(std::span<const uint64_t> ids) {
+uint64_t BatchDecoder::decode_full(std::span<const uint64_t> ids) { return decode_full(ids, {}); }
+
+uint64_t BatchDecoder::decode_full(std::span<const uint64_t> ids, std::span<uint64_t> digests) {
   throw_if_interrupted();
   Impl& impl = *impl_;
+  if (!digests.empty() && digests.size() != ids.size()) throw Error(Errc::usage, "decode_full needs one digest slot per id");
   for (uint64_t id : ids)
     if (id >= impl.cache.size()) throw Error(Errc::usage, "sample id " + std::to_string(id) + " is out of range");
   for (Worker& w : impl.workers) w.decoded_bytes = 0;
@@ -605,6 +609,13 @@ uint64_t BatchDecoder::decode_full(std::span<const uint64_t> ids) {
       double s, ox, oy;
       if (impl.prepare(w, slot, ids[slot], true, view, s, ox, oy))
         w.decoded_bytes += static_cast<uint64_t>(view.width) * static_cast<uint64_t>(view.height) * 3;
+      if (!digests.empty()) {
+        Xxh3 rows;
+        for (int y = 0; y < view.height; ++y)
+          rows.update(
+              {reinterpret_cast<const std::byte*>(view.data) + static_cast<size_t>(y) * view.stride, static_cast<size_t>(view.width) * 3});
+        digests[slot] = rows.digest();
+      }
     } catch (const Error& e) {
       impl.fail(w, slot, ids[slot], e.message());
     } catch (const std::exception& e) {
@@ -648,8 +659,7 @@ RgbImage engine_decode_full(std::span<const std::byte> payload) {
       if (oversized(info)) throw Error(Errc::bad_input, refused_message(info));
       std::vector<uint8_t> scratch;
       DecodedRegion region;
-      if (!jpeg.decode_region(1, 0, 0, info.width, info.height, scratch, region))
-        throw Error(Errc::bad_input, jpeg.failure());
+      if (!jpeg.decode_region(1, 0, 0, info.width, info.height, scratch, region)) throw Error(Errc::bad_input, jpeg.failure());
       RgbImage image;
       image.width = static_cast<uint32_t>(info.width);
       image.height = static_cast<uint32_t>(info.height);

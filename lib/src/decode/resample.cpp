@@ -244,7 +244,7 @@ __attribute__((target("avx2"))) void horizontal_4rows_madd_avx2(const uint8_t* i
 }
 
 #else
-// Not x86-64: kHaveSse41 and kHaveAvx2 are false, so these are not reached; should they be, the
+// Not x86-64: the level is scalar (util/cpu.hpp), so these are not reached; should they be, the
 // scalar kernel gives the same bytes.
 void horizontal_row_madd(const uint8_t* in_row, int, const ResampleAxis& axis, int out_w, uint8_t* out_row) {
   horizontal_row_scalar(in_row, axis, 0, out_w, out_row);
@@ -255,18 +255,15 @@ void horizontal_4rows_madd_avx2(const uint8_t* in0, size_t in_stride, int, const
 }
 #endif
 
-const bool kHaveSse41 = cpu_has_sse41();
-const bool kHaveAvx2 = cpu_has_avx2();
-
-void horizontal_row(const uint8_t* in_row, int in_width, const ResampleAxis& axis, int out_w, uint8_t* out_row) {
-  if (kHaveSse41)
+void horizontal_row(const uint8_t* in_row, int in_width, const ResampleAxis& axis, int out_w, uint8_t* out_row, SimdLevel level) {
+  if (level >= SimdLevel::sse4)
     horizontal_row_madd(in_row, in_width, axis, out_w, out_row);
   else
     horizontal_row_scalar(in_row, axis, 0, out_w, out_row);
 }
 
-// The vertical pass's inner loop, compiled twice (AVX2 and baseline) and picked once at load time
-// (util/cpu.hpp says why not target_clones).
+// The vertical pass's inner loop, compiled twice (AVX2 and baseline) and picked per call by the
+// level in use (util/cpu.hpp says why not target_clones).
 void accumulate_row_baseline(int32_t* acc, const uint8_t* p, int32_t w, int values) {
   for (int i = 0; i < values; ++i) acc[i] += p[i] * w;
 }
@@ -278,7 +275,6 @@ __attribute__((target("avx2"))) void accumulate_row_avx2(int32_t* acc, const uin
 constexpr auto accumulate_row_avx2 = accumulate_row_baseline;  // never picked: cpu_has_avx2() is false
 #endif
 using AccumulateRow = void (*)(int32_t*, const uint8_t*, int32_t, int);
-const AccumulateRow accumulate_row = cpu_has_avx2() ? accumulate_row_avx2 : accumulate_row_baseline;
 
 }  // namespace
 
@@ -286,6 +282,8 @@ void resample_rgb(const RgbView& in, double x0, double y0, double x1, double y1,
                   ResampleScratch& scratch, uint8_t* out, bool mirror) {
   const bool need_horizontal = mirror || out_w != in.width || x0 != 0 || x1 != out_w;
   const bool need_vertical = out_h != in.height || y0 != 0 || y1 != out_h;
+  // sse4: the horizontal pass's multiply-adds; avx2: four rows at a time and the vertical pass.
+  const SimdLevel level = active_simd_level();
   ResampleAxis& hz = scratch.horizontal;
   ResampleAxis& vt = scratch.vertical;
   precompute_axis(hz, in.width, x0, x1, out_w, filter);
@@ -299,7 +297,7 @@ void resample_rgb(const RgbView& in, double x0, double y0, double x1, double y1,
                        hz.coeffs.begin() + static_cast<ptrdiff_t>(b) * hz.ksize);
     }
   }
-  if (need_horizontal && kHaveSse41) pack_coefficient_pairs(hz, out_w);
+  if (need_horizontal && level >= SimdLevel::sse4) pack_coefficient_pairs(hz, out_w);
   const size_t out_stride = static_cast<size_t>(out_w) * 3;
 
   // Rows the vertical pass reads.
@@ -313,13 +311,13 @@ void resample_rgb(const RgbView& in, double x0, double y0, double x1, double y1,
     const int rows = std::max(ybox_last - ybox_first, 0);
     scratch.temp.resize(static_cast<size_t>(rows) * out_stride);
     int y = 0;
-    if (kHaveAvx2 && kHaveSse41)
+    if (level >= SimdLevel::avx2)
       for (; y + 4 <= rows; y += 4)
         horizontal_4rows_madd_avx2(in.data + static_cast<size_t>(y + ybox_first) * in.stride, in.stride, in.width, hz, out_w,
                                    scratch.temp.data() + static_cast<size_t>(y) * out_stride, out_stride);
     for (; y < rows; ++y)
       horizontal_row(in.data + static_cast<size_t>(y + ybox_first) * in.stride, in.width, hz, out_w,
-                     scratch.temp.data() + static_cast<size_t>(y) * out_stride);
+                     scratch.temp.data() + static_cast<size_t>(y) * out_stride, level);
     src = scratch.temp.data();
     src_stride = out_stride;
     row_offset = ybox_first;
@@ -333,6 +331,7 @@ void resample_rgb(const RgbView& in, double x0, double y0, double x1, double y1,
   }
   const int values = out_w * 3;
   scratch.accumulator.resize(static_cast<size_t>(values));
+  const AccumulateRow accumulate_row = level >= SimdLevel::avx2 ? accumulate_row_avx2 : accumulate_row_baseline;
   for (int yy = 0; yy < out_h; ++yy) {
     const int ymin = vt.bounds[static_cast<size_t>(yy) * 2] - row_offset, n = vt.bounds[static_cast<size_t>(yy) * 2 + 1];
     const int32_t* k = &vt.coeffs[static_cast<size_t>(yy) * vt.ksize];

@@ -47,6 +47,23 @@ void output_weights_scalar(float offset, float inv, int n, int stride, int16_t* 
 #endif
 }
 
+// output_weights_avx2's weights without AVX2: tap x summed into lane x % 8, the lanes added as
+// its horizontal sum adds them, ((0 + 4) + (2 + 6)) + ((1 + 5) + (3 + 7)); the scalar level plans
+// the rows the AVX2 level gives that kernel with it, so both levels' weights are the same bits.
+template <ResampleFilter kFilter>
+void output_weights_lanes(float offset, float inv, int n, int stride, int16_t* q) {
+  auto weight = [&](int x) { return x < n ? filter_weight<kFilter>((static_cast<float>(x) + offset) * inv) : 0.0f; };
+  float lanes[8] = {};
+  for (int x = 0; x < stride; ++x) lanes[x % 8] += weight(x);
+  const float sum = ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
+  const float norm = sum != 0.0f ? static_cast<float>(1 << kBits) / sum : 0.0f;
+#if defined(__x86_64__)
+  for (int x = 0; x < stride; ++x) q[x] = static_cast<int16_t>(_mm_cvtss_si32(_mm_set_ss(weight(x) * norm)));
+#else
+  for (int x = 0; x < stride; ++x) q[x] = static_cast<int16_t>(std::lrint(weight(x) * norm));
+#endif
+}
+
 #if defined(__x86_64__)
 
 // filter_weight on 8 values of |x| at once (as selects, like the scalar one).
@@ -243,7 +260,7 @@ __attribute__((target("avx2"))) void bounds8_avx2(int o, double in0, double scal
   }
 }
 #else
-// Not x86-64: kAvx2 is false, so plan_axis_with computes weights and bounds one output at a
+// Not x86-64: the level is scalar (util/cpu.hpp), so plan_axis_with computes weights and bounds one output at a
 // time with the scalar kernel; these stand in for the x86 kernels it names, with its results.
 template <ResampleFilter kFilter>
 void output_weights_avx2(float offset, float inv, int n, int stride, int16_t* q) {
@@ -271,9 +288,6 @@ void bounds8_avx2(int o, double in0, double scale, double support, int in_size, 
 }
 #endif
 
-const bool kAvx2 = cpu_has_avx2();
-const SimdLevel kBestLevel = best_simd_level();
-
 // Pillow's geometry (precompute_axis in resample.cpp: the same support, bounds and
 // normalisation), weights straight to Q14. Each output's row of coefficients is padded to a
 // multiple of 8 with zeros.
@@ -289,10 +303,13 @@ void plan_axis_with(PlaneAxis& axis, const PlaneAxisKey& k, SimdLevel kernels) {
   scratch_of(axis.bounds, static_cast<size_t>(k.out_size) * 2);
   scratch_of(axis.coeffs, static_cast<size_t>(k.out_size) * stride);
   // Windows over ~250x the output (rows longer than the AVX2 kernel's stack buffer) go scalar.
-  const auto weights = kAvx2 && stride <= kMaxTapsOnStack ? output_weights_avx2<kFilter> : output_weights_scalar<kFilter>;
+  // Below AVX2, rows of 16 taps or more (those the AVX2 kernels sum lane by lane) take its sums.
+  const bool avx2 = kernels >= SimdLevel::avx2;
+  const bool lane_sums = stride >= 16 && stride <= kMaxTapsOnStack;
+  const auto weights = !lane_sums ? output_weights_scalar<kFilter> : avx2 ? output_weights_avx2<kFilter> : output_weights_lanes<kFilter>;
   const auto inv = static_cast<float>(inv_filterscale);
   // Rows of 8 or 16 taps go eight outputs at a time (the one-at-a-time kernel's sums, lane by lane).
-  const bool batched = kAvx2 && (stride == 8 || stride == 16);
+  const bool batched = avx2 && (stride == 8 || stride == 16);
   const auto weights8 = stride == 8 ? output_weights8_avx2<kFilter, 8> : output_weights8_avx2<kFilter, 16>;
   const auto weights16 = stride == 8 ? output_weights16_avx512<kFilter, 8> : output_weights16_avx512<kFilter, 16>;
   // The outputs past the last eight: the kernel whose sums the batches reproduce.
@@ -553,16 +570,16 @@ SLIP_AVX512 void vertical_columns_avx512(const uint8_t* in, size_t in_stride, in
 
 #pragma GCC diagnostic pop
 #else
-// Not x86-64: kBestLevel is scalar, so vertical_columns runs the scalar kernel.
+// Not x86-64: the level is scalar, so vertical_columns runs the scalar kernel.
 constexpr auto vertical_columns_avx2 = vertical_columns_scalar;
 constexpr auto vertical_columns_avx512 = vertical_columns_scalar;
 #endif
 
 void vertical_columns(SimdLevel kernels, const uint8_t* in, size_t in_stride, int width, const PlaneAxis& axis, int row_offset, int rows,
                       uint8_t* out, ptrdiff_t out_stride) {
-  const auto run = width < 16 || kernels == SimdLevel::scalar ? vertical_columns_scalar
-                   : kernels == SimdLevel::avx2               ? vertical_columns_avx2
-                                                              : vertical_columns_avx512;
+  const auto run = width < 16 || kernels < SimdLevel::avx2 ? vertical_columns_scalar
+                   : kernels == SimdLevel::avx2            ? vertical_columns_avx2
+                                                           : vertical_columns_avx512;
   run(in, in_stride, width, axis.bounds.data(), axis.coeffs.data(), axis.ksize, row_offset, rows, out, out_stride);
 }
 
@@ -791,7 +808,7 @@ void horizontal_rows(const uint8_t* in, size_t in_stride, int rows, const RowGat
 #pragma GCC diagnostic pop
 #undef SLIP_AVX512
 #else
-// Not x86-64: kBestLevel is scalar, so transpose_plane takes the 8x8 blocks and resample_plane
+// Not x86-64: the level is scalar, so transpose_plane takes the 8x8 blocks and resample_plane
 // the transposed passes; these stand in for the x86 kernels they name.
 constexpr auto transpose16x32 = transpose_block<16, 32>;
 constexpr auto transpose16x64 = transpose_block<16, 64>;
@@ -819,7 +836,7 @@ void transpose_region_8x8(const uint8_t* in, size_t in_stride, int x0, int x1, i
 
 void plan_axis(PlaneAxis& axis, const PlaneAxisKey& k, SimdLevel kernels) {
   if (axis.key == k) return;
-  kernels = std::min(kernels, kBestLevel);
+  kernels = std::min(kernels, active_simd_level());
   if (k.filter == ResampleFilter::bicubic)
     plan_axis_with<ResampleFilter::bicubic>(axis, k, kernels);
   else
@@ -827,7 +844,7 @@ void plan_axis(PlaneAxis& axis, const PlaneAxisKey& k, SimdLevel kernels) {
 }
 
 void transpose_plane(const uint8_t* in, size_t in_stride, int width, int height, uint8_t* out, size_t out_stride, SimdLevel kernels) {
-  kernels = std::min(kernels, kBestLevel);
+  kernels = std::min(kernels, active_simd_level());
   if (kernels == SimdLevel::avx512 && width >= 64 && height >= 16) {
     for (int y0 = 0; y0 < height; y0 += 16) {
       const int y = std::min(y0, height - 16);
@@ -865,7 +882,7 @@ void resample_plane(const PlaneView& in, double x0, double y0, double x1, double
   // Vertical first: out_h rows of the needed columns (and 64 bytes more: the row gathers read
   // whole 64-byte windows).
   uint8_t* const pass1 = scratch_of(s.pass1, (static_cast<size_t>(out_h) * columns) + 64);
-  const SimdLevel kernels = std::min(s.kernels, kBestLevel);
+  const SimdLevel kernels = std::min(s.kernels, active_simd_level());
   vertical_columns(kernels, in.data + cx0, in.stride, columns, s.vertical, 0, out_h, pass1, columns);
   if (kernels == SimdLevel::avx512 && out_w >= 64) {
     RowGatherPlan& gathers = s.row_gathers;

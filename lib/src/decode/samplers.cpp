@@ -1,6 +1,7 @@
 #include "decode/samplers.hpp"
 
 #include <charconv>
+#include <cmath>
 #include <string>
 
 #include "decode/rng.hpp"
@@ -91,11 +92,15 @@ CropGroup parse_one_group(std::string_view item, std::string_view spec) {
     rest = rest.substr(0, at);
   }
   if (const auto x = rest.find('x'); x != std::string_view::npos) {
-    group.count = static_cast<uint32_t>(parse_number(rest.substr(0, x), spec));
+    // Checked as a double: a cast first would wrap 4294967297 to 1.
+    const double count = parse_number(rest.substr(0, x), spec);
+    if (count < 1 || count > 64 || count != std::floor(count))
+      throw Error(Errc::usage, "bad crop spec '" + std::string(spec) + "': count must be an integer in 1..64");
+    group.count = static_cast<uint32_t>(count);
     rest = rest.substr(x + 1);
   }
   const double size = parse_number(rest, spec);
-  if (size < 1 || size > 4096 || size != static_cast<uint32_t>(size))
+  if (size < 1 || size > 4096 || size != std::floor(size))
     throw Error(Errc::usage, "bad crop spec '" + std::string(spec) + "': size must be an integer in 1..4096");
   group.size = static_cast<uint32_t>(size);
   if (group.count < 1 || group.count > 64) throw Error(Errc::usage, "bad crop spec '" + std::string(spec) + "': count must be in 1..64");

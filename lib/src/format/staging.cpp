@@ -1,5 +1,9 @@
 #include "format/staging.hpp"
 
+#include <fcntl.h>
+#include <stdio.h>
+
+#include <cerrno>
 #include <cstdlib>
 #include <ctime>
 #include <nlohmann/json.hpp>
@@ -36,6 +40,32 @@ StagingDir::~StagingDir() = default;  // the lock removes an unpublished directo
 void StagingDir::publish() {
   fsync_directory(lock_.path());
   std::error_code ec;
+  // Atomic on Linux file systems that have renameat2: the new cache goes in under the final
+  // name unless one is there (RENAME_NOREPLACE); one that is there (forced, stale, or another
+  // run's published a moment ago: two `--force` runs of one source) is swapped out in one step
+  // (RENAME_EXCHANGE) and removed from our temporary name. Both runs succeed; the last wins.
+  for (int attempt = 0;; ++attempt) {
+    if (::renameat2(AT_FDCWD, lock_.path().c_str(), AT_FDCWD, final_.c_str(), RENAME_NOREPLACE) == 0) break;
+    const int error = errno;
+    if (error == EINVAL || error == ENOSYS) {  // no renameat2 here (some network file systems)
+      publish_by_moving_aside();
+      break;
+    }
+    if (error != EEXIST && error != ENOTEMPTY) throw_errno("cannot publish cache", final_.string(), error);
+    if (::renameat2(AT_FDCWD, lock_.path().c_str(), AT_FDCWD, final_.c_str(), RENAME_EXCHANGE) == 0) {
+      fs::remove_all(lock_.path(), ec);  // the cache we replaced
+      break;
+    }
+    // ENOENT: the one there was removed between the two calls; try again.
+    if (errno != ENOENT || attempt >= 16) throw_errno("cannot replace existing cache", final_.string(), errno);
+  }
+  published_ = true;
+  lock_.release();
+  fsync_directory(root_);
+}
+
+void StagingDir::publish_by_moving_aside() {
+  std::error_code ec;
   // An existing (forced or stale) cache is moved aside first, then removed.
   if (fs::exists(final_, ec)) {
     const fs::path old = lock_.path().string() + ".old";  // unique to this run, under its lock
@@ -46,9 +76,6 @@ void StagingDir::publish() {
   }
   fs::rename(lock_.path(), final_, ec);
   if (ec) throw Error(Errc::io, "cannot publish cache: " + ec.message()).with_path(final_.string());
-  published_ = true;
-  lock_.release();
-  fsync_directory(root_);
 }
 
 bool manifest_sum_matches(const fs::path& dir, std::string_view text) {

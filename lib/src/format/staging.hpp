@@ -24,6 +24,8 @@ class StagingDir {
   void publish();
 
  private:
+  void publish_by_moving_aside();  // where renameat2 is missing
+
   std::filesystem::path root_, final_;
   TempLock lock_;
   bool published_ = false;

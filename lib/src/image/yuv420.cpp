@@ -119,15 +119,17 @@ constexpr auto interleave_rgb_ssse3 = interleave_rgb_scalar;  // never picked: c
 #endif
 
 using Interleave = void (*)(const uint8_t*, const uint8_t*, const uint8_t*, int, uint8_t*);
-Interleave pick_interleave() { return cpu_has_ssse3() ? interleave_rgb_ssse3 : interleave_rgb_scalar; }
-const Interleave interleave_rgb = pick_interleave();
+// The kernel for a level (at most the CPU's: SSSE3 comes with sse4).
+Interleave interleave_for(SimdLevel level) { return level >= SimdLevel::sse4 ? interleave_rgb_ssse3 : interleave_rgb_scalar; }
 
 }  // namespace
 
 namespace {
 
 // n pixels of one row from luma column xs: chroma sample j covers luma columns 2j and 2j + 1.
-void yuv420_row_to_rgb(const uint8_t* yrow, const uint8_t* urow, const uint8_t* vrow, int x0, int n, uint8_t* o) {
+// level: scalar runs the portable loops only (what a CPU without SSE gets).
+void yuv420_row_to_rgb(const uint8_t* yrow, const uint8_t* urow, const uint8_t* vrow, int x0, int n, uint8_t* o, SimdLevel level) {
+  const Interleave interleave_rgb = interleave_for(level);
   // In three passes the compiler vectorises (-O3): chroma upsampled to full width, the inverse
   // transform on 16-bit lanes into planar rows, then interleaved into packed RGB. Fixed point
   // with 6 fractional bits keeps every intermediate inside int16.
@@ -164,7 +166,7 @@ void yuv420_row_to_rgb(const uint8_t* yrow, const uint8_t* urow, const uint8_t* 
 #if defined(__x86_64__)
     const __m128i zero = _mm_setzero_si128(), bias = _mm_set1_epi16(32);
     const __m128i k90 = _mm_set1_epi16(90), k22 = _mm_set1_epi16(22), k46 = _mm_set1_epi16(46), k113 = _mm_set1_epi16(113);
-    for (; i + 8 <= m; i += 8) {
+    for (; level >= SimdLevel::sse4 && i + 8 <= m; i += 8) {
       const __m128i l =
           _mm_add_epi16(_mm_slli_epi16(_mm_unpacklo_epi8(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(yy + i)), zero), 6), bias);
       const __m128i u = _mm_loadu_si128(reinterpret_cast<const __m128i*>(uu + i));
@@ -196,9 +198,10 @@ void yuv420_row_to_rgb(const uint8_t* yrow, const uint8_t* urow, const uint8_t* 
 void yuv420_region_to_rgb(const uint8_t* yp, int width, int height, int x0, int y0, int x1, int y1, uint8_t* out, size_t stride) {
   const uint8_t* up = yp + static_cast<size_t>(width) * height;
   const uint8_t* vp = up + static_cast<size_t>(width / 2) * (height / 2);
+  const SimdLevel level = active_simd_level();
   for (int y = y0; y < y1; ++y)
     yuv420_row_to_rgb(yp + static_cast<size_t>(y) * width, up + static_cast<size_t>(y / 2) * (width / 2),
-                      vp + static_cast<size_t>(y / 2) * (width / 2), x0, x1 - x0, out + static_cast<size_t>(y - y0) * stride);
+                      vp + static_cast<size_t>(y / 2) * (width / 2), x0, x1 - x0, out + static_cast<size_t>(y - y0) * stride, level);
 }
 
 namespace {
@@ -418,15 +421,13 @@ SLIP_AVX512 void ycbcr_row_to_rgb_avx512(const uint8_t* yp, const uint8_t* cbp, 
 #pragma GCC diagnostic pop
 #endif
 
-const SimdLevel kBestLevel = best_simd_level();
-
 }  // namespace
 
 void ycbcr_planes_to_rgb(const uint8_t* yp, const uint8_t* cbp, const uint8_t* crp, size_t stride, int width, int height, uint8_t* out,
                          size_t out_stride, SimdLevel kernels) {
   // Streaming stores: the engine's crops land in batch buffers far larger than the caches.
   const bool stream = reinterpret_cast<uintptr_t>(out) % 16 == 0 && out_stride % 16 == 0;
-  kernels = std::min(kernels, kBestLevel);
+  kernels = std::min(kernels, active_simd_level());
 #if defined(__x86_64__)
   if (kernels == SimdLevel::avx512) {
     for (int y = 0; y < height; ++y) {
@@ -454,6 +455,7 @@ void ycbcr_planes_to_rgb(const uint8_t* yp, const uint8_t* cbp, const uint8_t* c
 #endif
   constexpr int kChunk = 256;
   alignas(32) uint8_t rr[kChunk], gg[kChunk], bb[kChunk];
+  const Interleave interleave_rgb = interleave_for(kernels);
   for (int y = 0; y < height; ++y) {
     const size_t row = static_cast<size_t>(y) * stride;
     for (int start = 0; start < width; start += kChunk) {

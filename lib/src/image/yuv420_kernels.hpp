@@ -22,7 +22,7 @@ void yuv420_region_to_rgb(const uint8_t* payload, int width, int height, int x0,
 
 // Three full-resolution planes (same stride) to packed RGB with libjpeg's own YCbCr -> RGB
 // fixed point (jdcolor.c): what the engine's planar path converts its resized crops with. The
-// same bytes at every kernel level: at most `kernels`, the CPU's best by default.
+// same bytes at every kernel level: at most `kernels` and the level in use (slip/simd.hpp).
 void ycbcr_planes_to_rgb(const uint8_t* y, const uint8_t* cb, const uint8_t* cr, size_t stride, int width, int height, uint8_t* out,
                          size_t out_stride, SimdLevel kernels = SimdLevel::avx512);
 

@@ -181,6 +181,7 @@ std::vector<S3Object> S3Client::list(const std::string& bucket, const std::strin
   const std::string where = uri(bucket, prefix);
   for (uint64_t page = 0;; ++page) {
     throw_if_interrupted();
+    throw_if_interrupted();
     // Pages hold up to 1,000 keys; a server sending near-empty pages forever is stopped too.
     const uint64_t max_pages = std::max<uint64_t>(1000, options_.max_list_keys / 100);
     if (page >= max_pages)

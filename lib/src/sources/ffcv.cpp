@@ -12,6 +12,7 @@
 #include "slip/npy.hpp"
 #include "slip/source.hpp"
 #include "sources/source_registry.hpp"
+#include "util/file_time.hpp"
 #include "util/file_io.hpp"
 #include "util/untrusted.hpp"
 
@@ -311,8 +312,7 @@ class FfcvSource final : public Source {
     if (options.get("fingerprint") == std::optional<std::string>("content")) {
       identity_.fingerprint = "sha256:" + sha256_hex(bytes_);
     } else {
-      const auto mtime = fs::last_write_time(abs, ec).time_since_epoch().count();
-      identity_.fingerprint = "stat:" + std::to_string(file_size) + ":" + std::to_string(mtime);
+      identity_.fingerprint = "stat:" + std::to_string(file_size) + ":" + std::to_string(detail::unix_mtime_ns(abs));
     }
   }
 

@@ -26,6 +26,7 @@
 #include "sources/shard_arrivals.hpp"
 #include "sources/shard_list.hpp"
 #include "sources/source_registry.hpp"
+#include "util/file_time.hpp"
 #include "util/cancel.hpp"
 #include "util/file_io.hpp"
 #include "util/log.hpp"
@@ -445,7 +446,7 @@ class TarSource final : public Source {
         fp.update((from_stdin ? std::string("-") : abs.filename().string()) + "\t" + sha256_hex(m.bytes()) + "\n");
       } else {
         fp.update(abs.filename().string() + "\t" + std::to_string(fs::file_size(abs, ec)) + "\t" +
-                  std::to_string(fs::last_write_time(abs, ec).time_since_epoch().count()) + "\n");
+                  std::to_string(detail::unix_mtime_ns(abs)) + "\n");
       }
     }
     identity_ = {"tar",
@@ -686,7 +687,7 @@ class TarImageFolderSource final : public Source {
         fp.update((from_stdin ? std::string("-") : abs.filename().string()) + "\t" + sha256_hex(m.bytes()) + "\n");
       } else {
         fp.update(abs.filename().string() + "\t" + std::to_string(fs::file_size(abs, ec)) + "\t" +
-                  std::to_string(fs::last_write_time(abs, ec).time_since_epoch().count()) + "\n");
+                  std::to_string(detail::unix_mtime_ns(abs)) + "\n");
       }
       ArchivePtr a = open_archive(shard);
       archive_entry* e = nullptr;

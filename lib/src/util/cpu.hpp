@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "slip/simd.hpp"
+
 namespace slip::detail {
 
 // The x86 kernels (<immintrin.h>, target attributes) are built on x86-64 only; elsewhere every
@@ -33,24 +35,26 @@ inline bool cpu_has_avx2() { return false; }
 inline bool cpu_has_bmi2() { return false; }
 #endif
 
-// Kernel levels, in order. avx512: F, BW, VNNI and VBMI (Ice Lake, Sapphire Rapids, Zen 4 and
-// later), with the OS saving the registers (libgcc checks XCR0). Kernels with a level argument
-// give the same bytes at every level; tests compare them.
-enum class SimdLevel { scalar, avx2, avx512 };
+// Kernel levels (slip/simd.hpp), in order. avx512: F, BW, VNNI and VBMI (Ice Lake, Sapphire
+// Rapids, Zen 4 and later), with the OS saving the registers (libgcc checks XCR0). Kernels with a
+// level argument give the same bytes at every level; tests compare them.
+using SimdLevel = slip::SimdLevel;
 inline SimdLevel best_simd_level() {
 #if defined(__x86_64__)
   __builtin_cpu_init();
   const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni") &&
                       __builtin_cpu_supports("avx512vbmi");
-  return avx512 ? SimdLevel::avx512 : cpu_has_avx2() ? SimdLevel::avx2 : SimdLevel::scalar;
+  const bool sse4 = cpu_has_sse41() && cpu_has_ssse3();
+  const bool avx2 = sse4 && cpu_has_avx2();
+  return avx2 && avx512 ? SimdLevel::avx512 : avx2 ? SimdLevel::avx2 : sse4 ? SimdLevel::sse4 : SimdLevel::scalar;
 #else
   return SimdLevel::scalar;
 #endif
 }
 
-constexpr const char* simd_level_name(SimdLevel level) {
-  return level == SimdLevel::avx512 ? "avx512" : level == SimdLevel::avx2 ? "avx2" : "scalar";
-}
+// The level the kernels run at: the CPU's best unless slip::set_simd_level chose a lower one.
+// Read per call (a relaxed atomic load), so that a level set at run time reaches every kernel.
+inline SimdLevel active_simd_level() noexcept { return slip::simd_level(); }
 
 // Two 16-bit multipliers in one 32-bit lane, `low` first: the operand pmaddwd multiplies a pair
 // of 16-bit values by (sum = a * low + b * high).

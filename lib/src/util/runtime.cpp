@@ -21,8 +21,8 @@
 
 #include "slip/decode.hpp"
 #include "slip/error.hpp"
+#include "slip/simd.hpp"
 #include "util/cancel.hpp"
-#include "util/cpu.hpp"
 #include "slip_version_config.hpp"
 #include "util/worker_pool.hpp"
 
@@ -147,7 +147,8 @@ std::string build_info() {
   out += "\n  libjpeg loaded: " + jpeg.libjpeg_loaded;
   out += "\n  JPEG entropy hook: " +
          (jpeg.entropy_hook ? std::string("on (slip's Huffman decoder, partial decompression)") : "off: " + jpeg.reason);
-  out += "\n  SIMD kernels: " + std::string(detail::simd_level_name(detail::best_simd_level()));
+  out +=
+      "\n  SIMD kernels: " + std::string(simd_level_name()) + " (this CPU's best: " + std::string(simd_level_name(cpu_simd_level())) + ")";
   out += "\n  " + std::string(archive_version_string());
   out += "\n  libcurl " + std::string(curl_version_info(CURLVERSION_NOW)->version);
   out += "\n  " + std::string(OPENSSL_VERSION_TEXT);

@@ -1,4 +1,4 @@
-"""The slip Python module against independent references: the slip command (cat, order),
+"""The slipcache Python module against independent references: the slip command (cat, order),
 Pillow (the rgb path's crops), torchvision (the center pipeline), numpy."""
 import io
 import os
@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 from PIL import Image
 
-import slip
+import slipcache
 from conftest import run, SLIP
 
 
 def test_values_equal_slip_cat(sample_cache):
-    c = slip.Cache(sample_cache)
+    c = slipcache.Cache(sample_cache)
     assert len(c) == 40
     assert c.fields == {"image": "ImageBytes", "label": "int", "index": "int", "path": "str"}
     for i in (0, 7, 23, 39, -1):
@@ -31,28 +31,28 @@ def test_values_equal_slip_cat(sample_cache):
 
 
 def test_column_is_a_zero_copy_read_only_view(sample_cache):
-    c = slip.Cache(sample_cache)
+    c = slipcache.Cache(sample_cache)
     labels = c.column("label")
     assert labels.dtype == np.int64 and labels.shape == (40,)
     assert [int(v) for v in labels] == [c[i]["label"] for i in range(40)]
     assert not labels.flags.writeable and not labels.flags.owndata
-    with pytest.raises(slip.Error, match="views numeric"):
+    with pytest.raises(slipcache.Error, match="views numeric"):
         c.column("path")
 
 
 @pytest.mark.parametrize("seed,epoch,rank,world,block", [(0, 0, 0, 1, 1), (1, 2, 0, 1, 1), (7, 3, 1, 3, 1), (5, 1, 2, 3, 4)])
 def test_order_equals_slip_order(sample_cache, seed, epoch, rank, world, block):
-    loader = slip.Loader(sample_cache, batch_size=8, seed=seed, epoch=epoch, rank=rank, world_size=world, block_size=block)
+    loader = slipcache.Loader(sample_cache, batch_size=8, seed=seed, epoch=epoch, rank=rank, world_size=world, block_size=block)
     want = [int(x) for x in run("order", sample_cache, "--seed", seed, "--epoch", epoch, "--rank", rank,
                                 "--world-size", world, "--block-size", block).split()]
     assert loader.order() == want
-    labels = slip.Cache(sample_cache).column("label")
+    labels = slipcache.Cache(sample_cache).column("label")
     got = np.concatenate([b["label"] for b in loader])
     assert got.tolist() == [int(labels[i]) for i in want]  # batches come in that order
 
 
 def test_rank_slices_are_disjoint_and_cover(sample_cache):
-    orders = [slip.Loader(sample_cache, seed=3, rank=r, world_size=3).order() for r in range(3)]
+    orders = [slipcache.Loader(sample_cache, seed=3, rank=r, world_size=3).order() for r in range(3)]
     assert sorted(set().union(*map(set, orders))) == list(range(40))
     assert [len(o) for o in orders] == [14, 14, 14]  # ceil(40/3), padded by repetition
     assert len(set(orders[0]) & set(orders[1])) == 0
@@ -70,8 +70,8 @@ def pillow_crop(payload, window, size):
 def test_rgb_path_crops_are_pillows_bytes(sample_cache):
     """The engine's windows (seed, epoch, sample), cut and resized by Pillow, are the loader's
     bytes exactly on the rgb path without DCT scaling (README)."""
-    c = slip.Cache(sample_cache)
-    loader = slip.Loader(c, batch_size=16, seed=11, epoch=2, resample="rgb", crop_aware=False, threads=2)
+    c = slipcache.Cache(sample_cache)
+    loader = slipcache.Loader(c, batch_size=16, seed=11, epoch=2, resample="rgb", crop_aware=False, threads=2)
     ids = loader.order()
     seen = 0
     for b in loader:
@@ -85,32 +85,56 @@ def test_rgb_path_crops_are_pillows_bytes(sample_cache):
 
 def test_batches_do_not_depend_on_threads_or_batch_size(sample_cache):
     def images(**kw):
-        return np.concatenate([b["image"] for b in slip.Loader(sample_cache, seed=4, epoch=1, **kw)])
+        return np.concatenate([b["image"] for b in slipcache.Loader(sample_cache, seed=4, epoch=1, **kw)])
     a = images(threads=1, batch_size=8)
     np.testing.assert_array_equal(a, images(threads=2, batch_size=16))
     np.testing.assert_array_equal(a, images(threads=2, batch_size=40, prefetch=1))
-    assert not np.array_equal(a, np.concatenate([b["image"] for b in slip.Loader(sample_cache, seed=4, epoch=2)]))
+    assert not np.array_equal(a, np.concatenate([b["image"] for b in slipcache.Loader(sample_cache, seed=4, epoch=2)]))
+
+
+def test_every_simd_level_gives_the_same_batches(sample_cache):
+    best = slipcache.simd_level()
+    levels = ["scalar", "sse4", "avx2", "avx512"]
+    assert best in levels
+    def images(pipeline, resample):
+        return [np.concatenate([np.asarray(a) for a in (b["image"] if isinstance(b["image"], list) else [b["image"]])], axis=None)
+                for b in slipcache.Loader(sample_cache, batch_size=16, seed=3, pipeline=pipeline, resample=resample, filter="bicubic")]
+    try:
+        for pipeline, resample in [("rrc", "rgb"), ("rrc", "planar"), ("multicrop", "planar"), ("decode", "auto")]:
+            slipcache.set_simd_level(best)
+            want = images(pipeline, resample)
+            for level in levels[:levels.index(best)]:
+                slipcache.set_simd_level(level)
+                assert slipcache.simd_level() == level
+                got = images(pipeline, resample)
+                assert len(got) == len(want) and all(np.array_equal(g, w) for g, w in zip(got, want)), (pipeline, resample, level)
+        if best != "avx512":
+            with pytest.raises(slipcache.Error, match="SIMD level avx512 is not available on this CPU"):
+                slipcache.set_simd_level("avx512")
+    finally:
+        slipcache.set_simd_level(best)
+    assert slipcache.simd_level() == best
 
 
 def test_float32_nchw_is_normalised_uint8(sample_cache):
     mean, std = np.array([0.485, 0.456, 0.406]), np.array([0.229, 0.224, 0.225])
-    u8 = next(iter(slip.Loader(sample_cache, batch_size=8, seed=2)))["image"].copy()
-    f32 = next(iter(slip.Loader(sample_cache, batch_size=8, seed=2, dtype="float32", layout="NCHW")))["image"]
+    u8 = next(iter(slipcache.Loader(sample_cache, batch_size=8, seed=2)))["image"].copy()
+    f32 = next(iter(slipcache.Loader(sample_cache, batch_size=8, seed=2, dtype="float32", layout="NCHW")))["image"]
     assert f32.dtype == np.float32 and f32.shape == (8, 3, 224, 224)
     want = ((u8.astype(np.float64) / 255 - mean) / std).transpose(0, 3, 1, 2)
     np.testing.assert_allclose(f32, want, atol=1e-5)
 
 
 def test_multicrop_gives_one_array_per_group(sample_cache):
-    b = next(iter(slip.Loader(sample_cache, batch_size=4, pipeline="2x224@0.32-1,8x96@0.05-0.32")))
+    b = next(iter(slipcache.Loader(sample_cache, batch_size=4, pipeline="2x224@0.32-1,8x96@0.05-0.32")))
     assert [a.shape for a in b["image"]] == [(4, 2, 224, 224, 3), (4, 8, 96, 96, 3)]
 
 
 def test_center_pipeline_against_torchvision(corpus_cache):
     """Resize(256) + CenterCrop(224) within the README's bounds (mean <= 1, PSNR >= 40 dB)."""
     tv = pytest.importorskip("torchvision.transforms")
-    c = slip.Cache(corpus_cache)
-    loader = slip.Loader(c, batch_size=32, pipeline="center", shuffle=False, indices=list(range(0, 800, 25)))
+    c = slipcache.Cache(corpus_cache)
+    loader = slipcache.Loader(c, batch_size=32, pipeline="center", shuffle=False, indices=list(range(0, 800, 25)))
     transform = tv.Compose([tv.Resize(256), tv.CenterCrop(224)])
     batch = next(iter(loader))["image"]
     for k, sid in enumerate(range(0, 800, 25)):
@@ -125,18 +149,18 @@ def test_yuv420_siblings_decode_like_the_jpegs(sample_cache, tmp_path):
     cache = str(tmp_path / "c")
     shutil.copytree(sample_cache, cache)
     run("yuv420", cache, "-q")
-    a = next(iter(slip.Loader(cache, batch_size=16, pipeline="center", shuffle=False)))["image"].astype(np.float64)
-    b = next(iter(slip.Loader(cache, batch_size=16, pipeline="center", shuffle=False, yuv420_siblings=True)))["image"]
+    a = next(iter(slipcache.Loader(cache, batch_size=16, pipeline="center", shuffle=False)))["image"].astype(np.float64)
+    b = next(iter(slipcache.Loader(cache, batch_size=16, pipeline="center", shuffle=False, yuv420_siblings=True)))["image"]
     assert np.abs(a - b).mean() <= 4.0  # odd sizes included: crops under a pixel apart
     # Every even-sized image, rrc on both paths (an odd-sized one's sibling is padded to even
     # sizes and its crops drawn from that size, as the Python loader does: docs/YUV420.md).
-    c = slip.Cache(cache)
+    c = slipcache.Cache(cache)
     even = [i for i in range(40) if all(d % 2 == 0 for d in Image.open(io.BytesIO(c[i]["image"])).size)]
     assert len(even) >= 10
     for resample in ("auto", "rgb"):
         kw = dict(batch_size=40, pipeline="rrc", shuffle=False, resample=resample, seed=5, indices=even)
-        a = next(iter(slip.Loader(cache, **kw)))["image"].astype(np.float64)
-        b = next(iter(slip.Loader(cache, yuv420_siblings=True, **kw)))["image"]
+        a = next(iter(slipcache.Loader(cache, **kw)))["image"].astype(np.float64)
+        b = next(iter(slipcache.Loader(cache, yuv420_siblings=True, **kw)))["image"]
         n = len(even)
         diff = np.abs(a - b).reshape(n, -1)
         mse = ((a - b) ** 2).reshape(n, -1).mean(1)
@@ -146,7 +170,7 @@ def test_yuv420_siblings_decode_like_the_jpegs(sample_cache, tmp_path):
 
 def test_torch_from_numpy_is_zero_copy(sample_cache):
     torch = pytest.importorskip("torch")
-    b = next(iter(slip.Loader(sample_cache, batch_size=8)))
+    b = next(iter(slipcache.Loader(sample_cache, batch_size=8)))
     t = torch.from_numpy(b["image"])
     assert t.data_ptr() == b["image"].ctypes.data and tuple(t.shape) == (8, 224, 224, 3)
 
@@ -157,7 +181,7 @@ def rss_kb():
 
 
 def test_no_leak_over_50_epochs(sample_cache):
-    loader = slip.Loader(sample_cache, batch_size=8, threads=2)
+    loader = slipcache.Loader(sample_cache, batch_size=8, threads=2)
     for epoch in range(50):
         loader.set_epoch(epoch)
         for b in loader:
@@ -168,12 +192,12 @@ def test_no_leak_over_50_epochs(sample_cache):
 
 
 def test_errors_are_slip_errors_with_the_path(sample_cache, tmp_path):
-    with pytest.raises(slip.Error, match="/nonexistent"):
-        slip.Cache("/nonexistent")
-    with pytest.raises(slip.Error, match="no field"):
-        slip.Loader(sample_cache, fields=("nope",))
-    with pytest.raises(slip.Error):
-        slip.Loader(sample_cache, rank=3, world_size=2)
+    with pytest.raises(slipcache.Error, match="/nonexistent"):
+        slipcache.Cache("/nonexistent")
+    with pytest.raises(slipcache.Error, match="no field"):
+        slipcache.Loader(sample_cache, fields=("nope",))
+    with pytest.raises(slipcache.Error):
+        slipcache.Loader(sample_cache, rank=3, world_size=2)
     # A payload damaged after conversion (sample 0's header zeroed; damage inside the entropy
     # data is only a libjpeg warning, which real ImageNet files trigger): the batch raises,
     # naming the sample.
@@ -183,8 +207,8 @@ def test_errors_are_slip_errors_with_the_path(sample_cache, tmp_path):
         assert f.read(2) == b"\xff\xd8"
         f.seek(0)
         f.write(b"\0" * 600)
-    with pytest.raises(slip.Error, match="sample 0"):
-        for _ in slip.Loader(cache, batch_size=40, shuffle=False, crop_aware=False):
+    with pytest.raises(slipcache.Error, match="sample 0"):
+        for _ in slipcache.Loader(cache, batch_size=40, shuffle=False, crop_aware=False):
             pass
 
 
@@ -194,8 +218,8 @@ def test_keyboard_interrupt_stops_the_prefetch(corpus_cache):
     # numpy behind, which is not what this test is about.
     script = textwrap.dedent(f"""
         import os, signal, threading
-        import numpy, slip
-        loader = slip.Loader({corpus_cache!r}, batch_size=200, threads=1)
+        import numpy, slipcache
+        loader = slipcache.Loader({corpus_cache!r}, batch_size=200, threads=1)
         try:
             for i, b in enumerate(loader):
                 if i == 0:
@@ -214,10 +238,10 @@ def test_keyboard_interrupt_stops_the_prefetch(corpus_cache):
 def test_batches_may_be_kept_and_outlive_the_loader(sample_cache):
     # list() keeps every batch: the loader allocates instead of waiting for buffers that never
     # come back; the arrays stay valid after the loader is gone and equal a fresh epoch's.
-    loader = slip.Loader(sample_cache, batch_size=2, pipeline="center", shuffle=False, prefetch=1)
+    loader = slipcache.Loader(sample_cache, batch_size=2, pipeline="center", shuffle=False, prefetch=1)
     kept = list(loader)
     assert len(kept) == 20
-    fresh = [b["image"].copy() for b in slip.Loader(sample_cache, batch_size=2, pipeline="center", shuffle=False)]
+    fresh = [b["image"].copy() for b in slipcache.Loader(sample_cache, batch_size=2, pipeline="center", shuffle=False)]
     del loader
     import gc
     gc.collect()
@@ -238,8 +262,8 @@ def test_example_training_loop_runs(sample_cache):
 def test_decode_pipeline_gives_whole_images_equal_to_pillow(sample_cache):
     # pipeline="decode": a list of whole images, each its own size, equal to Pillow's
     # Image.open().convert("RGB") (CMYK, PNG and grayscale files of the sample included).
-    c = slip.Cache(sample_cache)
-    loader = slip.Loader(sample_cache, batch_size=16, pipeline="decode", shuffle=False)
+    c = slipcache.Cache(sample_cache)
+    loader = slipcache.Loader(sample_cache, batch_size=16, pipeline="decode", shuffle=False)
     seen = 0
     for batch in loader:
         assert isinstance(batch["image"], list) and len(batch["image"]) == len(batch["label"])
@@ -249,5 +273,24 @@ def test_decode_pipeline_gives_whole_images_equal_to_pillow(sample_cache):
             assert np.array_equal(image, reference), seen + k
         seen += len(batch["image"])
     assert seen == 40
-    with pytest.raises(slip.Error, match="uint8 HWC"):
-        slip.Loader(sample_cache, pipeline="decode", dtype="float32")
+    with pytest.raises(slipcache.Error, match="uint8 HWC"):
+        slipcache.Loader(sample_cache, pipeline="decode", dtype="float32")
+
+
+def test_ddp_example_trains_resumes_and_is_the_docs_loop(sample_cache, tmp_path):
+    """examples/train_ddp.py (docs/PYTHON.md shows it verbatim): stopped after 3 batches (epoch 1,
+    batch 1 of 2), run again it finishes epoch 1 from its second batch, then epoch 2."""
+    pytest.importorskip("torch")
+    from conftest import SRC
+    example = os.path.join(SRC, "examples", "train_ddp.py")
+    with open(os.path.join(SRC, "docs", "PYTHON.md")) as doc, open(example) as f:
+        assert f.read() in doc.read()
+    command = [sys.executable, example, sample_cache, "--epochs", "3", "--batch-size", "16", "--size", "64", "--threads", "2",
+               "--checkpoint", str(tmp_path / "ckpt.pt")]
+    env = {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "RANK", "LOCAL_RANK")}
+    first = subprocess.run(command + ["--stop-after", "3"], capture_output=True, text=True, timeout=300, env=env)
+    assert first.returncode != 0 and "stopped after 3 batches at {'epoch': 1, 'batch': 1}" in first.stderr, first.stderr
+    assert [l.split(":")[0] for l in first.stdout.splitlines()] == ["epoch 0"]
+    second = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
+    assert second.returncode == 0, second.stderr
+    assert [l.split(",")[0] for l in second.stdout.splitlines()] == ["epoch 1: 16 samples", "epoch 2: 32 samples"], second.stdout

@@ -1,5 +1,6 @@
-// The `slip` Python module: caches and a batch loader on slip's decode engine, for training
-// loops. Uses only libslipstream's public API. Batches are buffers handed to numpy without
+// slipcache._core, the compiled half of the `slipcache` Python package (python/slipcache wraps
+// and documents it): caches and a batch loader on slip's decode engine, for training loops.
+// Uses only libslipstream's public API. Batches are buffers handed to numpy without
 // copying; a buffer goes back to a pool when Python drops the last array that views it, and is
 // reused for a later batch (new ones are allocated only while Python holds the others). The next
 // `prefetch` batches are decoded on a background thread, with the GIL released, while Python
@@ -108,10 +109,11 @@ struct LoaderConfig {
   uint64_t epoch = 0;
   uint32_t rank = 0, world_size = 1;
   uint64_t block_size = 1;
-  std::vector<uint64_t> indices;  // empty: every sample
+  std::optional<std::vector<uint64_t>> indices;  // nullopt: every sample; empty: an empty epoch
   std::vector<std::string> fields;
   size_t prefetch = 2;
   bool full_decode = false;  // pipeline "decode": whole images, each its own size
+  bool skip_errors = false;  // on_error="skip": drop samples that fail to decode, count them
 };
 
 // One batch's memory: the crop groups' pixels and the requested fields' values.
@@ -120,6 +122,7 @@ struct Buffer {
   std::vector<std::vector<std::byte>> fields;  // int64 or float64, batch_size each
   std::vector<slip::RgbImage> full;            // pipeline "decode"
   size_t count = 0;
+  uint64_t index = 0;  // which batch of the epoch
 };
 
 using BufferPtr = std::shared_ptr<Buffer>;
@@ -147,9 +150,18 @@ class Pool {
   std::deque<BufferPtr> free_;
 };
 
+// A sample the loader dropped under on_error="skip", and why.
+struct Skipped {
+  uint64_t sample;
+  std::string message;
+};
+
+// The loader and its one running iteration (a background producer thread). iter() starts a new
+// iteration, which supersedes the previous one; the epoch advances by itself from one iteration
+// to the next unless set_epoch() chose the next one.
 class Loader {
  public:
-  Loader(CachePtr cache, LoaderConfig config) : cache_(std::move(cache)), config_(std::move(config)) {
+  Loader(CachePtr cache, LoaderConfig config) : cache_(std::move(cache)), config_(std::move(config)), epoch_(config_.epoch) {
     if (config_.full_decode) {
       image_field_ = image_field();
       if (cache_->fields()[image_field_].image_format == "yuv420" || config_.decode.yuv420_siblings)
@@ -167,23 +179,40 @@ class Loader {
         throw slip::Error(slip::Errc::usage, "field \"" + name + "\": the loader returns int and float fields");
       field_ids_.push_back(*fi);
     }
-    for (uint64_t id : config_.indices)
-      if (id >= cache_->size()) throw slip::Error(slip::Errc::usage, "index " + std::to_string(id) + " is beyond the cache's samples");
+    if (config_.indices)
+      for (uint64_t id : *config_.indices)
+        if (id >= cache_->size()) throw slip::Error(slip::Errc::usage, "index " + std::to_string(id) + " is beyond the cache's samples");
     pool_ = std::make_shared<Pool>();
   }
   ~Loader() { stop_worker(); }
 
-  uint64_t samples() const { return config_.indices.empty() ? cache_->size() : config_.indices.size(); }
-  uint64_t per_rank() const { return order_spec().num_samples == 0 ? 0 : slip::EpochOrder(order_spec()).size(); }
+  const CachePtr& cache() const { return cache_; }
+  const LoaderConfig& config() const { return config_; }
+  uint64_t samples() const { return config_.indices ? config_.indices->size() : cache_->size(); }
+  uint64_t per_rank() const { return samples() == 0 ? 0 : slip::EpochOrder(order_spec(epoch_)).size(); }
   size_t batches() const {
     const uint64_t n = per_rank();
     return config_.drop_last ? n / config_.batch_size : (n + config_.batch_size - 1) / config_.batch_size;
   }
-  void set_epoch(uint64_t e) {
-    stop_worker();
-    config_.epoch = e;
+
+  // The next iter() runs `epoch` from batch `start_batch` (resuming mid-epoch); the running
+  // iteration, if any, finishes its own epoch undisturbed.
+  void set_epoch(uint64_t e, uint64_t start_batch) {
+    if (start_batch > batches())
+      throw slip::Error(slip::Errc::usage,
+                        "start_batch " + std::to_string(start_batch) + " is beyond the epoch's " + std::to_string(batches()) + " batches");
+    epoch_ = e;
+    start_batch_ = start_batch;
+    epoch_chosen_ = true;
   }
-  uint64_t epoch() const { return config_.epoch; }
+  uint64_t epoch() const { return epoch_; }
+  // (epoch, batch): set_epoch(epoch, batch) resumes right after the last batch handed out.
+  std::pair<uint64_t, uint64_t> state() const { return {epoch_, epoch_chosen_ ? start_batch_ : next_batch_}; }
+
+  std::vector<Skipped> skipped() {
+    std::lock_guard lock(mutex_);
+    return skipped_;
+  }
 
   // The image field the pipelines read: DecodeOptions::field, else the first image field.
   size_t image_field() const {
@@ -195,15 +224,15 @@ class Loader {
     return fi;
   }
 
-  // The source window of crop `crop` of `sample` in the current epoch (what the engine decodes).
+  // The source window of crop `crop` of `sample` in the loader's epoch (what the engine decodes).
   py::tuple window(uint64_t sample, uint32_t crop) const {
     if (sample >= cache_->size()) throw slip::Error(slip::Errc::usage, "sample " + std::to_string(sample) + " is beyond the cache");
     const slip::MetaRecord r = cache_->record(image_field(), sample);
     uint32_t index = crop;
     for (const slip::CropGroup& g : config_.decode.groups) {
       if (index < g.count) {
-        const slip::CropWindow w = slip::sample_crop_window(g, r.width, r.height, config_.decode.seed, config_.epoch, sample, crop,
-                                                            config_.decode.flip_probability);
+        const slip::CropWindow w =
+            slip::sample_crop_window(g, r.width, r.height, config_.decode.seed, epoch_, sample, crop, config_.decode.flip_probability);
         return py::make_tuple(w.x, w.y, w.width, w.height, w.flip);
       }
       index -= g.count;
@@ -214,18 +243,39 @@ class Loader {
   // The sample ids of this rank's epoch, in order (what `slip order` prints).
   std::vector<uint64_t> order() const {
     std::vector<uint64_t> ids(per_rank());
-    fill_ids(0, ids);
+    fill_ids(epoch_, 0, ids);
     return ids;
   }
 
-  void start() {
+  // Starts an iteration (iter()) and returns its generation, which next() checks.
+  uint64_t start() {
     stop_worker();
-    stop_ = false;
-    worker_ = std::thread([this] { produce(); });
+    if (!epoch_chosen_ && started_) {  // as DataLoader/FFCV: a new epoch for each pass
+      ++epoch_;
+      start_batch_ = 0;
+    }
+    epoch_chosen_ = false;
+    started_ = true;
+    next_batch_ = start_batch_;
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = false;
+      finished_ = false;
+      error_ = nullptr;
+      skipped_.clear();
+    }
+    worker_ = std::thread([this, epoch = epoch_, first = start_batch_] { produce(epoch, first); });
+    return ++generation_;
   }
 
-  // The next batch as a dict of numpy arrays; nullopt at the end of the epoch.
-  std::optional<py::dict> next() {
+  // The next batch of iteration `generation` as a dict of numpy arrays; nullopt at the end of
+  // the epoch. After an error every later call raises it again: the epoch is over, but never
+  // silently.
+  std::optional<py::dict> next(uint64_t generation) {
+    if (generation != generation_)
+      throw py::value_error(
+          "this iterator is no longer running: a later iter(loader) replaced it, or it was interrupted "
+          "(one iteration per Loader runs at a time)");
     BufferPtr b;
     bool interrupted = false;
     {
@@ -239,7 +289,6 @@ class Loader {
           signalled = PyErr_CheckSignals() != 0;  // Ctrl-C: the exception is set on this thread
         }
         if (signalled) {
-          stop_worker();
           interrupted = true;
           break;
         }
@@ -251,22 +300,31 @@ class Loader {
         space_cv_.notify_all();
       }
     }
-    if (interrupted) throw py::error_already_set();  // with the GIL held again: KeyboardInterrupt
+    if (interrupted) {
+      stop_worker();
+      ++generation_;
+      throw py::error_already_set();  // with the GIL held again: KeyboardInterrupt
+    }
     if (!b) {
-      if (error_) {
-        auto e = error_;
-        error_ = nullptr;
-        std::rethrow_exception(e);
-      }
+      std::lock_guard lock(mutex_);
+      if (error_) std::rethrow_exception(error_);
       return std::nullopt;
     }
+    next_batch_ = b->index + 1;
+    return to_dict(std::move(b));
+  }
+
+ private:
+  py::dict to_dict(BufferPtr b) {
     // Every array of the batch shares one owner: the buffer returns to the pool when the last
     // of them is garbage-collected.
     struct Lease {
       std::weak_ptr<Pool> pool;
       BufferPtr buffer;
     };
-    py::capsule owner(std::make_unique<Lease>(Lease{pool_, b}).release(), [](void* p) {
+    const size_t count = b->count;
+    Buffer& buffer = *b;
+    py::capsule owner(std::make_unique<Lease>(Lease{pool_, std::move(b)}).release(), [](void* p) {
       std::unique_ptr<Lease> lease(static_cast<Lease*>(p));
       if (auto pool = lease->pool.lock()) pool->put(std::move(lease->buffer));
     });
@@ -274,10 +332,11 @@ class Loader {
     const auto& groups = config_.decode.groups;
     const bool f32 = config_.decode.type == slip::PixelType::float32;
     const py::dtype pixel = f32 ? py::dtype::of<float>() : py::dtype::of<uint8_t>();
+    const auto n = static_cast<py::ssize_t>(count);
     py::list images;
     if (config_.full_decode) {  // a list of (H, W, 3) arrays, one per sample
-      for (size_t i = 0; i < b->count; ++i) {
-        const slip::RgbImage& im = b->full[i];
+      for (size_t i = 0; i < count; ++i) {
+        const slip::RgbImage& im = buffer.full[i];
         images.append(py::array(pixel, {static_cast<py::ssize_t>(im.height), static_cast<py::ssize_t>(im.width), py::ssize_t{3}}, {},
                                 im.pixels.data(), owner));
       }
@@ -286,51 +345,116 @@ class Loader {
     for (size_t g = 0; g < groups.size(); ++g) {
       const auto s = static_cast<py::ssize_t>(groups[g].size);
       const auto c = static_cast<py::ssize_t>(groups[g].count);
-      const auto n = static_cast<py::ssize_t>(b->count);
       std::vector<py::ssize_t> shape;
       if (config_.decode.layout == slip::PixelLayout::hwc)
         shape = c == 1 ? std::vector<py::ssize_t>{n, s, s, 3} : std::vector<py::ssize_t>{n, c, s, s, 3};
       else
         shape = c == 1 ? std::vector<py::ssize_t>{n, 3, s, s} : std::vector<py::ssize_t>{n, c, 3, s, s};
-      images.append(py::array(pixel, shape, {}, b->groups[g].data(), owner));
+      images.append(py::array(pixel, shape, {}, buffer.groups[g].data(), owner));
     }
     if (!config_.full_decode) out["image"] = groups.size() == 1 ? py::object(images[0]) : py::object(images);
     for (size_t k = 0; k < field_ids_.size(); ++k) {
       const bool is_int = cache_->fields()[field_ids_[k]].type == slip::FieldType::int64;
-      out[py::str(config_.fields[k])] = py::array(is_int ? py::dtype::of<int64_t>() : py::dtype::of<double>(),
-                                                  {static_cast<py::ssize_t>(b->count)}, {}, b->fields[k].data(), owner);
+      out[py::str(config_.fields[k])] =
+          py::array(is_int ? py::dtype::of<int64_t>() : py::dtype::of<double>(), {n}, {}, buffer.fields[k].data(), owner);
     }
     return out;
   }
 
- private:
-  slip::ShuffleSpec order_spec() const {
+  slip::ShuffleSpec order_spec(uint64_t epoch) const {
     slip::ShuffleSpec spec;
     spec.num_samples = samples();
     spec.seed = config_.decode.seed;
-    spec.epoch = config_.epoch;
+    spec.epoch = epoch;
     spec.block_size = config_.block_size;
     spec.rank = config_.rank;
     spec.world_size = config_.world_size;
     return spec;
   }
-  void fill_ids(uint64_t first, std::span<uint64_t> ids) const {
+  void fill_ids(uint64_t epoch, uint64_t first, std::span<uint64_t> ids) const {
+    if (ids.empty()) return;  // an empty epoch has no order to build
     if (config_.shuffle) {
-      slip::EpochOrder(order_spec()).fill(first, ids);
+      slip::EpochOrder(order_spec(epoch)).fill(first, ids);
     } else {  // the same rank slicing over the identity order
       const uint64_t n = samples(), per = (n + config_.world_size - 1) / config_.world_size;
       for (size_t i = 0; i < ids.size(); ++i) ids[i] = (config_.rank * per + first + i) % n;
     }
-    if (!config_.indices.empty())
-      for (uint64_t& id : ids) id = config_.indices[id];
+    if (config_.indices)
+      for (uint64_t& id : ids) id = (*config_.indices)[id];
   }
 
-  void produce() {
-    std::vector<uint64_t> ids(config_.batch_size);
+  // A batch never holds more than the rank's samples, whatever batch_size says.
+  size_t batch_capacity() const { return static_cast<size_t>(std::min<uint64_t>(config_.batch_size, std::max<uint64_t>(1, per_rank()))); }
+
+  // Decodes `batch` into `b`; under on_error="skip" a failed batch is decoded again one sample at
+  // a time, keeping those that decode (packed to the front), and returns how many were kept.
+  size_t decode_into(Buffer& b, std::span<uint64_t> batch, uint64_t epoch) {
+    if (config_.full_decode) {
+      b.full.resize(batch.size());
+      std::vector<std::optional<std::string>> failed(batch.size());
+      slip::parallel_for(batch.size(), config_.decode.threads ? config_.decode.threads : slip::available_cpus(), [&](size_t i) {
+        try {
+          b.full[i] = slip::engine_decode_full(cache_->payload(image_field_, batch[i]));
+        } catch (slip::Error& e) {
+          e.with_sample(batch[i]).with_path((cache_->path() / (cache_->fields()[image_field_].name + ".bin")).string());
+          if (!config_.skip_errors) throw;
+          failed[i] = e.describe();
+        }
+      });
+      size_t kept = 0;
+      for (size_t i = 0; i < batch.size(); ++i) {
+        if (failed[i]) {
+          record_skip(batch[i], *failed[i]);
+          continue;
+        }
+        if (kept != i) {  // (a self-move would empty the image)
+          batch[kept] = batch[i];
+          b.full[kept] = std::move(b.full[i]);
+        }
+        ++kept;
+      }
+      b.full.resize(kept);
+      return kept;
+    }
+    auto outputs_at = [&](size_t slot, size_t count) {
+      std::vector<std::span<std::byte>> outs;
+      for (size_t g = 0; g < b.groups.size(); ++g) {
+        const size_t bytes = slip::crop_group_sample_bytes(config_.decode.groups[g], config_.decode.type);
+        outs.push_back(std::span<std::byte>(b.groups[g]).subspan(slot * bytes, count * bytes));
+      }
+      return outs;
+    };
     try {
+      decoder_->decode(batch, epoch, outputs_at(0, batch.size()));
+      return batch.size();
+    } catch (const slip::Error&) {
+      if (!config_.skip_errors) throw;
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      try {
+        decoder_->decode(batch.subspan(i, 1), epoch, outputs_at(kept, 1));  // crops depend on (seed, epoch, sample) only
+        batch[kept++] = batch[i];
+      } catch (const slip::Error& e) {
+        record_skip(batch[i], e.describe());
+      }
+    }
+    return kept;
+  }
+
+  void record_skip(uint64_t sample, std::string message) {
+    std::lock_guard lock(mutex_);
+    skipped_.push_back({sample, std::move(message)});
+  }
+
+  // The producer thread: every failure, allocation failures included, is handed to next(),
+  // which raises it in Python (an exception escaping a thread would abort the interpreter).
+  void produce(uint64_t epoch, uint64_t first_batch) {
+    try {
+      std::vector<uint64_t> ids(batch_capacity());
       const size_t total = batches();
       const uint64_t n = per_rank();
-      for (size_t k = 0; k < total; ++k) {
+      for (size_t k = first_batch; k < total; ++k) {
         {  // at most `prefetch` decoded batches wait for Python
           std::unique_lock lock(mutex_);
           space_cv_.wait(lock, [&] { return stop_ || ready_.size() < config_.prefetch; });
@@ -340,25 +464,15 @@ class Loader {
         if (!b) b = make_buffer();
         const size_t count = static_cast<size_t>(std::min<uint64_t>(config_.batch_size, n - k * config_.batch_size));
         std::span<uint64_t> batch(ids.data(), count);
-        fill_ids(k * config_.batch_size, batch);
-        if (config_.full_decode) {
-          b->full.resize(count);
-          slip::parallel_for(count, config_.decode.threads ? config_.decode.threads : slip::available_cpus(), [&](size_t i) {
-            try {
-              b->full[i] = slip::engine_decode_full(cache_->payload(image_field_, batch[i]));
-            } catch (slip::Error& e) {
-              e.with_sample(batch[i]).with_path((cache_->path() / (cache_->fields()[image_field_].name + ".bin")).string());
-              throw;
-            }
-          });
-        } else {
-          std::vector<std::span<std::byte>> outs;
-          for (auto& g : b->groups) outs.emplace_back(g);
-          decoder_->decode(batch, config_.epoch, outs);
+        fill_ids(epoch, k * config_.batch_size, batch);
+        const size_t kept = decode_into(*b, batch, epoch);
+        if (kept == 0) {  // every sample skipped
+          pool_->put(std::move(b));
+          continue;
         }
         for (size_t f = 0; f < field_ids_.size(); ++f) {
           const bool is_int = cache_->fields()[field_ids_[f]].type == slip::FieldType::int64;
-          for (size_t i = 0; i < count; ++i) {
+          for (size_t i = 0; i < kept; ++i) {
             if (is_int) {
               const int64_t v = cache_->int_value(field_ids_[f], batch[i]);
               std::memcpy(b->fields[f].data() + i * 8, &v, 8);
@@ -368,7 +482,8 @@ class Loader {
             }
           }
         }
-        b->count = count;
+        b->count = kept;
+        b->index = k;
         std::lock_guard lock(mutex_);
         ready_.push_back(std::move(b));
         ready_cv_.notify_all();
@@ -383,10 +498,18 @@ class Loader {
   }
 
   BufferPtr make_buffer() const {
+    const size_t capacity = batch_capacity();
     auto b = std::make_shared<Buffer>();
-    for (const auto& g : config_.decode.groups)
-      b->groups.emplace_back(config_.batch_size * slip::crop_group_sample_bytes(g, config_.decode.type));
-    b->fields.assign(field_ids_.size(), std::vector<std::byte>(config_.batch_size * 8));
+    try {
+      for (const auto& g : config_.decode.groups) {
+        const size_t per_sample = slip::crop_group_sample_bytes(g, config_.decode.type);
+        if (per_sample != 0 && capacity > SIZE_MAX / per_sample) throw std::bad_alloc();
+        b->groups.emplace_back(capacity * per_sample);
+      }
+      b->fields.assign(field_ids_.size(), std::vector<std::byte>(capacity * 8));
+    } catch (const std::length_error&) {  // beyond vector::max_size(): still "out of memory" to Python
+      throw std::bad_alloc();
+    }
     return b;
   }
 
@@ -400,7 +523,7 @@ class Loader {
     std::lock_guard lock(mutex_);
     for (BufferPtr& b : ready_) pool_->put(std::move(b));  // decoded but never handed out
     ready_.clear();
-    finished_ = false;
+    finished_ = true;
   }
 
   CachePtr cache_;
@@ -409,13 +532,40 @@ class Loader {
   size_t image_field_ = 0;                       // the decode pipeline's field
   std::vector<size_t> field_ids_;
   std::shared_ptr<Pool> pool_;
+  // The epoch of the running (or last) iteration, or of the next one once set_epoch chose it.
+  uint64_t epoch_ = 0, start_batch_ = 0, next_batch_ = 0, generation_ = 0;
+  bool epoch_chosen_ = true, started_ = false;  // the constructor's epoch is the first one
   std::mutex mutex_;
   std::condition_variable ready_cv_, space_cv_;
   std::deque<BufferPtr> ready_;
   bool stop_ = false, finished_ = false;
   std::exception_ptr error_;
+  std::vector<Skipped> skipped_;
   std::thread worker_;
 };
+
+// What iter(loader) returns: next() asks the loader for its iteration's next batch.
+struct LoaderIterator {
+  Loader* loader;
+  uint64_t generation;
+};
+
+// The `slip` command's exit status for an error category (README "Exit codes"), as Error.code.
+int exit_class(slip::Errc code) {
+  switch (code) {
+    case slip::Errc::usage:
+      return 2;
+    case slip::Errc::bad_input:
+      return 3;
+    case slip::Errc::io:
+      return 4;
+    case slip::Errc::retryable:
+      return 5;
+    case slip::Errc::interrupted:
+      return 130;
+  }
+  return 4;
+}
 
 std::pair<double, double> pair_of(const py::object& o, const char* what) {
   const auto t = o.cast<std::vector<double>>();
@@ -424,25 +574,83 @@ std::pair<double, double> pair_of(const py::object& o, const char* what) {
   return {t[0], t[1]};
 }
 
+bool is_preset(const std::string& pipeline) {
+  return pipeline == "rrc" || pipeline == "center" || pipeline == "direct-rrc" || pipeline == "multicrop";
+}
+
+// The crop groups of `pipeline`. A crop spec keeps its own sizes; `size` sets the size of a
+// pipeline with one crop per image (224 when not given) and is refused for several crops, where
+// it would be ambiguous.
+std::vector<slip::CropGroup> crop_groups(const std::string& pipeline, std::optional<uint32_t> size, const py::object& scale,
+                                         const py::object& ratio) {
+  std::vector<slip::CropGroup> groups;
+  if (is_preset(pipeline)) {
+    groups = slip::pipeline_crop_groups(pipeline);
+  } else {
+    try {
+      groups = slip::parse_crop_groups(pipeline);
+    } catch (const slip::Error& e) {
+      throw slip::Error(slip::Errc::usage,
+                        "pipeline must be rrc, center, direct-rrc, multicrop, decode or crop groups such as 2x224@0.32-1,8x96@0.05-0.32 (" +
+                            std::string(e.what()) + ")");
+    }
+  }
+  const bool one_crop = groups.size() == 1 && groups[0].count == 1;
+  if (size) {
+    if (*size < 1 || *size > 4096) throw slip::Error(slip::Errc::usage, "size must be in 1..4096");
+    if (!one_crop)
+      throw slip::Error(slip::Errc::usage, "size is for pipelines with one crop per image; \"" + pipeline +
+                                               "\" has several: give each group's size in the crop spec");
+    groups[0].size = *size;
+  }
+  const bool rrc = pipeline == "rrc" || pipeline == "direct-rrc";
+  if (!rrc && (!scale.is_none() || !ratio.is_none()))
+    throw slip::Error(slip::Errc::usage, "scale and ratio are for the rrc and direct-rrc pipelines (a crop spec gives its own scales)");
+  for (auto& g : groups) {
+    if (rrc && !scale.is_none()) std::tie(g.scale_lo, g.scale_hi) = pair_of(scale, "scale");
+    if (rrc && !ratio.is_none()) std::tie(g.ratio_lo, g.ratio_hi) = pair_of(ratio, "ratio");
+    if (pipeline == "center") g.center_ratio = 224.0 / 256.0;
+  }
+  return groups;
+}
+
 }  // namespace
 
-PYBIND11_MODULE(slip, m) {
-  m.doc() = "slip: read slipstream caches and load training batches on slip's decode engine";
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "The compiled core of slipcache (use the slipcache package, which documents it)";
   m.attr("__version__") = slip::version();
   // As the slip command: SLIP_JPEG_INTERNALS=off decodes through libjpeg's public API only.
-  if (const char* internals = std::getenv("SLIP_JPEG_INTERNALS"); internals != nullptr && (std::string_view(internals) == "off" || std::string_view(internals) == "0"))
+  if (const char* internals = std::getenv("SLIP_JPEG_INTERNALS");
+      internals != nullptr && (std::string_view(internals) == "off" || std::string_view(internals) == "0"))
     slip::set_libjpeg_internals(false);
-  m.def("build_info", &slip::build_info, "The libraries slip runs with: libjpeg compiled against and loaded, the JPEG entropy hook, SIMD kernels");
+  m.def("build_info", &slip::build_info,
+        "The libraries slip runs with: libjpeg compiled against and loaded, the JPEG entropy hook, SIMD kernels");
   static py::exception<slip::Error> error(m, "Error", PyExc_RuntimeError);
+  for (const char* attribute : {"code", "kind", "path", "sample", "offset", "message"}) error.attr(attribute) = py::none();
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const slip::Error& e) {
-      error(e.describe().c_str());
+      py::object exc = py::reinterpret_borrow<py::object>(error.ptr())(e.describe());
+      exc.attr("code") = exit_class(e.code());
+      exc.attr("kind") = slip::errc_name(e.code());
+      exc.attr("message") = e.message();
+      exc.attr("path") = e.path().empty() ? py::object(py::none()) : py::object(py::str(e.path()));
+      exc.attr("sample") = e.sample() ? py::object(py::int_(*e.sample())) : py::object(py::none());
+      exc.attr("offset") = e.offset() ? py::object(py::int_(*e.offset())) : py::object(py::none());
+      PyErr_SetObject(error.ptr(), exc.ptr());
     }
   });
+  // SLIP_SIMD, as the slip command honours it (slip/simd.hpp); a bad value fails the import.
+  slip::apply_simd_environment(slip::process_environment());
+  m.def(
+      "simd_level", [] { return std::string(slip::simd_level_name()); },
+      "The SIMD level the decode kernels run at: scalar, sse4, avx2 or avx512 (SLIP_SIMD, else the CPU's best)");
+  m.def(
+      "set_simd_level", [](const std::string& level) { slip::set_simd_level(level); }, py::arg("level"),
+      "Run the kernels at most at `level` (same pixels at every level); slip.Error if this CPU lacks it");
 
-  py::class_<slip::Cache, CachePtr>(m, "Cache", "A slipstream cache directory (the Python loader's or slip's)")
+  py::class_<slip::Cache, CachePtr>(m, "Cache")
       .def(py::init([](const std::string& path) { return std::make_shared<slip::Cache>(slip::Cache::open(path)); }), py::arg("path"))
       .def("__len__", [](const slip::Cache& c) { return c.size(); })
       .def_property_readonly("path", [](const slip::Cache& c) { return c.path().string(); })
@@ -461,7 +669,7 @@ PYBIND11_MODULE(slip, m) {
                d[py::str(c.fields()[fi].name)] = field_value(c, fi, static_cast<uint64_t>(i));
              return d;
            })
-      .def("column", &column, py::arg("field"), "A read-only numpy view (no copy) of an int, float or ndarray field")
+      .def("column", &column, py::arg("field"))
       .def(
           "verify",
           [](const slip::Cache& c, bool decode, unsigned threads) {
@@ -490,40 +698,34 @@ PYBIND11_MODULE(slip, m) {
         return d;
       });
 
-  py::class_<Loader>(m, "Loader", "Batches of decoded, cropped images (and fields) from a cache, prefetched on slip's engine")
-      .def(py::init([](py::object cache, size_t batch_size, const std::string& pipeline, uint32_t size, py::object scale, py::object ratio,
-                       bool flip, uint64_t seed, uint64_t epoch, bool shuffle, uint32_t rank, uint32_t world_size, bool drop_last,
-                       unsigned threads, const std::string& layout, const std::string& dtype, std::vector<float> mean,
-                       std::vector<float> std, std::optional<std::vector<uint64_t>> indices, std::vector<std::string> fields,
+  py::class_<LoaderIterator>(m, "LoaderIterator")
+      .def("__iter__", [](LoaderIterator& it) -> LoaderIterator& { return it; })
+      .def("__next__", [](LoaderIterator& it) {
+        auto b = it.loader->next(it.generation);
+        if (!b) throw py::stop_iteration();
+        return *b;
+      });
+
+  // Arguments are checked here once more, but documented (and converted: paths, defaults) by
+  // slipcache.Loader, which is what users call.
+  py::class_<Loader>(m, "Loader")
+      .def(py::init([](CachePtr cache, size_t batch_size, const std::string& pipeline, std::optional<uint32_t> size, py::object scale,
+                       py::object ratio, bool flip, uint64_t seed, uint64_t epoch, bool shuffle, uint32_t rank, uint32_t world_size,
+                       bool drop_last, unsigned threads, const std::string& layout, const std::string& dtype, std::vector<float> mean,
+                       std::vector<float> std, std::optional<std::vector<uint64_t>> indices, std::optional<std::vector<std::string>> fields,
                        bool yuv420_siblings, uint64_t block_size, size_t prefetch, const std::string& resample, const std::string& filter,
-                       bool crop_aware) {
-             CachePtr c = py::isinstance<py::str>(cache) ? std::make_shared<slip::Cache>(slip::Cache::open(cache.cast<std::string>()))
-                                                         : cache.cast<CachePtr>();
+                       bool crop_aware, const std::string& on_error) {
              if (batch_size == 0) throw slip::Error(slip::Errc::usage, "batch_size must be >= 1");
              if (world_size == 0 || rank >= world_size) throw slip::Error(slip::Errc::usage, "rank must be < world_size");
              LoaderConfig cfg;
              cfg.batch_size = batch_size;
              cfg.full_decode = pipeline == "decode";
-             cfg.decode.groups = cfg.full_decode ? std::vector<slip::CropGroup>{}
-                                 : pipeline == "rrc" || pipeline == "center" || pipeline == "direct-rrc" || pipeline == "multicrop"
-                                     ? slip::pipeline_crop_groups(pipeline)
-                                     : [&] {
-                                         try {
-                                           return slip::parse_crop_groups(pipeline);
-                                         } catch (const slip::Error& e) {
-                                           throw slip::Error(slip::Errc::usage,
-                                                             "pipeline must be rrc, center, direct-rrc, multicrop, decode or crop groups "
-                                                             "such as 2x224@0.32-1,8x96@0.05-0.32 (" +
-                                                                 std::string(e.what()) + ")");
-                                         }
-                                       }();
-             for (auto& g : cfg.decode.groups) {
-               if (cfg.decode.groups.size() == 1 && g.count == 1) g.size = size;
-               if ((pipeline == "rrc" || pipeline == "direct-rrc") && !scale.is_none())
-                 std::tie(g.scale_lo, g.scale_hi) = pair_of(scale, "scale");
-               if ((pipeline == "rrc" || pipeline == "direct-rrc") && !ratio.is_none())
-                 std::tie(g.ratio_lo, g.ratio_hi) = pair_of(ratio, "ratio");
-               if (pipeline == "center") g.center_ratio = 224.0 / 256.0;
+             if (cfg.full_decode) {
+               if (size || !scale.is_none() || !ratio.is_none())
+                 throw slip::Error(slip::Errc::usage, "the decode pipeline returns whole images: no size, scale or ratio");
+               cfg.decode.groups.clear();
+             } else {
+               cfg.decode.groups = crop_groups(pipeline, size, scale, ratio);
              }
              cfg.decode.flip_probability = flip && pipeline != "center" ? 0.5 : 0.0;
              cfg.decode.seed = seed;
@@ -547,38 +749,49 @@ PYBIND11_MODULE(slip, m) {
                cfg.decode.filter = slip::ResampleFilter::bicubic;
              else if (filter != "bilinear")
                throw slip::Error(slip::Errc::usage, "filter must be bilinear or bicubic");
+             if (on_error != "raise" && on_error != "skip") throw slip::Error(slip::Errc::usage, "on_error must be raise or skip");
+             cfg.skip_errors = on_error == "skip";
              cfg.shuffle = shuffle;
              cfg.epoch = epoch;
              cfg.rank = rank;
              cfg.world_size = world_size;
              cfg.drop_last = drop_last;
              cfg.block_size = std::max<uint64_t>(1, block_size);
-             if (indices) cfg.indices = *indices;
-             cfg.fields = std::move(fields);
+             cfg.indices = std::move(indices);
+             if (fields) {
+               cfg.fields = std::move(*fields);
+             } else if (const auto label = cache->field_index("label");
+                        label && (cache->fields()[*label].type == slip::FieldType::int64 ||
+                                  cache->fields()[*label].type == slip::FieldType::float64)) {
+               cfg.fields = {"label"};  // the default: the label when the cache has one
+             }
              cfg.prefetch = std::max<size_t>(1, prefetch);
-             return std::make_unique<Loader>(std::move(c), std::move(cfg));
+             return std::make_unique<Loader>(std::move(cache), std::move(cfg));
            }),
-           py::arg("cache"), py::arg("batch_size") = 256, py::arg("pipeline") = "rrc", py::arg("size") = 224, py::arg("scale") = py::none(),
-           py::arg("ratio") = py::none(), py::arg("flip") = true, py::arg("seed") = 0, py::arg("epoch") = 0, py::arg("shuffle") = true,
-           py::arg("rank") = 0, py::arg("world_size") = 1, py::arg("drop_last") = false, py::arg("threads") = 0, py::arg("layout") = "NHWC",
-           py::arg("dtype") = "uint8", py::arg("mean") = std::vector<float>{0.485f, 0.456f, 0.406f},
-           py::arg("std") = std::vector<float>{0.229f, 0.224f, 0.225f}, py::arg("indices") = py::none(),
-           py::arg("fields") = std::vector<std::string>{"label"}, py::arg("yuv420_siblings") = false, py::arg("block_size") = 1,
-           py::arg("prefetch") = 2, py::arg("resample") = "auto", py::arg("filter") = "bilinear", py::arg("crop_aware") = true)
+           py::arg("cache"), py::arg("batch_size"), py::arg("pipeline"), py::arg("size").none(true), py::arg("scale").none(true),
+           py::arg("ratio").none(true), py::arg("flip"), py::arg("seed"), py::arg("epoch"), py::arg("shuffle"), py::arg("rank"),
+           py::arg("world_size"), py::arg("drop_last"), py::arg("threads"), py::arg("layout"), py::arg("dtype"), py::arg("mean"),
+           py::arg("std"), py::arg("indices").none(true), py::arg("fields").none(true), py::arg("yuv420_siblings"), py::arg("block_size"),
+           py::arg("prefetch"), py::arg("resample"), py::arg("filter"), py::arg("crop_aware"), py::arg("on_error"))
       .def("__len__", &Loader::batches)
       .def_property_readonly("epoch", &Loader::epoch)
-      .def("set_epoch", &Loader::set_epoch, py::arg("epoch"))
-      .def("order", &Loader::order, "This rank's sample ids for the current epoch (as `slip order`)")
-      .def("window", &Loader::window, py::arg("sample"), py::arg("crop") = 0,
-           "(x, y, width, height, flip): the source window of a sample's crop in the current epoch")
-      .def("__iter__",
-           [](Loader& l) -> Loader& {
-             l.start();
-             return l;
-           })
-      .def("__next__", [](Loader& l) {
-        auto b = l.next();
-        if (!b) throw py::stop_iteration();
-        return *b;
-      });
+      .def_property_readonly("cache", &Loader::cache)
+      .def_property_readonly("fields", [](const Loader& l) { return l.config().fields; })
+      .def_property_readonly("samples_per_epoch", &Loader::per_rank)
+      .def("set_epoch", &Loader::set_epoch, py::arg("epoch"), py::arg("start_batch") = 0)
+      .def("state", &Loader::state)
+      .def_property_readonly("skipped",
+                             [](Loader& l) {
+                               py::list out;
+                               for (const Skipped& s : l.skipped()) out.append(py::make_tuple(s.sample, s.message));
+                               return out;
+                             })
+      .def("order", &Loader::order)
+      .def("window", &Loader::window, py::arg("sample"), py::arg("crop") = 0)
+      .def(
+          "__iter__",
+          [](Loader& l) {
+            return LoaderIterator{&l, l.start()};
+          },
+          py::keep_alive<0, 1>());
 }

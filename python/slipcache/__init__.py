@@ -1,0 +1,362 @@
+"""slipcache: read slipstream caches and load training batches on slip's decode engine.
+
+The Python package of slip (https://github.com/... , library libslipstream). Two classes:
+
+- :class:`Cache` -- a cache directory written by ``slip convert``: samples, fields, zero-copy
+  numpy columns, verification.
+- :class:`Loader` -- batches of decoded, cropped (and flipped, normalised) images plus their
+  fields, as numpy arrays, decoded on slip's own threads while Python trains on the previous
+  batch. An iterable like ``torch.utils.data.DataLoader``: each ``for batch in loader`` is one
+  epoch.
+
+Every failure is a :class:`Error` (a ``RuntimeError``) carrying ``code`` (the ``slip``
+command's exit status for it), ``kind``, ``path``, ``sample`` and ``offset`` where known; bad
+argument types raise ``TypeError``, allocation failures ``MemoryError``.
+
+docs/PYTHON.md has the installation, the whole API and a training loop.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+
+from . import _core
+
+__all__ = ["Cache", "Loader", "Error", "__version__", "build_info", "simd_level", "set_simd_level"]
+
+__version__: str = _core.__version__
+
+Error = _core.Error
+
+
+def build_info() -> str:
+    """The libraries slip runs with: the libjpeg-turbo compiled against and the one loaded, whether
+    the JPEG entropy hook is on (docs/JPEG_ENGINE.md), the SIMD level, libarchive, libcurl, ..."""
+    return _core.build_info()
+
+
+def simd_level() -> str:
+    """The SIMD level the decode kernels run at: "scalar", "sse4", "avx2" or "avx512" (SLIP_SIMD
+    at import, else the best this CPU has). Every level gives the same pixels."""
+    return _core.simd_level()
+
+
+def set_simd_level(level: str) -> None:
+    """Runs the kernels at most at `level` from now on, process-wide; raises Error (code 2) for a
+    level this CPU lacks or an unknown name."""
+    if not isinstance(level, str):
+        raise TypeError("level must be a str, not " + type(level).__name__)
+    _core.set_simd_level(level)
+
+Error.__module__ = __name__
+Error.__doc__ = """A slip failure: the message is the line the ``slip`` command prints.
+
+Attributes (None where unknown):
+    code:    the ``slip`` command's exit status for this kind of failure (2 usage, 3 bad input,
+             4 I/O, 5 retryable remote failure, 130 interrupted).
+    kind:    the category: "usage", "bad_input", "io", "retryable" or "interrupted".
+    message: the message without the path/sample prefix.
+    path:    the file or cache the failure concerns.
+    sample:  the sample id it concerns.
+    offset:  the byte offset in ``path``.
+"""
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _fspath(path: Any, what: str) -> str:
+    try:
+        return os.fspath(path)
+    except TypeError:
+        raise TypeError(f"{what} must be a str or os.PathLike, not {type(path).__name__}") from None
+
+
+def _usage_error(message: str) -> Exception:
+    error = Error(message)
+    error.code, error.kind, error.message = 2, "usage", message
+    return error
+
+
+class Cache:
+    """A slipstream cache directory (written by ``slip convert``, or by the Python loader).
+
+    Args:
+        path: the cache directory (``str`` or any ``os.PathLike``).
+
+    ``len(cache)`` is the number of samples; ``cache[i]`` is sample ``i`` (negative ``i`` counts
+    from the end) as a dict of field name to value (``int``, ``float``, ``str``, ``bytes`` for
+    images and bytes fields, a numpy array for ndarray fields).
+    """
+
+    __slots__ = ("_core",)
+
+    def __init__(self, path: PathLike) -> None:
+        self._core = _core.Cache(_fspath(path, "path"))
+
+    @property
+    def path(self) -> str:
+        """The cache directory."""
+        return self._core.path
+
+    @property
+    def fields(self) -> Dict[str, str]:
+        """Field name to type name ("int", "float", "str", "ImageBytes", ...), in cache order."""
+        return self._core.fields
+
+    def __len__(self) -> int:
+        return len(self._core)
+
+    def __getitem__(self, index: int) -> Dict[str, Any]:
+        return self._core[index]
+
+    def __repr__(self) -> str:
+        return f"slipcache.Cache({self.path!r}, samples={len(self)}, fields={list(self.fields)})"
+
+    def column(self, field: str) -> Any:
+        """A read-only numpy view, without copying, of an int, float or ndarray field: shape
+        ``(len(cache),)`` or ``(len(cache), *shape)``. Raises Error for other field types."""
+        return self._core.column(field)
+
+    def verify(self, decode: bool = False, threads: int = 0) -> Dict[str, Any]:
+        """Checks the cache as ``slip verify`` does and returns its report as a dict (``ok``,
+        ``samples``, ``issues``, ...).
+
+        Args:
+            decode: also decode every image (slower; finds payloads that do not decode).
+            threads: decoding threads; 0: every available CPU.
+        """
+        return self._core.verify(decode=decode, threads=threads)
+
+    def info(self) -> Dict[str, Any]:
+        """What ``slip info`` reports: path, samples, bytes, fields, content_id, indexes."""
+        return self._core.info()
+
+
+class Loader:
+    """Batches of decoded, cropped images (and fields) from a cache, prefetched on slip's engine.
+
+    Iterate it for one epoch of batches: each ``batch`` is a dict with ``"image"`` and one entry
+    per name in ``fields``. Pixels are numpy arrays that share the loader's buffers (no copy;
+    ``torch.from_numpy`` keeps sharing them); a buffer is reused once every array viewing it is
+    gone.
+
+    - One crop per image (``rrc``, ``center``, ``direct-rrc``, a spec such as ``"96"``):
+      ``batch["image"]`` has shape ``(B, H, W, 3)`` (NHWC) or ``(B, 3, H, W)`` (NCHW).
+    - Several crops (``multicrop`` or a spec such as ``"2x224@0.32-1,8x96@0.05-0.32"``): a list
+      with one array per crop group, each ``(B, crops, H, W, 3)`` or ``(B, crops, 3, H, W)``
+      (a group of one crop drops the crops axis).
+    - ``pipeline="decode"``: a list of whole images, ``(H, W, 3)`` uint8 each.
+    - ``batch[field]``: int64 or float64 arrays of shape ``(B,)``.
+
+    Epochs: each new ``iter(loader)`` runs the next epoch (a new shuffle and new crops), as
+    ``DataLoader`` and FFCV do; the first one runs ``epoch``. ``set_epoch(e)`` chooses the epoch
+    of the next ``iter()`` instead, so any epoch can be reproduced exactly from
+    ``(seed, e)``; calling it while an iteration runs does not disturb that iteration. Only
+    one iteration runs at a time: a new ``iter()`` stops the previous one (whose ``next()`` then
+    raises ``ValueError``).
+
+    Args:
+        cache: a :class:`Cache`, or the path of one (``str`` or ``os.PathLike``).
+        batch_size: samples per batch (the last batch may be smaller unless ``drop_last``).
+        pipeline: ``"rrc"`` (RandomResizedCrop, decoding only the crop), ``"direct-rrc"``
+            (RandomResizedCrop sampled over the whole image), ``"center"`` (resize to
+            ``size/0.875`` then center-crop ``size``, for validation), ``"multicrop"`` (DINO's 2
+            global + 8 local crops), ``"decode"`` (whole images, no crop), or a crop spec
+            ``[COUNTx]SIZE[@LO-HI]`` groups separated by commas, e.g. ``"96"``,
+            ``"2x224@0.32-1,8x96@0.05-0.32"``.
+        size: the output side of a one-crop pipeline in pixels (1..4096). None: 224 for the named
+            pipelines, the spec's own size for a crop spec (``"96"`` gives 96-px crops). Refused for
+            pipelines with several crops (give the sizes in the spec) and for ``"decode"``.
+        scale: ``(low, high)`` fraction of the image area for ``rrc``/``direct-rrc``; None:
+            ``(0.08, 1.0)``.
+        ratio: ``(low, high)`` aspect ratio range for ``rrc``/``direct-rrc``; None:
+            ``(3/4, 4/3)``.
+        flip: flip each crop horizontally with probability 0.5 (never for ``center``).
+        seed: the seed of the shuffle and the crops.
+        epoch: the epoch of the first iteration.
+        shuffle: shuffle each epoch (else the cache's order).
+        rank: this process's rank for distributed training (``torch.distributed.get_rank()``).
+        world_size: the number of ranks; each rank gets ``ceil(samples / world_size)`` samples
+            per epoch, disjoint from the others' (padded by repetition, as DistributedSampler).
+        drop_last: leave out the last, smaller batch.
+        threads: decoding threads; 0: every available CPU.
+        layout: ``"NHWC"`` or ``"NCHW"``.
+        dtype: ``"uint8"`` (0..255) or ``"float32"`` (``(x/255 - mean) / std``).
+        mean: per-channel mean for float32 output (ImageNet's by default).
+        std: per-channel standard deviation for float32 output.
+        indices: the sample ids to draw from (a subset, in that order before shuffling); None:
+            every sample; an empty sequence: an empty epoch.
+        fields: int and float fields to return with the images; None: ``["label"]`` if the cache
+            has an int or float ``label`` field, else none.
+        yuv420_siblings: read the cache's YUV420 siblings (``slip yuv420``) instead of the JPEGs.
+        block_size: shuffle blocks of this many consecutive samples (1: a full shuffle; larger
+            blocks read the cache more sequentially).
+        prefetch: batches decoded ahead of the training loop.
+        resample: ``"auto"``, ``"rgb"`` or ``"planar"`` (the resampling path; ``rgb`` without
+            ``crop_aware`` matches Pillow exactly).
+        filter: ``"bilinear"`` or ``"bicubic"``.
+        crop_aware: let the JPEG decoder scale down by a power of two before resampling when the
+            crop is much larger than the output (faster, within the README's error bounds).
+        on_error: ``"raise"``: a sample that fails to decode raises :class:`Error` for its
+            batch, and every later ``next()`` of that iteration raises it again (the epoch is
+            over, never silently). ``"skip"``: such samples are left out of their batch (which is
+            then smaller), listed in :attr:`skipped`, and the epoch goes on.
+
+    Raises:
+        Error: a bad value (``code`` 2), or a cache that cannot be opened.
+        TypeError: an unknown keyword or a wrong type.
+    """
+
+    def __init__(
+        self,
+        cache: Union[Cache, PathLike],
+        batch_size: int = 256,
+        *,
+        pipeline: str = "rrc",
+        size: Optional[int] = None,
+        scale: Optional[Tuple[float, float]] = None,
+        ratio: Optional[Tuple[float, float]] = None,
+        flip: bool = True,
+        seed: int = 0,
+        epoch: int = 0,
+        shuffle: bool = True,
+        rank: int = 0,
+        world_size: int = 1,
+        drop_last: bool = False,
+        threads: int = 0,
+        layout: str = "NHWC",
+        dtype: str = "uint8",
+        mean: Sequence[float] = (0.485, 0.456, 0.406),
+        std: Sequence[float] = (0.229, 0.224, 0.225),
+        indices: Optional[Sequence[int]] = None,
+        fields: Optional[Sequence[str]] = None,
+        yuv420_siblings: bool = False,
+        block_size: int = 1,
+        prefetch: int = 2,
+        resample: str = "auto",
+        filter: str = "bilinear",
+        crop_aware: bool = True,
+        on_error: str = "raise",
+    ) -> None:
+        self._cache = cache if isinstance(cache, Cache) else Cache(_fspath(cache, "cache"))
+        if isinstance(fields, str):
+            raise TypeError("fields must be a sequence of field names, not a str")
+        for name, value in (("batch_size", batch_size), ("seed", seed), ("epoch", epoch), ("rank", rank),
+                            ("world_size", world_size), ("threads", threads), ("block_size", block_size),
+                            ("prefetch", prefetch)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+            if value < 0:
+                raise _usage_error(f"{name} must be >= 0, not {value}")
+        for name, value in (("pipeline", pipeline), ("layout", layout), ("dtype", dtype), ("resample", resample),
+                            ("filter", filter), ("on_error", on_error)):
+            if not isinstance(value, str):
+                raise TypeError(f"{name} must be a str, not {type(value).__name__}")
+        for name, value in (("flip", flip), ("shuffle", shuffle), ("drop_last", drop_last),
+                            ("yuv420_siblings", yuv420_siblings), ("crop_aware", crop_aware)):
+            if not isinstance(value, bool):
+                raise TypeError(f"{name} must be a bool, not {type(value).__name__}")
+        if size is not None and (isinstance(size, bool) or not isinstance(size, int)):
+            raise TypeError(f"size must be an int or None, not {type(size).__name__}")
+        self._core = _core.Loader(
+            self._cache._core, batch_size=batch_size, pipeline=pipeline, size=size, scale=scale, ratio=ratio, flip=flip,
+            seed=seed, epoch=epoch, shuffle=shuffle, rank=rank, world_size=world_size, drop_last=drop_last,
+            threads=threads, layout=layout, dtype=dtype, mean=list(mean), std=list(std),
+            indices=None if indices is None else [int(i) for i in indices],
+            fields=None if fields is None else list(fields), yuv420_siblings=yuv420_siblings, block_size=block_size,
+            prefetch=prefetch, resample=resample, filter=filter, crop_aware=crop_aware, on_error=on_error)
+        self._batch_size = batch_size
+        self._pipeline = pipeline
+        self._layout = layout
+        self._dtype = dtype
+        self._rank = rank
+        self._world_size = world_size
+        self._on_error = on_error
+
+    # -- what it loads --------------------------------------------------------------------------
+    @property
+    def cache(self) -> Cache:
+        """The :class:`Cache` the loader reads."""
+        return self._cache
+
+    @property
+    def dataset(self) -> Cache:
+        """The same as :attr:`cache` (``DataLoader``'s name for it)."""
+        return self._cache
+
+    @property
+    def batch_size(self) -> int:
+        """Samples per batch."""
+        return self._batch_size
+
+    @property
+    def fields(self) -> List[str]:
+        """The fields each batch carries besides ``"image"``."""
+        return self._core.fields
+
+    @property
+    def samples_per_epoch(self) -> int:
+        """This rank's samples per epoch (before any ``drop_last``)."""
+        return self._core.samples_per_epoch
+
+    def __len__(self) -> int:
+        """Batches per epoch (for this rank)."""
+        return len(self._core)
+
+    def __repr__(self) -> str:
+        return (f"slipcache.Loader({self._cache.path!r}, batch_size={self._batch_size}, pipeline={self._pipeline!r}, "
+                f"layout={self._layout!r}, dtype={self._dtype!r}, rank={self._rank}, world_size={self._world_size}, "
+                f"epoch={self.epoch}, batches={len(self)}, on_error={self._on_error!r})")
+
+    # -- epochs ---------------------------------------------------------------------------------
+    def __iter__(self) -> Iterator[Dict[str, Any]]:
+        """Starts an epoch: the next one, or the one :meth:`set_epoch` chose."""
+        return iter(self._core)
+
+    @property
+    def epoch(self) -> int:
+        """The epoch of the running (or last) iteration; after :meth:`set_epoch`, the chosen one.
+        :meth:`order` and :meth:`window` describe this epoch."""
+        return self._core.epoch
+
+    def set_epoch(self, epoch: int, start_batch: int = 0) -> None:
+        """Makes the next ``iter()`` run ``epoch``, starting at batch ``start_batch`` (to resume
+        mid-epoch: the batches before it are not decoded). A running iteration is not disturbed.
+
+        Args:
+            epoch: the epoch (with ``seed``, it fixes the order and every crop).
+            start_batch: the first batch to produce, 0..len(loader).
+        """
+        self._core.set_epoch(epoch, start_batch)
+
+    def state_dict(self) -> Dict[str, int]:
+        """Where the loader stands: ``{"epoch": e, "batch": k}``, k being the number of batches of
+        epoch e handed out so far (a batch counts once it was returned by ``next()``). Save it
+        with the model's checkpoint; :meth:`load_state_dict` continues from the next batch."""
+        epoch, batch = self._core.state()
+        return {"epoch": epoch, "batch": batch}
+
+    def load_state_dict(self, state: Dict[str, int]) -> None:
+        """Makes the next ``iter()`` continue where :meth:`state_dict` was taken (same seed,
+        batch size and ranks assumed): the rest of that epoch, or the next epoch if it was
+        complete."""
+        epoch, batch = int(state["epoch"]), int(state["batch"])
+        if batch >= len(self):
+            epoch, batch = epoch + 1, 0
+        self.set_epoch(epoch, batch)
+
+    @property
+    def skipped(self) -> List[Tuple[int, str]]:
+        """``(sample, message)`` for each sample left out by ``on_error="skip"`` in the current
+        iteration."""
+        return self._core.skipped
+
+    # -- what an epoch holds --------------------------------------------------------------------
+    def order(self) -> List[int]:
+        """This rank's sample ids for :attr:`epoch`, in batch order (as ``slip order``)."""
+        return self._core.order()
+
+    def window(self, sample: int, crop: int = 0) -> Tuple[int, int, int, int, bool]:
+        """``(x, y, width, height, flip)``: the source window of crop ``crop`` of ``sample`` in
+        :attr:`epoch` (what the engine cuts out and resizes)."""
+        return self._core.window(sample, crop)
