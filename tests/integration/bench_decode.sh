@@ -9,7 +9,7 @@ for p in raw decode center rrc direct-rrc multicrop; do
   for j in 1 2; do
     "$SLIP" bench "$cache" -p "$p" -j "$j" -e 2 -b 16 --json >"$WORK/b.json"
     $PY - "$WORK/b.json" "$p" "$j" "$n" <<'PY'
-import json, sys
+import json, os, sys
 d = json.load(open(sys.argv[1])); p, j, n = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 assert d["command"] == "bench" and d["pipeline"] == p and d["threads"] == j and d["samples"] == n, d
 assert len(d["epochs"]) == 2 and all(e["images_per_second"] > 0 and e["ms_per_batch"] > 0 for e in d["epochs"]), d
@@ -34,6 +34,8 @@ assert d["noisy"] == (d["epoch_spread"] > 0.10), d
 # forces the others).
 if p != "raw":
     flags = set(next(l for l in open("/proc/cpuinfo") if l.startswith("flags")).split(":")[1].split())
+    if os.environ.get("SLIP_TARGET_ARCH", "x86_64") != "x86_64":
+        flags = set()  # slip built for another processor (arm64 under qemu-user reads this machine's cpuinfo)
     sse4 = {"sse4_1", "ssse3"} <= flags
     avx2 = sse4 and "avx2" in flags
     want = ("avx512" if avx2 and {"avx512f", "avx512bw", "avx512_vnni", "avx512vbmi"} <= flags else

@@ -18,15 +18,18 @@
 #include "slip/decode.hpp"
 #include "image/jpeg_restarts.hpp"
 #include "test_support.hpp"
+#include "util/cpu.hpp"
 
 namespace slip::detail {
 namespace {
 
 // slip's decoder runs inside libjpeg's entropy module: only where the process may use the
 // internals (not under another libjpeg-turbo ABI, nor in CI's SLIP_JPEG_INTERNALS=off run,
-// where libjpeg_internals_test.cpp and the pixel tests cover the public-API path).
-#define SLIP_REQUIRE_JPEG_INTERNALS() \
-  if (!libjpeg_internals_usable()) GTEST_SKIP() << "libjpeg internals off: " << jpeg_engine_info().reason
+// where libjpeg_internals_test.cpp and the pixel tests cover the public-API path), on a CPU with
+// BMI2 (x86-64: elsewhere attach() declines and libjpeg decodes).
+#define SLIP_REQUIRE_JPEG_INTERNALS()                                                                      \
+  if (!libjpeg_internals_usable()) GTEST_SKIP() << "libjpeg internals off: " << jpeg_engine_info().reason; \
+  if (!cpu_has_bmi2()) GTEST_SKIP() << "slip's Huffman decoder needs x86-64 BMI2: libjpeg decodes here"
 
 // Every JPEG of the corpus but CMYK and the multi-megapixel ones, with its manifest kind.
 struct CorpusJpeg {

@@ -338,7 +338,11 @@ __attribute__((noinline)) LongCode long_code(const HuffmanDecoder::Table& t, uin
 // The hot loop keeps the reader in locals whose address never escapes (the slow paths take
 // and return values), so they stay in registers: one table load and one shift per common
 // symbol on the chain from one code to the next.
+#if defined(__x86_64__)
 __attribute__((target("bmi2"))) bool HuffmanDecoder::decode_mcu(JBLOCKROW* blocks) {
+#else
+bool HuffmanDecoder::decode_mcu(JBLOCKROW* blocks) {  // not attached off x86-64 (cpu_has_bmi2() is false)
+#endif
   if (failed_) return false;
   if (cinfo_->restart_interval && restarts_to_go_ == 0 && !restart()) {
     failed_ = true;

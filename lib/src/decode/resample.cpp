@@ -4,7 +4,9 @@
 #include <cmath>
 #include <cstring>
 
+#if defined(__x86_64__)
 #include <immintrin.h>
+#endif
 
 #include "util/cpu.hpp"
 
@@ -109,6 +111,7 @@ void horizontal_row_scalar(const uint8_t* in_row, const ResampleAxis& axis, int 
 // saturate to [0, 255] exactly as clip8's two comparisons do.
 void clip_row(const int32_t* acc, int n, uint8_t* out) {
   int i = 0;
+#if defined(__x86_64__)
   for (; i + 16 <= n; i += 16) {
     const auto* a = reinterpret_cast<const __m128i*>(acc + i);
     const __m128i s0 = _mm_srai_epi32(_mm_loadu_si128(a), kPrecisionBits);
@@ -118,6 +121,7 @@ void clip_row(const int32_t* acc, int n, uint8_t* out) {
     const __m128i bytes = _mm_packus_epi16(_mm_packs_epi32(s0, s1), _mm_packs_epi32(s2, s3));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), bytes);
   }
+#endif
   for (; i < n; ++i) out[i] = clip8(acc[i]);
 }
 
@@ -138,6 +142,7 @@ void pack_coefficient_pairs(ResampleAxis& axis, int out_size) {
   }
 }
 
+#if defined(__x86_64__)
 // SSE4.1 + SSSE3: two taps per step. The 8 bytes at a tap pair hold both pixels; one shuffle
 // puts (r0, r1, g0, g1, b0, b1, 0, 0) in 16-bit lanes and two multiply-adds against the split
 // coefficients give the three channel sums of both taps. Integer sums identical to Pillow's.
@@ -238,6 +243,18 @@ __attribute__((target("avx2"))) void horizontal_4rows_madd_avx2(const uint8_t* i
   }
 }
 
+#else
+// Not x86-64: the level is scalar (util/cpu.hpp), so these are not reached; should they be, the
+// scalar kernel gives the same bytes.
+void horizontal_row_madd(const uint8_t* in_row, int, const ResampleAxis& axis, int out_w, uint8_t* out_row) {
+  horizontal_row_scalar(in_row, axis, 0, out_w, out_row);
+}
+void horizontal_4rows_madd_avx2(const uint8_t* in0, size_t in_stride, int, const ResampleAxis& axis, int out_w, uint8_t* out0,
+                                size_t out_stride) {
+  for (size_t r = 0; r < 4; ++r) horizontal_row_scalar(in0 + r * in_stride, axis, 0, out_w, out0 + r * out_stride);
+}
+#endif
+
 void horizontal_row(const uint8_t* in_row, int in_width, const ResampleAxis& axis, int out_w, uint8_t* out_row, SimdLevel level) {
   if (level >= SimdLevel::sse4)
     horizontal_row_madd(in_row, in_width, axis, out_w, out_row);
@@ -250,9 +267,13 @@ void horizontal_row(const uint8_t* in_row, int in_width, const ResampleAxis& axi
 void accumulate_row_baseline(int32_t* acc, const uint8_t* p, int32_t w, int values) {
   for (int i = 0; i < values; ++i) acc[i] += p[i] * w;
 }
+#if defined(__x86_64__)
 __attribute__((target("avx2"))) void accumulate_row_avx2(int32_t* acc, const uint8_t* p, int32_t w, int values) {
   for (int i = 0; i < values; ++i) acc[i] += p[i] * w;
 }
+#else
+constexpr auto accumulate_row_avx2 = accumulate_row_baseline;  // never picked: cpu_has_avx2() is false
+#endif
 using AccumulateRow = void (*)(int32_t*, const uint8_t*, int32_t, int);
 
 }  // namespace

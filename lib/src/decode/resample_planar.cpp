@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
+#if defined(__x86_64__)
 #include <immintrin.h>
+#endif
 
 #include "util/cpu.hpp"
 #include "util/scratch.hpp"
@@ -38,7 +40,11 @@ void output_weights_scalar(float offset, float inv, int n, int stride, int16_t* 
   const float norm = sum != 0.0f ? static_cast<float>(1 << kBits) / sum : 0.0f;
   // cvtss2si rounds to nearest even in the default rounding mode, as lrint (which is a libm
   // call: it was most of the planning time).
+#if defined(__x86_64__)
   for (int x = 0; x < stride; ++x) q[x] = static_cast<int16_t>(_mm_cvtss_si32(_mm_set_ss(weight(x) * norm)));
+#else
+  for (int x = 0; x < stride; ++x) q[x] = static_cast<int16_t>(std::lrint(weight(x) * norm));
+#endif
 }
 
 // output_weights_avx2's weights without AVX2: tap x summed into lane x % 8, the lanes added as
@@ -51,8 +57,14 @@ void output_weights_lanes(float offset, float inv, int n, int stride, int16_t* q
   for (int x = 0; x < stride; ++x) lanes[x % 8] += weight(x);
   const float sum = ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
   const float norm = sum != 0.0f ? static_cast<float>(1 << kBits) / sum : 0.0f;
+#if defined(__x86_64__)
   for (int x = 0; x < stride; ++x) q[x] = static_cast<int16_t>(_mm_cvtss_si32(_mm_set_ss(weight(x) * norm)));
+#else
+  for (int x = 0; x < stride; ++x) q[x] = static_cast<int16_t>(std::lrint(weight(x) * norm));
+#endif
 }
+
+#if defined(__x86_64__)
 
 // filter_weight on 8 values of |x| at once (as selects, like the scalar one).
 template <ResampleFilter kFilter>
@@ -247,6 +259,34 @@ __attribute__((target("avx2"))) void bounds8_avx2(int o, double in0, double scal
     _mm_storeu_si128(reinterpret_cast<__m128i*>(bounds + 8 * part + 4), _mm_unpackhi_epi32(xmin, n));
   }
 }
+#else
+// Not x86-64: the level is scalar (util/cpu.hpp), so plan_axis_with computes weights and bounds one output at a
+// time with the scalar kernel; these stand in for the x86 kernels it names, with its results.
+template <ResampleFilter kFilter>
+void output_weights_avx2(float offset, float inv, int n, int stride, int16_t* q) {
+  output_weights_scalar<kFilter>(offset, inv, n, stride, q);
+}
+template <ResampleFilter kFilter, int kStride, int kOutputs = 8>
+void output_weights8_avx2(const float* offset, float inv, const int32_t* n, int, int16_t* q) {
+  for (int o = 0; o < kOutputs; ++o) output_weights_scalar<kFilter>(offset[o], inv, n[o], kStride, q + o * kStride);
+}
+template <ResampleFilter kFilter, int kStride>
+void output_weights16_avx512(const float* offset, float inv, const int32_t* n, int max_taps, int16_t* q) {
+  output_weights8_avx2<kFilter, kStride, 16>(offset, inv, n, max_taps, q);
+}
+void bounds8_avx2(int o, double in0, double scale, double support, int in_size, int ksize, float* offsets, int32_t* counts,
+                  int32_t* bounds) {
+  for (int i = 0; i < 8; ++i) {
+    const double center = in0 + (o + i + 0.5) * scale;
+    const int xmin = std::max(0, static_cast<int>(center - support + 0.5));
+    const int xmax = std::min(in_size, static_cast<int>(center + support + 0.5));
+    counts[i] = std::clamp(xmax - xmin, 0, ksize);
+    bounds[2 * i] = xmin;
+    bounds[2 * i + 1] = counts[i];
+    offsets[i] = static_cast<float>(xmin - center + 0.5);
+  }
+}
+#endif
 
 // Pillow's geometry (precompute_axis in resample.cpp: the same support, bounds and
 // normalisation), weights straight to Q14. Each output's row of coefficients is padded to a
@@ -336,6 +376,7 @@ void vertical_columns_scalar(const uint8_t* in, size_t in_stride, int width, con
   }
 }
 
+#if defined(__x86_64__)
 // AVX2: two taps per multiply-add, the two rows' bytes interleaved into 16-bit pairs against
 // a broadcast coefficient pair. Same integer sums as the scalar kernel.
 //
@@ -528,6 +569,11 @@ SLIP_AVX512 void vertical_columns_avx512(const uint8_t* in, size_t in_stride, in
 }
 
 #pragma GCC diagnostic pop
+#else
+// Not x86-64: the level is scalar, so vertical_columns runs the scalar kernel.
+constexpr auto vertical_columns_avx2 = vertical_columns_scalar;
+constexpr auto vertical_columns_avx512 = vertical_columns_scalar;
+#endif
 
 void vertical_columns(SimdLevel kernels, const uint8_t* in, size_t in_stride, int width, const PlaneAxis& axis, int row_offset, int rows,
                       uint8_t* out, ptrdiff_t out_stride) {
@@ -537,6 +583,7 @@ void vertical_columns(SimdLevel kernels, const uint8_t* in, size_t in_stride, in
   run(in, in_stride, width, axis.bounds.data(), axis.coeffs.data(), axis.ksize, row_offset, rows, out, out_stride);
 }
 
+#if defined(__x86_64__)
 // One 8x8 byte block through three rounds of SSE2 unpacks.
 inline void transpose8x8(const uint8_t* in, size_t in_stride, uint8_t* out, size_t out_stride) {
   __m128i r[8];
@@ -551,6 +598,17 @@ inline void transpose8x8(const uint8_t* in, size_t in_stride, uint8_t* out, size
     _mm_storel_epi64(reinterpret_cast<__m128i*>(out + (2 * i + 1) * out_stride), _mm_srli_si128(cols[i], 8));
   }
 }
+#else
+// A kRows x kColumns byte block, byte by byte (the compiler vectorises it).
+template <size_t kRows, size_t kColumns>
+void transpose_block(const uint8_t* in, size_t in_stride, uint8_t* out, size_t out_stride) {
+  for (size_t y = 0; y < kRows; ++y)
+    for (size_t x = 0; x < kColumns; ++x) out[x * out_stride + y] = in[y * in_stride + x];
+}
+constexpr auto transpose8x8 = transpose_block<8, 8>;
+#endif
+
+#if defined(__x86_64__)
 
 // A 16-row x 32-column block: each 128-bit lane is a 16x16 transpose (four rounds of in-lane
 // unpacks), lane 0 for columns 0-15 and lane 1 for columns 16-31. Shuffles are the bottleneck
@@ -749,6 +807,18 @@ void horizontal_rows(const uint8_t* in, size_t in_stride, int rows, const RowGat
 
 #pragma GCC diagnostic pop
 #undef SLIP_AVX512
+#else
+// Not x86-64: the level is scalar, so transpose_plane takes the 8x8 blocks and resample_plane
+// the transposed passes; these stand in for the x86 kernels they name.
+constexpr auto transpose16x32 = transpose_block<16, 32>;
+constexpr auto transpose16x64 = transpose_block<16, 64>;
+void plan_row_gathers(const PlaneAxis& axis, bool mirror, RowGatherPlan& plan) {
+  plan.key = axis.key;
+  plan.mirror = mirror;
+  plan.usable = false;  // so horizontal_rows is never run
+}
+void horizontal_rows(const uint8_t*, size_t, int, const RowGatherPlan&, int, uint8_t*, size_t) {}
+#endif
 
 // Rows [y0, y1) x columns [x0, x1) in 8x8 blocks, the ragged edges byte by byte.
 void transpose_region_8x8(const uint8_t* in, size_t in_stride, int x0, int x1, int y0, int y1, uint8_t* out, size_t out_stride) {

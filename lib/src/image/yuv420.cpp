@@ -7,7 +7,9 @@
 
 #include <algorithm>
 
+#if defined(__x86_64__)
 #include <immintrin.h>
+#endif
 
 #include "image/yuv420_kernels.hpp"
 #include "slip/error.hpp"
@@ -81,6 +83,7 @@ void interleave_rgb_scalar(const uint8_t* r, const uint8_t* g, const uint8_t* b,
   }
 }
 
+#if defined(__x86_64__)
 // Byte k of the 48 packed bytes of 16 pixels is channel k % 3 of pixel k / 3: for each 16-byte
 // third of the output and each plane, a pshufb mask picking that plane's bytes (0x80: none).
 struct InterleaveMasks {
@@ -111,6 +114,9 @@ __attribute__((target("ssse3"))) void interleave_rgb_ssse3(const uint8_t* r, con
   }
   interleave_rgb_scalar(r + i, g + i, b + i, n - i, out + 3 * i);
 }
+#else
+constexpr auto interleave_rgb_ssse3 = interleave_rgb_scalar;  // never picked: cpu_has_ssse3() is false
+#endif
 
 using Interleave = void (*)(const uint8_t*, const uint8_t*, const uint8_t*, int, uint8_t*);
 // The kernel for a level (at most the CPU's: SSSE3 comes with sse4).
@@ -157,6 +163,7 @@ void yuv420_row_to_rgb(const uint8_t* yrow, const uint8_t* urow, const uint8_t* 
     // Eight pixels per step on 16-bit lanes (every intermediate fits int16, see above); the
     // saturating pack is the clamp to [0, 255]. Bit-identical to the scalar tail.
     int i = 0;
+#if defined(__x86_64__)
     const __m128i zero = _mm_setzero_si128(), bias = _mm_set1_epi16(32);
     const __m128i k90 = _mm_set1_epi16(90), k22 = _mm_set1_epi16(22), k46 = _mm_set1_epi16(46), k113 = _mm_set1_epi16(113);
     for (; level >= SimdLevel::sse4 && i + 8 <= m; i += 8) {
@@ -171,6 +178,7 @@ void yuv420_row_to_rgb(const uint8_t* yrow, const uint8_t* urow, const uint8_t* 
       _mm_storel_epi64(reinterpret_cast<__m128i*>(gg + i), _mm_packus_epi16(g, g));
       _mm_storel_epi64(reinterpret_cast<__m128i*>(bb + i), _mm_packus_epi16(b, b));
     }
+#endif
     for (; i < m; ++i) {
       // 1.402, 0.344136, 0.714136, 1.772 in 1/64 units; +32 rounds.
       const int l = yy[i] * 64 + 32;
@@ -216,6 +224,7 @@ void ycbcr_row_scalar(const uint8_t* yr, const uint8_t* cbr, const uint8_t* crr,
   }
 }
 
+#if defined(__x86_64__)
 // AVX2, 32 pixels per step, bit-identical to the scalar loop. libjpeg's coefficients do not
 // fit 16 bits, so each is split into a whole multiple of 2^16 (added after the shift, which is
 // exact) and a 16-bit remainder, e.g. 1.402 * 2^16 = 91881 = 65536 + 26345:
@@ -410,6 +419,7 @@ SLIP_AVX512 void ycbcr_row_to_rgb_avx512(const uint8_t* yp, const uint8_t* cbp, 
 
 #undef SLIP_AVX512
 #pragma GCC diagnostic pop
+#endif
 
 }  // namespace
 
@@ -418,6 +428,7 @@ void ycbcr_planes_to_rgb(const uint8_t* yp, const uint8_t* cbp, const uint8_t* c
   // Streaming stores: the engine's crops land in batch buffers far larger than the caches.
   const bool stream = reinterpret_cast<uintptr_t>(out) % 16 == 0 && out_stride % 16 == 0;
   kernels = std::min(kernels, active_simd_level());
+#if defined(__x86_64__)
   if (kernels == SimdLevel::avx512) {
     for (int y = 0; y < height; ++y) {
       const size_t row = static_cast<size_t>(y) * stride;
@@ -438,6 +449,10 @@ void ycbcr_planes_to_rgb(const uint8_t* yp, const uint8_t* cbp, const uint8_t* c
     if (stream) _mm_sfence();  // streaming stores are weakly ordered: visible before the batch is handed over
     return;
   }
+#else
+  // No streaming stores off x86-64.
+  (void)stream;
+#endif
   constexpr int kChunk = 256;
   alignas(32) uint8_t rr[kChunk], gg[kChunk], bb[kChunk];
   const Interleave interleave_rgb = interleave_for(kernels);

@@ -9,6 +9,9 @@
 
 namespace slip::detail {
 
+// The x86 kernels (<immintrin.h>, target attributes) are built on x86-64 only; elsewhere every
+// probe says no and the portable scalar kernels run.
+#if defined(__x86_64__)
 inline bool cpu_has_ssse3() {
   __builtin_cpu_init();  // static initialisers may run before libgcc's own CPU probe
   return __builtin_cpu_supports("ssse3") != 0;
@@ -25,18 +28,28 @@ inline bool cpu_has_bmi2() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("bmi2") != 0;
 }
+#else
+inline bool cpu_has_ssse3() { return false; }
+inline bool cpu_has_sse41() { return false; }
+inline bool cpu_has_avx2() { return false; }
+inline bool cpu_has_bmi2() { return false; }
+#endif
 
 // Kernel levels (slip/simd.hpp), in order. avx512: F, BW, VNNI and VBMI (Ice Lake, Sapphire
 // Rapids, Zen 4 and later), with the OS saving the registers (libgcc checks XCR0). Kernels with a
 // level argument give the same bytes at every level; tests compare them.
 using SimdLevel = slip::SimdLevel;
 inline SimdLevel best_simd_level() {
+#if defined(__x86_64__)
   __builtin_cpu_init();
   const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni") &&
                       __builtin_cpu_supports("avx512vbmi");
   const bool sse4 = cpu_has_sse41() && cpu_has_ssse3();
   const bool avx2 = sse4 && cpu_has_avx2();
   return avx2 && avx512 ? SimdLevel::avx512 : avx2 ? SimdLevel::avx2 : sse4 ? SimdLevel::sse4 : SimdLevel::scalar;
+#else
+  return SimdLevel::scalar;
+#endif
 }
 
 // The level the kernels run at: the CPU's best unless slip::set_simd_level chose a lower one.
