@@ -133,11 +133,11 @@ grep -q "outside the recorded split of 3 parts" "$WORK/err" || { cat "$WORK/err"
 diff -r "$small_single" "$("$SLIP" merge --from "$w" -q)" >/dev/null || fail "resubmitted parts merge differently"
 pass "resubmitted --array=1 fills part 1 of 3 (recorded split); task 7 refused; merge byte-identical"
 
-# The README's requeue one-liner, with stub slip/scontrol: requeues on exit 5 only.
+# docs/REMOTE.md's requeue one-liner, with stub slip/scontrol: requeues on exit 5 only.
 mkdir -p "$WORK/stub"
 printf '#!/bin/sh\necho requeue "$@" >> "%s/requeued"\n' "$WORK" > "$WORK/stub/scontrol"
-snippet=$(grep -E '^    slip convert "\$SRC" -o "\$OUT" \|\|' "$SRC/README.md" | sed 's/^    //')
-[ -n "$snippet" ] || fail "README requeue snippet not found"
+snippet=$(grep -E '^    slip convert "\$SRC" -o "\$OUT" \|\|' "$SRC/docs/REMOTE.md" | sed 's/^    //')
+[ -n "$snippet" ] || fail "docs/REMOTE.md requeue snippet not found"
 for rc in 0 3 5; do
   printf '#!/bin/sh\nexit %s\n' "$rc" > "$WORK/stub/slip"; chmod +x "$WORK/stub/slip" "$WORK/stub/scontrol"
   rm -f "$WORK/requeued"
@@ -145,7 +145,7 @@ for rc in 0 3 5; do
   [ "$got" -eq "$rc" ] || fail "requeue snippet: exit $got for slip exit $rc"
   if [ "$rc" -eq 5 ]; then [ -s "$WORK/requeued" ] || fail "exit 5 not requeued"; else [ ! -e "$WORK/requeued" ] || fail "exit $rc requeued"; fi
 done
-pass "README requeue snippet: requeues on exit 5 only, keeps the exit status"
+pass "docs/REMOTE.md requeue snippet: requeues on exit 5 only, keeps the exit status"
 
 # Merging again finds the merged cache: --json reports what it holds, with "reused": true.
 expect_status 0 "$SLIP" merge --from "$w" --json
