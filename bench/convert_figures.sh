@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Conversion throughput against what the storage allows, in one run (issue 20's figures; the
-# README table is this script's output). The corpus (800 real photos, 28 MB) is replicated to
+# docs/PERFORMANCE.md table is this script's output). The corpus (800 real photos, 28 MB) is replicated to
 # 20,000 files with hard links, and packed into 100 tar shards (plain and gzip):
 #  (a) page cache:  slip convert           vs  find | xargs cat > FILE   (the same bytes read and written)
 #  (b) slow FS:     slip convert           vs  find | xargs -P 32 cat > FILE, and vs --io-depth 1

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's `slip bench` table: every pipeline on a cache of the corpus (800 images), 2
+# The `slip bench` table of docs/PERFORMANCE.md: every pipeline on a cache of the corpus (800 images), 2
 # threads, batch 256, 3 epochs (best epoch per run), each row run RUNS times (default 3); the
 # efficiency reported is the minimum over the runs, each against the limit measured in its own
 # run. Then the decode engine's goals (issue 23) against those minima, and whether any run was
@@ -7,7 +7,7 @@
 # 1-thread rows show the thread scaling. "(restarts)" rows run on the same corpus converted with
 # --jpeg-restarts (docs/FORMAT.md#restart-markers), against the full decode of those images.
 # Usage: bench/figures.sh [path/to/slip] [path/to/shared] [--write-readme]
-#   --write-readme  also replaces the table between the bench-figures markers in README.md
+#   --write-readme  also replaces the table between the bench-figures markers in docs/PERFORMANCE.md
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 SLIP=${1:-$here/build/apps/slip/slip}
@@ -96,7 +96,7 @@ if noisy:
 PY
 cat "$work/table.md"
 if [ "$WRITE_README" = 1 ]; then
-  $PY - "$here/README.md" "$work/table.md" <<'PY'
+  $PY - "$here/docs/PERFORMANCE.md" "$work/table.md" <<'PY'
 import sys
 readme, table = sys.argv[1], open(sys.argv[2]).read()
 text = open(readme).read()
@@ -104,5 +104,5 @@ begin, end = "<!-- bench/figures.sh: begin -->\n", "<!-- bench/figures.sh: end -
 a, b = text.index(begin) + len(begin), text.index(end)
 open(readme, "w").write(text[:a] + table + text[b:])
 PY
-  echo "README.md: table replaced"
+  echo "docs/PERFORMANCE.md: table replaced"
 fi

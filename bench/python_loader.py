@@ -6,7 +6,7 @@ PILToTensor) and normalised float32 CHW (ToTensor + Normalize). Prints images/s 
 epochs) and the ratios.
 
 Usage: bench/python_loader.py SLIP IMAGEFOLDER [EPOCHS]
-  The images of IMAGEFOLDER of at most 10 MPix (the set the peer figures use: the README's
+  The images of IMAGEFOLDER of at most 10 MPix (the set the peer figures use: docs/PERFORMANCE.md's
   "Against the peers"), as a symlinked ImageFolder, converted by SLIP into a temporary cache.
   slipcache must be importable (installed, or PYTHONPATH=build/python); torchvision is Debian's
   python3-torchvision."""

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's YUV420 table: ../shared/corpus/imagenet_like as a JPEG cache and as a YUV420
+# The YUV420 table of docs/PERFORMANCE.md: ../shared/corpus/imagenet_like as a JPEG cache and as a YUV420
 # cache (convert --image-format yuv420), every pipeline run on both in the same process
 # (slip bench --compare), 2 threads, batch 256, 3 epochs, best epochs; plus raw I/O of the
 # YUV420 cache against memcpy. Usage: bench/yuv420_figures.sh [path/to/slip] [path/to/shared]

@@ -149,5 +149,5 @@ complete -c slip -n "__fish_seen_subcommand_from yuv420" -F
 complete -c slip -n "__fish_seen_subcommand_from completions" -l help -s h -d 'Print this help message and exit'
 complete -c slip -n "__fish_seen_subcommand_from completions" -a 'bash zsh fish'
 complete -c slip -n "__fish_seen_subcommand_from man" -l help -s h -d 'Print this help message and exit'
-complete -c slip -n "__fish_seen_subcommand_from man" -l output -s o -r -F -d 'Directory to write slip.1 and slip-<command>.1 into (- for stdout: one page)'
+complete -c slip -n "__fish_seen_subcommand_from man" -l output -s o -r -F -d 'Man directory to write man1/slip.1 and man1/slip-<command>.1 into, as MANPATH expects (- for stdout: one page)'
 complete -c slip -n "__fish_seen_subcommand_from man" -a 'slip convert info verify cat ls index subset order merge bench yuv420 completions man'

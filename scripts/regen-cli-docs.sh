@@ -4,7 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SLIP=${1:-build/apps/slip/slip}
-rm -rf man && "$SLIP" man -o man
+# `slip man -o DIR` writes DIR/man1/*.1 (a MANPATH entry); the repository keeps them flat in man/.
+tmp=$(mktemp -d) && trap 'rm -rf "$tmp"' EXIT
+"$SLIP" man -o "$tmp" && rm -rf man && mv "$tmp/man1" man
 mkdir -p completions
 "$SLIP" completions bash > completions/slip.bash
 "$SLIP" completions zsh > completions/_slip

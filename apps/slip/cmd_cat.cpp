@@ -27,9 +27,10 @@ Action setup_cat(CLI::App& sub, const GlobalOptions&) {
     const Cache cache = Cache::open(a->cache);
     size_t fi = 0;
     if (!a->field.empty()) {
-      auto found = cache.field_index(a->field);
-      if (!found) throw Error(Errc::usage, "the cache has no field \"" + a->field + "\"").with_path(a->cache);
-      fi = *found;
+      if (const auto found = cache.field_index(a->field))
+        fi = *found;
+      else
+        (void)cache.field(a->field);  // throws, naming the fields there are
     } else {
       for (size_t i = 0; i < cache.fields().size(); ++i)
         if (cache.fields()[i].type == FieldType::image) {

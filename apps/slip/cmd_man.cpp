@@ -71,7 +71,7 @@ const std::map<std::string, std::vector<std::pair<std::string, std::string>>>& e
          "slip subset CACHE \\-\\-values 0,1,2 \\-\\-per\\-class 5 \\-\\-mode ids \\-o ids.npy"}}},
       {"order", {{"Rank 1 of 8, epoch 3:", "slip order CACHE \\-\\-seed 0 \\-\\-epoch 3 \\-\\-rank 1 \\-\\-world\\-size 8"}}},
       {"completions", {{"Install bash completion:", "slip completions bash > /etc/bash_completion.d/slip"}}},
-      {"man", {{"Write the pages into a directory:", "slip man \\-o /usr/local/share/man/man1"}}},
+      {"man", {{"Write the pages into DIR/man1 (MANPATH=DIR man slip\\-convert finds them):", "slip man \\-o ~/.local/share/man"}}},
   };
   return e;
 }
@@ -184,7 +184,8 @@ Action setup_man(CLI::App& sub, const GlobalOptions&) {
   for (const CLI::App* c : sub.get_parent()->get_subcommands([](const CLI::App*) { return true; })) names.push_back(c->get_name());
   sub.add_option("command", a->command, "Print only this command's page (default: write every page into -o DIR)")
       ->check(CLI::IsMember(names));
-  sub.add_option("-o,--output", a->output, "Directory to write slip.1 and slip-<command>.1 into (- for stdout: one page)");
+  sub.add_option("-o,--output", a->output,
+                 "Man directory to write man1/slip.1 and man1/slip-<command>.1 into, as MANPATH expects (- for stdout: one page)");
   return [a, &sub]() -> int {
     const CLI::App& root = *sub.get_parent();
     const auto cmds = describe_commands(root);
@@ -200,9 +201,11 @@ Action setup_man(CLI::App& sub, const GlobalOptions&) {
         }
       throw Error(Errc::usage, "no such command: " + a->command);
     }
-    std::filesystem::create_directories(a->output);
+    // Section 1 pages go into DIR/man1, so DIR works as a MANPATH entry (man looks there).
+    const std::filesystem::path section = std::filesystem::path(a->output) / "man1";
+    std::filesystem::create_directories(section);
     auto write = [&](const std::string& name, const std::string& text) {
-      write_output((std::filesystem::path(a->output) / name).string(), text, false);  // never through a planted link
+      write_output((section / name).string(), text, false);  // never through a planted link
     };
     write("slip.1", page_for(root, nullptr, cmds));
     for (const auto& c : cmds) write("slip-" + c.name + ".1", page_for(root, &c, cmds));

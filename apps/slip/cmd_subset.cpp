@@ -88,6 +88,7 @@ Action setup_subset(CLI::App& sub, const GlobalOptions& global) {
         options.output_dir = output_root(a->output);
         options.created = source_date_epoch();
         options.name = a->name;
+        options.non_jpeg = NonJpegPolicy::keep;  // as the real run: part of the content id
         path = planned_cache_path(*source, options).string();
       }
       j["path"] = path;
@@ -107,7 +108,7 @@ Action setup_subset(CLI::App& sub, const GlobalOptions& global) {
     } else {
       auto source = open_cache_subset(a->cache, ids);
       ConvertOptions options;
-      options.output_dir = a->output;
+      options.output_dir = output_root(a->output);  // -o, else $SLIPSTREAM_CACHE_DIR or ~/.slipstream (as --help says)
       options.name = a->name;
       options.non_jpeg = NonJpegPolicy::keep;  // payloads are copied as the parent stores them
       Progress progress("subset", global.show_progress());

@@ -111,6 +111,12 @@ int main(int argc, char** argv) {
   // Integer options: decimal digits within the type's range ("-1" is not 2^64-1, "010" not 8).
   strict_integer_options(app);
 
+  // Bare `slip`: the help (what a newcomer needs), on stderr so scripts capturing stdout get
+  // nothing, and the usage-error exit status.
+  if (argc <= 1) {
+    std::cerr << app.help();
+    return kExitUsage;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

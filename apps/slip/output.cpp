@@ -78,7 +78,9 @@ uint64_t parse_unsigned(std::string_view text, std::string_view what) {
 }
 
 std::filesystem::path output_root(const std::string& given) {
-  return given.empty() ? default_cache_root(process_environment()) : std::filesystem::path(given);
+  // Absolute, so the cache paths printed (the last stdout line of convert, subset, merge) work
+  // from any directory a script or a SLURM job later runs in.
+  return std::filesystem::absolute(given.empty() ? default_cache_root(process_environment()) : std::filesystem::path(given));
 }
 
 unsigned resolve_threads(unsigned requested) { return requested ? requested : available_cpus(process_environment()); }

@@ -69,7 +69,7 @@ def pillow_crop(payload, window, size):
 
 def test_rgb_path_crops_are_pillows_bytes(sample_cache):
     """The engine's windows (seed, epoch, sample), cut and resized by Pillow, are the loader's
-    bytes exactly on the rgb path without DCT scaling (README)."""
+    bytes exactly on the rgb path without DCT scaling (docs/PERFORMANCE.md)."""
     c = slipcache.Cache(sample_cache)
     loader = slipcache.Loader(c, batch_size=16, seed=11, epoch=2, resample="rgb", crop_aware=False, threads=2)
     ids = loader.order()
@@ -131,7 +131,7 @@ def test_multicrop_gives_one_array_per_group(sample_cache):
 
 
 def test_center_pipeline_against_torchvision(corpus_cache):
-    """Resize(256) + CenterCrop(224) within the README's bounds (mean <= 1, PSNR >= 40 dB)."""
+    """Resize(256) + CenterCrop(224) within the bounds in docs/PERFORMANCE.md (mean <= 1, PSNR >= 40 dB)."""
     tv = pytest.importorskip("torchvision.transforms")
     c = slipcache.Cache(corpus_cache)
     loader = slipcache.Loader(c, batch_size=32, pipeline="center", shuffle=False, indices=list(range(0, 800, 25)))

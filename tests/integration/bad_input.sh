@@ -13,7 +13,7 @@ mkroot() {  # mkroot NAME [bad file...]: an ImageFolder with 3 good images + the
   echo "$r"
 }
 
-for bad in "$SLIP_SHARED_DIR"/corpus/bad/*; do
+for bad in "$(bad_dir)"/*; do
   name=$(basename "$bad")
   case "$name" in garbage_in_entropy.JPEG) continue ;; esac  # only a full decode finds it (verify --decode)
   root=$(mkroot "r-$name" "$bad")
@@ -36,7 +36,7 @@ PY
 done
 
 # A PNG named .JPEG with --non-jpeg fail is bad input; keep stores it verbatim.
-png=$(awk -F'\t' 'NR>1 && $5=="png" {print $1; exit}' "$SLIP_SHARED_DIR/corpus/imagenet_like.manifest.tsv")
+png=$(corpus_png) || fail "no PNG in $CORPUS"
 root=$(mkroot r-png "$CORPUS/$png")
 expect_status 3 "$SLIP" convert "$root" -o "$WORK/o" --non-jpeg fail
 grep -q "png image and --non-jpeg fail" "$WORK/err" || fail "--non-jpeg fail message"

@@ -85,7 +85,7 @@ grep -q "$n images decoded (max diff 0, mean 0)" "$WORK/out" || { cat "$WORK/out
 
 mkdir -p "$WORK/bad/c"
 cp "$(find "$SRC/examples/sample" -type f | LC_ALL=C sort | sed -n 1p)" "$WORK/bad/c/a.jpg"
-cp "$SLIP_SHARED_DIR/corpus/bad/garbage_in_entropy.JPEG" "$WORK/bad/c/b.jpg"
+cp "$(bad_dir)/garbage_in_entropy.JPEG" "$WORK/bad/c/b.jpg"
 bad=$("$SLIP" convert "$WORK/bad" -o "$WORK/bc" -q)
 expect_status 1 "$SLIP" verify "$bad" --decode
 grep -q "^FAIL image.bin: sample 1: field image: image does not decode: corrupt JPEG" "$WORK/out" || { cat "$WORK/out"; fail "corrupt sample not named"; }

@@ -23,8 +23,10 @@ grep -q "most similar option is '--json'" "$WORK/err" || fail "--jsno: $(cat "$W
 expect_status 2 "$SLIP" xyzzy
 one_error_line xyzzy
 grep -q "'xyzzy' is not a slip command" "$WORK/err" && ! grep -q "most similar" "$WORK/err" || fail "xyzzy: $(cat "$WORK/err")"
+# Bare `slip`: the help on stderr (nothing on stdout), usage exit status.
 expect_status 2 "$SLIP"
-one_error_line "no command"
+grep -q '^Subcommands:' "$WORK/err" && grep -q '^  convert ' "$WORK/err" || { cat "$WORK/err"; fail "bare slip does not print the help"; }
+[ ! -s "$WORK/out" ] || fail "bare slip wrote to stdout"
 expect_status 2 "$SLIP" cat
 one_error_line "missing positional"
 expect_status 2 "$SLIP" bench x --pipeline nope

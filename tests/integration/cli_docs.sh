@@ -5,7 +5,9 @@
 # zsh and fish, and the pages must be clean under mandoc -Tlint.
 source "$(dirname "$0")/common.bash"
 
-"$SLIP" man -o "$WORK/man"
+"$SLIP" man -o "$WORK/mandir"
+ln -s "$WORK/mandir/man1" "$WORK/man"
+[ -z "$(find "$WORK/mandir" -maxdepth 1 -name '*.1')" ] || fail "slip man -o DIR wrote pages beside DIR/man1"
 diff -r "$SRC/man" "$WORK/man" >/dev/null || fail "man/ is stale: run scripts/regen-cli-docs.sh"
 for shell in bash zsh fish; do
   "$SLIP" completions $shell > "$WORK/comp.$shell"
@@ -40,6 +42,10 @@ else
 fi
 if command -v man >/dev/null; then
   man -l "$WORK/man/slip-convert.1" 2>/dev/null | grep -q "SYNOPSIS" || fail "man -l does not render slip-convert(1)"
+  # `slip man -o DIR` makes DIR a MANPATH entry: man finds the pages by name there.
+  [ "$(MANPATH=$WORK/mandir man -w slip-convert 2>/dev/null)" = "$WORK/mandir/man1/slip-convert.1" ] ||
+    fail "MANPATH=DIR man -w slip-convert does not find DIR/man1/slip-convert.1 ($(MANPATH=$WORK/mandir man -w slip-convert 2>&1))"
+  pass "slip man -o DIR writes DIR/man1: MANPATH=DIR man slip-convert finds it"
 fi
 
 # bash: `slip con<TAB>` and enum values.

@@ -8,6 +8,7 @@ source "$(dirname "$0")/common.bash"
 slowfs=${SLIP_BUILD_DIR:-}/tests/slowfs
 if [ ! -x "$slowfs" ]; then echo "skip: slowfs not built (libfuse3-dev missing): the io-depth regression was not run"; exit 77; fi
 if [ ! -e /dev/fuse ]; then echo "skip: no /dev/fuse: the io-depth regression was not run"; exit 77; fi
+need_shared "the io-depth regression times 160 corpus files (examples/sample has too few)"
 mnt=$WORK/mnt && mkdir -p "$mnt"
 mkdir -p "$WORK/src-real" && for c in n01440764 n02102040; do cp -r "$CORPUS/$c" "$WORK/src-real/"; done
 if ! "$slowfs" "$WORK/src-real" "$mnt" --delay-us 1000; then echo "skip: cannot mount a FUSE file system here: the io-depth regression was not run"; exit 77; fi

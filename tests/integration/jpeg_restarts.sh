@@ -6,10 +6,13 @@
 # the option makes no sense with --image-format yuv420.
 source "$(dirname "$0")/common.bash"
 src=$WORK/src && mkdir -p "$src/a"
-# One corpus image of each kind (sampling, progressive, notes), at most 4 MP.
+# One corpus image of each kind (sampling, progressive, notes), at most 4 MP, with the reference
+# data; examples/sample has one of each kind too.
+if have_shared "the corpus's images of each kind (examples/sample's only)"; then
 awk -F'\t' 'NR>1 && $3*$4 <= 4000000 && !seen[$5 "/" $6 "/" $7 "/" $8]++ {print $1}' "$SLIP_SHARED_DIR/corpus/imagenet_like.manifest.tsv" |
   while read -r f; do cp "$CORPUS/$f" "$src/a/"; done
 awk -F'\t' 'NR>1 && $9 ~ /restart/ {print $1}' "$SLIP_SHARED_DIR/corpus/imagenet_like.manifest.tsv" | while read -r f; do cp "$CORPUS/$f" "$src/a/"; done
+fi
 cp "$SRC"/examples/sample/*/*.JPEG "$src/a/" 2>/dev/null || true
 n=$(ls "$src/a" | wc -l)
 [ "$n" -ge 20 ] || fail "only $n source images"

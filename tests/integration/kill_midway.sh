@@ -4,10 +4,12 @@
 source "$(dirname "$0")/common.bash"
 out=$WORK/o
 mkdir -p "$out"
-# A source big enough to be caught halfway: the corpus's class folders linked 6 times.
+# A source big enough to be caught halfway: the corpus's class folders linked until they hold
+# 4,800 images (6 times the corpus; 120 times examples/sample without the reference data).
 BIG=$WORK/big
 mkdir -p "$BIG"
-for k in 1 2 3 4 5 6; do for c in "$CORPUS"/*/; do ln -s "$c" "$BIG/$(basename "$c")_$k"; done; done
+images=$(find "$CORPUS" -type f | wc -l)
+for k in $(seq 1 $(((4800 + images - 1) / images))); do for c in "$CORPUS"/*/; do ln -s "$c" "$BIG/$(basename "$c")_$k"; done; done
 # How long an uninterrupted convert takes here, then SIGKILL at fractions of that time.
 t0=$(date +%s%N)
 "$SLIP" convert "$BIG" -o "$WORK/timing" -j 1 >/dev/null

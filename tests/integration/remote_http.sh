@@ -7,6 +7,7 @@
 # no cache; transient 503s are retried; https:// with a CA given by CURL_CA_BUNDLE, and a
 # certificate the client cannot verify refused at once.
 source "$(dirname "$0")/common.bash"
+need_shared "the FFCV and LitData fixtures served over HTTP"
 source "$(dirname "$0")/remote_common.bash"
 
 www=$WORK/www && mkdir -p "$www/ffcv" "$www/shards" "$www/big"

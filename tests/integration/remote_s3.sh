@@ -7,6 +7,7 @@
 # the secret; a body that fails its MD5 (ETag) check is discarded, no cache; --no-sign-request works on a public bucket and is refused on a private one; a
 # profile from a credentials file works; 503 SlowDown is retried.
 source "$(dirname "$0")/common.bash"
+need_shared "the FFCV and LitData fixtures served over S3"
 source "$(dirname "$0")/remote_common.bash"
 
 S3RVER=${SLIP_S3RVER:-${XDG_CACHE_HOME:-$HOME/.cache}/slip-test-tools/node_modules/.bin/s3rver}

@@ -9,12 +9,15 @@ source "$(dirname "$0")/common.bash"
 # byte for byte (unpinned, runs that straddle a second differed in manifest.json.xxh3).
 export SOURCE_DATE_EPOCH=1700000000
 r=$WORK/tree
-for c in n01440764 n02102040 n02979186; do
-  mkdir -p "$r/$c/sub"
-  find "$CORPUS/$c" -type f | LC_ALL=C sort | sed -n 1,4p | xargs -I{} cp {} "$r/$c/"
+# Three classes of four images (the corpus's first three classes, named as below).
+names=(n01440764 n02102040 n02979186) i=0
+for c in $(ls "$CORPUS" | LC_ALL=C sort | head -3); do
+  mkdir -p "$r/${names[i]}/sub"
+  find "$CORPUS/$c" -type f | LC_ALL=C sort | sed -n 1,4p | xargs -I{} cp {} "$r/${names[i]}/"
+  i=$((i + 1))
 done
 # Names with a tab, a newline and a backslash: the saved scan must keep them exact.
-f=$(find "$CORPUS/n01440764" -type f | LC_ALL=C sort | sed -n 1p)
+f=$(find "$r/n01440764" -maxdepth 1 -type f | LC_ALL=C sort | sed -n 1p)
 cp "$f" "$r/n01440764/sub/tab	name.JPEG"
 cp "$f" "$r/n01440764/sub/new
 line.jpg"

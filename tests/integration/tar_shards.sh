@@ -4,6 +4,7 @@
 # compressed shards, pax/long names, stdin, brace ranges, globs and @lists work; damaged and
 # hostile shards give the documented errors or skips.
 source "$(dirname "$0")/common.bash"
+need_shared "shards of the 800-image corpus (counts, member offsets and names are the corpus's)"
 export SOURCE_DATE_EPOCH=1700000000
 stage=$WORK/stage && mkdir -p "$stage"
 # Samples in ImageFolder order: key = <class>/<stem>, members .jpg + .cls + .json.

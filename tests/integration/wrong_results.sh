@@ -20,6 +20,8 @@ pass "every sample skipped: exit 3 unless --allow-empty"
 
 # An empty tar and a 0-sample FFCV file (the fixture with its sample count and table cut) agree.
 tar cf "$WORK/empty.tar" --files-from /dev/null
+empties=("$WORK/empty.tar")
+if have_shared "a 0-sample FFCV file (made from the FFCV fixture)"; then
 $PY - "$SLIP_SHARED_DIR/fixtures/ffcv/one_sample.beton" "$WORK/zero.beton" <<'PY'
 import struct, sys
 d = bytearray(open(sys.argv[1], "rb").read())
@@ -27,12 +29,16 @@ table = struct.unpack_from("<Q", d, 16)[0]
 struct.pack_into("<Q", d, 8, 0)
 open(sys.argv[2], "wb").write(d[:table])
 PY
-for src in "$WORK/empty.tar" "$WORK/zero.beton"; do
+empties+=("$WORK/zero.beton")
+fi
+for src in "${empties[@]}"; do
   expect_status 3 "$SLIP" convert "$src" -o "$WORK/o2"
   grep -qE "no samples" "$WORK/err" || { cat "$WORK/err"; fail "$src: empty source not reported"; }
 done
-expect_status 0 "$SLIP" convert "$WORK/zero.beton" -o "$WORK/o2" --allow-empty
-expect_status 0 "$SLIP" verify "$(tail -1 "$WORK/out")"
+if [ -e "$WORK/zero.beton" ]; then
+  expect_status 0 "$SLIP" convert "$WORK/zero.beton" -o "$WORK/o2" --allow-empty
+  expect_status 0 "$SLIP" verify "$(tail -1 "$WORK/out")"
+fi
 pass "empty tar and 0-sample FFCV: both exit 3; --allow-empty writes the FFCV's empty cache"
 
 # Shard lists: self-inclusion, a cycle through two lists, deep nesting, explosive braces.
@@ -69,6 +75,7 @@ pass "merge --status: a forged part count is refused at once"
 
 # FFCV: a sample count the file cannot hold is refused before anything is sized by it, also for
 # --raw-field files, whose row size is deduced from that count (10^12 samples: rows of 0 bytes).
+if have_shared "forged FFCV sample counts (made from the FFCV fixture)"; then
 $PY - "$SLIP_SHARED_DIR/fixtures/ffcv/custom_type.beton" "$WORK/huge-count.beton" <<'PY'
 import struct, sys
 d = bytearray(open(sys.argv[1], "rb").read())
@@ -91,3 +98,4 @@ PY
 expect_status 3 timeout 20 "$SLIP" convert "$WORK/zero-rows.beton" --raw-field custom -o "$WORK/o5"
 grep -qE "cannot be checked|do not add up" "$WORK/err" || { cat "$WORK/err"; fail "0-byte rows with 10^12 samples: $(cat "$WORK/err")"; }
 pass "FFCV: a forged sample count is refused before any allocation"
+fi

@@ -236,7 +236,7 @@ TEST(DecodePixels, FullDecodePathEqualsPillowResizedCrop) {
 }
 
 // Crop-aware decoding (rows skipped, columns cropped, DCT scaling when the window is >= 2x the
-// output) stays close to Pillow. Documented bound (README "slip bench"): mean absolute
+// output) stays close to Pillow. Documented bound (docs/PERFORMANCE.md, "Decoding and `slip bench`"): mean absolute
 // difference <= 1.5 and PSNR >= 33 dB per crop; without DCT scaling the output is exact.
 TEST(DecodePixels, CropAwarePathWithinBoundOfPillow) {
   SLIP_REQUIRE_SHARED();
@@ -640,7 +640,7 @@ TEST(DecodeEngine, Yuv420FixtureDecodesCloseToItsJpegTwin) {
 
 // The planar path (ResampleMode::planar: the JPEG's Y/Cb/Cr planes resized, then converted)
 // against Pillow's resized_crop outputs on the reference windows, bilinear and bicubic.
-// Documented bound (README, "Decoding and `slip bench`"): mean absolute difference <= 1.5 and
+// Documented bound (docs/PERFORMANCE.md, "Decoding and `slip bench`"): mean absolute difference <= 1.5 and
 // PSNR >= 36 dB per crop (chroma resized from its stored resolution instead of libjpeg's
 // upsampled chroma, colour transform after resizing, 14-bit taps).
 TEST(DecodePixels, PlanarPathWithinBoundOfPillow) {

@@ -138,6 +138,7 @@ Verdicts expect_libjpegs_verdict(JpegRegionDecoder& d, const JpegImageInfo& info
 }
 
 TEST(HuffmanDecoder, CorpusDecodesToLibjpegsSamplesStoredAndWithRestartMarkers) {
+  SLIP_REQUIRE_SHARED();
   SLIP_REQUIRE_JPEG_INTERNALS();
   const auto corpus = corpus_jpegs();
   ASSERT_GT(corpus.size(), 700u);
@@ -211,6 +212,7 @@ std::vector<std::byte> huffman_segments(const std::vector<std::byte>& jpeg) {
 // The tables most corpus JPEGs share (the standard ones) stay built while a few images with their
 // own tables come between two that use them, and every decode still gives libjpeg's samples.
 TEST(HuffmanDecoder, TablesStayBuiltThroughImagesWithOtherTables) {
+  SLIP_REQUIRE_SHARED();
   SLIP_REQUIRE_JPEG_INTERNALS();
   const auto corpus = corpus_jpegs();
   std::map<std::vector<std::byte>, std::vector<const CorpusJpeg*>> by_tables;
@@ -275,6 +277,7 @@ size_t first_ac_symbols(const std::vector<std::byte>& jpeg) {
 // decodes the same bits to other coefficients) is built anew, and the decode gives libjpeg's
 // verdict and samples.
 TEST(HuffmanDecoder, TableWithTheSameCodeCountsButOtherSymbolsIsBuiltAnew) {
+  SLIP_REQUIRE_SHARED();
   SLIP_REQUIRE_JPEG_INTERNALS();
   int compared = 0;
   for (const CorpusJpeg& image : corpus_jpegs()) {
@@ -305,6 +308,7 @@ TEST(HuffmanDecoder, TableWithTheSameCodeCountsButOtherSymbolsIsBuiltAnew) {
 // Damage the corpus really could carry (flipped bytes, truncation, stray or misnumbered
 // markers, fill bytes, a dropped byte) in the entropy-coded data of baseline and restart JPEGs.
 TEST(HuffmanDecoder, DamagedStreamsNeverDecodeToWhatLibjpegWouldNot) {
+  SLIP_REQUIRE_SHARED();
   SLIP_REQUIRE_JPEG_INTERNALS();
   const auto corpus = corpus_jpegs();
   JpegRegionDecoder d;
@@ -372,6 +376,7 @@ TEST(HuffmanDecoder, DamagedStreamsNeverDecodeToWhatLibjpegWouldNot) {
 // not on the bits the image needed; slip's decoder must refuse every such stream libjpeg warns
 // about (found by fuzz_huffman_decoder once the decoder's refill points moved).
 TEST(HuffmanDecoder, DataEndingWithoutAMarkerNearTheLastBitGivesLibjpegsVerdict) {
+  SLIP_REQUIRE_SHARED();
   SLIP_REQUIRE_JPEG_INTERNALS();
   const auto corpus = corpus_jpegs();
   JpegRegionDecoder d;

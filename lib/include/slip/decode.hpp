@@ -76,7 +76,7 @@ enum class PixelLayout { hwc, chw };
 enum class PixelType { uint8, float32 };
 enum class ResampleFilter { bilinear, bicubic };
 
-// How a JPEG crop is resized (README, "Decoding and `slip bench`", gives the accuracy of each).
+// How a JPEG crop is resized (docs/PERFORMANCE.md, "Decoding and `slip bench`", gives the accuracy of each).
 enum class ResampleMode {
   automatic,  // planar with crop-aware decoding (1.3-1.7x less time per crop than rgb), rgb without it
   rgb,        // decode to RGB, then Pillow 9.4's resampling: byte-exact with Pillow on the same pixels

@@ -11,7 +11,7 @@
 // `#ifdef SLIP_UNSTABLE_API` serve the library's own tests and tools. They may change or go in
 // any release, even a patch release, and are invisible unless the includer defines
 // SLIP_UNSTABLE_API (as ZSTD_STATIC_LINKING_ONLY does for zstd). Everything else follows the
-// 0.x ABI policy in the README: SONAME libslipstream.so.0.<minor>.
+// 0.x ABI policy in docs/ARCHITECTURE.md: SONAME libslipstream.so.0.<minor>.
 #pragma once
 
 #if defined(__GNUC__) || defined(__clang__)

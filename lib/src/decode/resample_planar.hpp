@@ -7,7 +7,7 @@
 // the same bytes. Each output value is within 1.5 levels of the
 // filter in exact arithmetic (see resample_planar_test.cpp); the RGB result,
 // with the colour transform done after resizing, stays within the bounds documented in
-// the README (Decoding and `slip bench`).
+// docs/PERFORMANCE.md (Decoding and `slip bench`).
 #pragma once
 
 #include <cstddef>

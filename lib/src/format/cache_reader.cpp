@@ -267,7 +267,11 @@ std::optional<size_t> Cache::field_index(std::string_view name) const noexcept {
 
 const CacheField& Cache::field(std::string_view name) const {
   if (auto i = field_index(name)) return impl_->fields[*i];
-  throw Error(Errc::usage, "the cache has no field \"" + std::string(name) + "\"").with_path(impl_->dir.string());
+  // Name the fields there are: the usual cause is a source whose label is called otherwise.
+  std::string names;
+  for (const CacheField& f : impl_->fields) names += (names.empty() ? "" : ", ") + f.name;
+  throw Error(Errc::usage, "the cache has no field \"" + std::string(name) + "\" (its fields: " + names + ")")
+      .with_path(impl_->dir.string());
 }
 
 namespace {

@@ -21,6 +21,17 @@ namespace slip {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// The field's position, or Error(usage) naming the fields the cache has (Cache::field's message).
+size_t field_position(const Cache& cache, std::string_view field) {
+  if (const auto i = cache.field_index(field)) return *i;
+  (void)cache.field(field);  // throws
+  throw Error(Errc::usage, "no field \"" + std::string(field) + "\"");
+}
+
+}  // namespace
+
 std::string pickled_index_name(std::string_view field) { return std::string(field) + "_index.npy"; }
 
 std::vector<std::string> csr_index_names(std::string_view field) {
@@ -62,17 +73,16 @@ void fill_groups(FieldIndex& idx, const std::vector<uint32_t>& key_of_sample) {
 }  // namespace
 
 FieldCardinality field_cardinality(const Cache& cache, std::string_view field) {
-  const auto fi = cache.field_index(field);
-  if (!fi) throw Error(Errc::usage, "the cache has no field \"" + std::string(field) + "\"").with_path(cache.path().string());
-  const CacheField& f = cache.fields()[*fi];
+  const auto fi = field_position(cache, field);
+  const CacheField& f = cache.fields()[fi];
   const uint64_t n = cache.size();
   std::vector<uint64_t> hashes(n);
   if (f.type == FieldType::str) {
-    for (uint64_t i = 0; i < n; ++i) hashes[i] = xxh3_64(std::as_bytes(std::span(cache.string(*fi, i))));
+    for (uint64_t i = 0; i < n; ++i) hashes[i] = xxh3_64(std::as_bytes(std::span(cache.string(fi, i))));
   } else if ((f.type == FieldType::int64 || f.type == FieldType::float64) && f.shape.size() == 1) {
     const bool floating = f.dtype == "<f8" || f.dtype == "<f4";
     for (uint64_t i = 0; i < n; ++i) {
-      hashes[i] = floating ? std::bit_cast<uint64_t>(cache.float_value(*fi, i)) : static_cast<uint64_t>(cache.int_value(*fi, i));
+      hashes[i] = floating ? std::bit_cast<uint64_t>(cache.float_value(fi, i)) : static_cast<uint64_t>(cache.int_value(fi, i));
     }
   } else {
     throw Error(Errc::usage, "field \"" + f.name + "\" is not an int, float or str field").with_path(cache.path().string());
@@ -85,11 +95,7 @@ FieldCardinality field_cardinality(const Cache& cache, std::string_view field) {
 }
 
 FieldIndex build_field_index(const Cache& cache, std::string_view field) {
-  const size_t fi = *[&] {
-    auto i = cache.field_index(field);
-    if (!i) throw Error(Errc::usage, "the cache has no field \"" + std::string(field) + "\"").with_path(cache.path().string());
-    return i;
-  }();
+  const size_t fi = field_position(cache, field);
   const CacheField& f = cache.fields()[fi];
   cache.check_checksums(fi);  // an index derived from corrupt values would be checksummed as good
   FieldIndex idx;
@@ -421,8 +427,7 @@ std::optional<FieldIndex> read_field_index(const Cache& cache, std::string_view 
   std::error_code ec;
   for (const auto& n : names)
     if (!fs::exists(cache.path() / n, ec)) return std::nullopt;
-  auto fi = cache.field_index(field);
-  if (!fi) throw Error(Errc::usage, "the cache has no field \"" + std::string(field) + "\"");
+  (void)field_position(cache, field);  // the field must exist
   FieldIndex idx;
   idx.field = std::string(field);
   std::vector<detail::MappedFile> files;
