@@ -65,7 +65,7 @@ for cmd in "cat $cache 0" "order $cache" "subset $cache --values 0 --mode ids"; 
   victim_intact "$cmd -o LINK"
   grep -q "symbolic link" "$WORK/err" || { cat "$WORK/err"; fail "$cmd: the refusal does not name the link"; }
 done
-mkdir -p "$WORK/man" && reset_victim && ln -s "$victim" "$WORK/man/slip.1"
+mkdir -p "$WORK/man/man1" && reset_victim && ln -s "$victim" "$WORK/man/man1/slip.1"
 expect_status 4 "$SLIP" man -o "$WORK/man"
 victim_intact "man -o DIR with a planted slip.1"
 pass "cat/order/subset/man outputs that are links are refused"
