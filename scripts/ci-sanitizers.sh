@@ -25,7 +25,7 @@ echo "== ASan + UBSan: whole test suite"
 cmake --preset asan >/dev/null
 build build-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-  ctest --test-dir build-asan --output-on-failure -j "$jobs" -E 'slurm_array|install_consumer|imagefolder_slowfs'
+  ctest --test-dir build-asan --output-on-failure -j "$jobs" -E 'slurm_array|install_consumer|imagefolder_slowfs|manifest_scale|remote_planning'
 
 echo "== TSan: thread pool, parallel convert, verify and the decode engine"
 cmake --preset tsan >/dev/null
