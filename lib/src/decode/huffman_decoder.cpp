@@ -184,9 +184,11 @@ const HuffmanDecoder::Table* HuffmanDecoder::table_for(Slot& slot, const JHUFF_T
   return &slot.tables[victim];
 }
 
+bool HuffmanDecoder::runs_here() { return SLIP_JPEG_INTERNALS && kHaveBmi2 && active_simd_level() >= SimdLevel::avx2; }
+
 bool HuffmanDecoder::attach(jpeg_decompress_struct& cinfo) {
 #if SLIP_JPEG_INTERNALS
-  if (!kHaveBmi2 || active_simd_level() < SimdLevel::avx2) return false;  // below avx2: libjpeg's own decoder
+  if (!runs_here()) return false;  // no BMI2, or below avx2: libjpeg's own decoder
   if (cinfo.progressive_mode || cinfo.arith_code || cinfo.buffered_image || cinfo.inputctl == nullptr ||
       cinfo.inputctl->has_multiple_scans || cinfo.entropy == nullptr || cinfo.src == nullptr || cinfo.src->next_input_byte == nullptr)
     return false;

@@ -32,6 +32,9 @@ class HuffmanDecoder {
   // count in the scan, any restart interval). False, with cinfo untouched, otherwise or when
   // this build cannot reach libjpeg's internals. `this` must outlive the decompression.
   bool attach(jpeg_decompress_struct& cinfo);
+  // Whether attach() can take a stream on this machine at the SIMD level in use: it needs BMI2
+  // (x86-64) and the avx2 level or above; elsewhere libjpeg's own decoder runs.
+  static bool runs_here();
   // True once a decode_mcu refused the stream (see above).
   bool failed() const { return failed_; }
 

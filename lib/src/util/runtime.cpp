@@ -23,6 +23,7 @@
 #include "util/file_io.hpp"
 #include "util/untrusted.hpp"
 
+#include "decode/huffman_decoder.hpp"
 #include "slip/error.hpp"
 #include "slip/simd.hpp"
 #include "util/cancel.hpp"
@@ -150,8 +151,10 @@ std::string build_info() {
   const JpegEngineInfo jpeg = jpeg_engine_info();
   out += "\n  libjpeg-turbo: compiled against " + jpeg.libjpeg_compiled;
   out += "\n  libjpeg loaded: " + jpeg.libjpeg_loaded;
-  out += "\n  JPEG entropy hook: " +
-         (jpeg.entropy_hook ? std::string("on (slip's Huffman decoder, partial decompression)") : "off: " + jpeg.reason);
+  const char* hook_on = detail::HuffmanDecoder::runs_here()
+                            ? "on (slip's Huffman decoder, partial decompression)"
+                            : "on (partial decompression; slip's Huffman decoder needs BMI2 and the avx2 level: libjpeg's decodes here)";
+  out += "\n  JPEG entropy hook: " + (jpeg.entropy_hook ? std::string(hook_on) : "off: " + jpeg.reason);
   out +=
       "\n  SIMD kernels: " + std::string(simd_level_name()) + " (this CPU's best: " + std::string(simd_level_name(cpu_simd_level())) + ")";
   out += "\n  " + std::string(archive_version_string());
