@@ -219,7 +219,7 @@ struct StdinSpools : std::set<std::string> {
 // a ShardPipeline worker (several shards at once).
 class ShardReader {
  public:
-  ShardReader(std::string path, TarLimits limits) : path_(std::move(path)), limits_(limits) {
+  ShardReader(std::string path, TarLimits limits) : path_(std::move(path)), limits_(std::move(limits)) {
     ArchivePtr a(archive_read_new(), &archive_read_free);
     archive_read_support_filter_all(a.get());  // gzip, zstd, xz, bzip2... detected by content
     archive_read_support_format_tar(a.get());
@@ -347,7 +347,7 @@ class ShardPipeline {
   // arrive); what it throws is delivered as that shard's error.
   ShardPipeline(const std::vector<std::string>& shards, TarLimits limits, unsigned window, std::function<void(size_t)> before_open)
       : shards_(shards),
-        limits_(limits),
+        limits_(std::move(limits)),
         window_(std::max(1u, window)),
         before_open_(std::move(before_open)),
         queues_(shards.size()),
