@@ -22,6 +22,7 @@ WORK=$(mktemp -d /tmp/slipcache-check.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 if command -v ccache >/dev/null; then
   export CMAKE_ARGS="-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache"
+  export CCACHE_BASEDIR=$ROOT CCACHE_NOHASHDIR=1  # as scripts/test.sh: its objects are found here
 fi
 export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
 snapshot() { (cd "$1" && find . -path '*/__pycache__' -prune -o -print | sort); }
