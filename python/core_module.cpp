@@ -620,9 +620,7 @@ PYBIND11_MODULE(_core, m) {
   m.doc() = "The compiled core of slipcache (use the slipcache package, which documents it)";
   m.attr("__version__") = slip::version();
   // As the slip command: SLIP_JPEG_INTERNALS=off decodes through libjpeg's public API only.
-  if (const char* internals = std::getenv("SLIP_JPEG_INTERNALS");
-      internals != nullptr && (std::string_view(internals) == "off" || std::string_view(internals) == "0"))
-    slip::set_libjpeg_internals(false);
+  slip::apply_libjpeg_environment(slip::process_environment());
   m.def("build_info", &slip::build_info,
         "The libraries slip runs with: libjpeg compiled against and loaded, the JPEG entropy hook, SIMD kernels");
   static py::exception<slip::Error> error(m, "Error", PyExc_RuntimeError);

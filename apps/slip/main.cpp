@@ -77,9 +77,7 @@ int main(int argc, char** argv) {
   });
 
   // SLIP_JPEG_INTERNALS=off: libjpeg's public API only (slip --version says which path is in use).
-  if (const char* internals = std::getenv("SLIP_JPEG_INTERNALS");
-      internals != nullptr && (std::string_view(internals) == "off" || std::string_view(internals) == "0"))
-    slip::set_libjpeg_internals(false);
+  slip::apply_libjpeg_environment(slip::process_environment());
 
   GlobalOptions global;
   CLI::App app{"slip — prepare vision datasets as slipstream caches for fast training"};

@@ -23,12 +23,7 @@ namespace {
 
 // As the slip command does: SLIP_JPEG_INTERNALS=off sends the whole unit suite (this
 // executable) through the public-API path; CI runs it so once per build.
-const bool kInternalsForcedOff = [] {
-  const char* value = std::getenv("SLIP_JPEG_INTERNALS");
-  const bool off = value != nullptr && (std::string_view(value) == "off" || std::string_view(value) == "0");
-  if (off) set_libjpeg_internals(false);
-  return off;
-}();
+const bool kInternalsForcedOff = apply_libjpeg_environment(process_environment());
 
 // A JPEG with sharp detail (many non-zero coefficients) at the given TurboJPEG sampling.
 std::vector<std::byte> detailed_jpeg(int width, int height, int sampling, bool restarts) {

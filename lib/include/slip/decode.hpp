@@ -11,6 +11,7 @@
 #pragma once
 
 #include "slip/export.hpp"
+#include "slip/runtime.hpp"
 
 #include <array>
 #include <cstddef>
@@ -166,6 +167,9 @@ JpegEngineInfo jpeg_engine_info();
 // and the Python module call it when the environment has SLIP_JPEG_INTERNALS=off); true: the
 // internals again where the self-test allows them.
 void set_libjpeg_internals(bool allowed);
+// SLIP_JPEG_INTERNALS=off (or 0) in `env`: set_libjpeg_internals(false). Returns whether it did.
+// The slip command, the Python module and the unit tests call it once.
+bool apply_libjpeg_environment(const Environment& env);
 
 }  // namespace slip
 SLIP_API_END

@@ -9,12 +9,14 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include "decode/jpeg_region.hpp"
 #include "image/libjpeg_errors.hpp"
 #include "slip/decode.hpp"
+#include "slip/runtime.hpp"
 #include "util/log.hpp"
 
 #if SLIP_JPEG_INTERNALS_COMPILED
@@ -28,6 +30,13 @@ std::atomic<bool> internals_allowed{true};
 }
 
 void set_libjpeg_internals(bool allowed) { internals_allowed.store(allowed, std::memory_order_relaxed); }
+
+bool apply_libjpeg_environment(const Environment& env) {
+  const std::optional<std::string> value = env_value(env, "SLIP_JPEG_INTERNALS");
+  const bool off = value == "off" || value == "0";
+  if (off) set_libjpeg_internals(false);
+  return off;
+}
 
 JpegEngineInfo jpeg_engine_info() {
   const detail::LibjpegStatus& status = detail::libjpeg_status();

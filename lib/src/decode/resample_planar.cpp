@@ -29,6 +29,16 @@ inline float filter_weight(float x) {
   }
 }
 
+// A weight rounded to nearest even: cvtss2si in the default rounding mode on x86-64, as lrint
+// (a libm call there: it was most of the planning time).
+inline int16_t round_to_int16(float v) {
+#if defined(__x86_64__)
+  return static_cast<int16_t>(_mm_cvtss_si32(_mm_set_ss(v)));
+#else
+  return static_cast<int16_t>(std::lrint(v));
+#endif
+}
+
 // One output's Q14 weights: tap x (of `stride`, x < n) weighs filter((x + offset) * inv);
 // the rest are 0. In float: the offset is small (it is relative to the first tap), so the
 // weights are exact to ~1e-7, far below the Q14 step of 6e-5.
@@ -38,13 +48,7 @@ void output_weights_scalar(float offset, float inv, int n, int stride, int16_t* 
   float sum = 0;
   for (int x = 0; x < stride; ++x) sum += weight(x);
   const float norm = sum != 0.0f ? static_cast<float>(1 << kBits) / sum : 0.0f;
-  // cvtss2si rounds to nearest even in the default rounding mode, as lrint (which is a libm
-  // call: it was most of the planning time).
-#if defined(__x86_64__)
-  for (int x = 0; x < stride; ++x) q[x] = static_cast<int16_t>(_mm_cvtss_si32(_mm_set_ss(weight(x) * norm)));
-#else
-  for (int x = 0; x < stride; ++x) q[x] = static_cast<int16_t>(std::lrint(weight(x) * norm));
-#endif
+  for (int x = 0; x < stride; ++x) q[x] = round_to_int16(weight(x) * norm);
 }
 
 // output_weights_avx2's weights without AVX2: tap x summed into lane x % 8, the lanes added as
@@ -57,11 +61,7 @@ void output_weights_lanes(float offset, float inv, int n, int stride, int16_t* q
   for (int x = 0; x < stride; ++x) lanes[x % 8] += weight(x);
   const float sum = ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
   const float norm = sum != 0.0f ? static_cast<float>(1 << kBits) / sum : 0.0f;
-#if defined(__x86_64__)
-  for (int x = 0; x < stride; ++x) q[x] = static_cast<int16_t>(_mm_cvtss_si32(_mm_set_ss(weight(x) * norm)));
-#else
-  for (int x = 0; x < stride; ++x) q[x] = static_cast<int16_t>(std::lrint(weight(x) * norm));
-#endif
+  for (int x = 0; x < stride; ++x) q[x] = round_to_int16(weight(x) * norm);
 }
 
 #if defined(__x86_64__)

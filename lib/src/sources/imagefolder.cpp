@@ -149,7 +149,7 @@ class ImageFolderSource final : public Source {
       struct stat st {};
       if (::stat(dir.c_str(), &st) != 0) return false;  // unreadable: os.walk skips it too
       if (!entered.emplace(st.st_dev, st.st_ino).second) return false;
-      out.dir_mtimes.emplace_back(dir, detail::mtime_ns(st));
+      out.dir_mtimes.emplace_back(dir, detail::unix_mtime_ns(st));
       return true;
     };
     enter(class_dir);
@@ -205,7 +205,7 @@ class ImageFolderSource final : public Source {
     std::vector<std::string> classes;
     std::error_code ec;
     struct stat root_st {};
-    if (::stat(root_.c_str(), &root_st) == 0) snapshot_.dirs.emplace_back(".", detail::mtime_ns(root_st));
+    if (::stat(root_.c_str(), &root_st) == 0) snapshot_.dirs.emplace_back(".", detail::unix_mtime_ns(root_st));
     fs::directory_iterator it(root_, ec);
     if (ec) throw Error(Errc::io, "cannot list directory: " + ec.message()).with_path(root_.string());
     for (const auto& entry : it) {
@@ -281,7 +281,7 @@ class ImageFolderSource final : public Source {
         }
         char number[24];
         line.append(number, std::to_chars(number, number + sizeof number, static_cast<int64_t>(st.st_size)).ptr).push_back('\t');
-        line.append(number, std::to_chars(number, number + sizeof number, detail::mtime_ns(st)).ptr).push_back('\n');
+        line.append(number, std::to_chars(number, number + sizeof number, detail::unix_mtime_ns(st)).ptr).push_back('\n');
       };
       size_t probed = 0;
       if (first == 0) {

@@ -151,7 +151,7 @@ std::optional<ScanSnapshot> load_scan_snapshot(const fs::path& file, std::string
     if (changed.load(std::memory_order_relaxed)) return;
     const fs::path dir = s->dirs[i].first == "." ? fs::path(s->root) : fs::path(s->root) / s->dirs[i].first;
     struct stat st {};
-    if (::stat(dir.c_str(), &st) != 0 || mtime_ns(st) != s->dirs[i].second) changed = true;
+    if (::stat(dir.c_str(), &st) != 0 || unix_mtime_ns(st) != s->dirs[i].second) changed = true;
   });
   if (changed) return std::nullopt;
   return s;

@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "util/file_time.hpp"
+
 namespace slip::detail {
 
 struct ScanSnapshot {
@@ -23,8 +25,6 @@ struct ScanSnapshot {
   std::vector<std::pair<std::string, int64_t>> dirs;  // relative to root ("." for root) -> mtime ns
 };
 using ScanEntrySink = std::function<void(uint32_t label, std::string_view relative)>;
-
-inline int64_t mtime_ns(const struct stat& st) { return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec; }
 
 // ".<root's name>-<16 hex digits of SHA-256(root, mode)>.scan": hidden beside the caches.
 std::string scan_snapshot_name(std::string_view root, std::string_view mode);
