@@ -11,7 +11,12 @@
 
 namespace slip::detail {
 
-inline int64_t unix_mtime_ns(const struct stat& st) { return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec; }
+// Computed modulo 2^64: a time past 2262 (a server's Last-Modified, a touched file) wraps rather
+// than overflows; every time before that keeps its exact value, so no content id changes.
+inline int64_t unix_mtime_ns(const struct stat& st) {
+  const uint64_t ns = static_cast<uint64_t>(st.st_mtim.tv_sec) * 1000000000U + static_cast<uint64_t>(st.st_mtim.tv_nsec);
+  return static_cast<int64_t>(ns);
+}
 // 0 when the file cannot be stat'ed (the fingerprint then differs from any real one).
 inline int64_t unix_mtime_ns(const std::filesystem::path& file) {
   struct stat st {};
