@@ -28,28 +28,28 @@ namespace {
 namespace fs = std::filesystem;
 using test::TempDir;
 
-using Bytes = std::vector<std::byte>;
+using ByteVector = std::vector<std::byte>;
 
 fs::path corpus() { return test::shared_dir() / "corpus"; }
 fs::path imagenet(const std::string& rel) { return corpus() / "imagenet_like" / rel; }
 
-Bytes load(const fs::path& p) {
+ByteVector load(const fs::path& p) {
   const std::string s = test::read_file(p);
   const auto* b = reinterpret_cast<const std::byte*>(s.data());
-  return Bytes(b, b + s.size());
+  return ByteVector(b, b + s.size());
 }
-Bytes bytes_of(std::string_view s) {
+ByteVector bytes_of(std::string_view s) {
   const auto* b = reinterpret_cast<const std::byte*>(s.data());
-  return Bytes(b, b + s.size());
+  return ByteVector(b, b + s.size());
 }
 // A string literal's bytes, embedded NULs included (without the terminating one).
 template <size_t N>
-Bytes lit(const char (&s)[N]) {
+ByteVector lit(const char (&s)[N]) {
   return bytes_of(std::string_view(s, N - 1));
 }
-std::span<const std::byte> prefix(const Bytes& b, size_t n) { return std::span<const std::byte>(b).first(n); }
+std::span<const std::byte> prefix(const ByteVector& b, size_t n) { return std::span<const std::byte>(b).first(n); }
 
-JpegHeader header_of(const Bytes& b) {
+JpegHeader header_of(const ByteVector& b) {
   JpegHeader h;
   EXPECT_TRUE(parse_jpeg_header(b, h));
   return h;
@@ -265,7 +265,7 @@ TEST(ImageSniff, MagicBytesOnly) {
 
 TEST(ImageJpegHeader, Baseline) {
   SLIP_REQUIRE_SHARED();
-  const Bytes b = load(imagenet(kBaseline));
+  const ByteVector b = load(imagenet(kBaseline));
   const JpegHeader h = header_of(b);
   EXPECT_EQ(h.width, 500u);
   EXPECT_EQ(h.height, 375u);
@@ -298,7 +298,7 @@ TEST(ImageJpegHeader, Progressive) {
 
 TEST(ImageJpegHeader, Grayscale) {
   SLIP_REQUIRE_SHARED();
-  const Bytes b = load(imagenet(kGray));
+  const ByteVector b = load(imagenet(kGray));
   const JpegHeader h = header_of(b);
   EXPECT_EQ(h.width, 500u);
   EXPECT_EQ(h.height, 375u);
@@ -311,7 +311,7 @@ TEST(ImageJpegHeader, CmykHasAdobeMarkerAndFourComponents) {
   SLIP_REQUIRE_SHARED();
   const std::vector<std::pair<uint32_t, uint32_t>> sizes = {{657, 657}, {500, 375}, {204, 272}, {500, 456}};
   for (size_t i = 0; i < kCmyk.size(); ++i) {
-    const Bytes b = load(imagenet(kCmyk[i]));
+    const ByteVector b = load(imagenet(kCmyk[i]));
     const JpegHeader h = header_of(b);
     EXPECT_EQ(h.width, sizes[i].first) << kCmyk[i];
     EXPECT_EQ(h.height, sizes[i].second) << kCmyk[i];
@@ -323,7 +323,7 @@ TEST(ImageJpegHeader, CmykHasAdobeMarkerAndFourComponents) {
 
 TEST(ImageJpegHeader, ExifThumbnailWithEarlyEoiIsSkipped) {
   SLIP_REQUIRE_SHARED();
-  const Bytes b = load(imagenet(kExif));
+  const ByteVector b = load(imagenet(kExif));
   const JpegHeader h = header_of(b);
   EXPECT_EQ(h.width, 594u);
   EXPECT_EQ(h.height, 742u);
@@ -350,7 +350,7 @@ TEST(ImageJpegHeader, ExifThumbnailWithEarlyEoiIsSkipped) {
 }
 
 TEST(ImageJpegHeader, SpecWalkRules) {
-  auto parse = [](const Bytes& b) {
+  auto parse = [](const ByteVector& b) {
     JpegHeader h;
     const bool ok = parse_jpeg_header(b, h);
     return std::make_pair(ok, h);
@@ -374,9 +374,9 @@ TEST(ImageJpegHeader, SpecWalkRules) {
   EXPECT_FALSE(h.progressive);
   // C4 (DHT), C8 (JPG) and CC (DAC) are segments, not frames: skipped by their length.
   for (const char m : {'\xC4', '\xC8', '\xCC'}) {
-    Bytes b = lit("\xFF\xD8\xFF");
+    ByteVector b = lit("\xFF\xD8\xFF");
     b.push_back(std::byte(m));
-    for (const Bytes& part : {lit("\x00\x0A\x08\x00\x10\x00\x20\x03\x00\x00"), lit("\xFF\xCA\x00\x0B\x08\x00\x05\x00\x06\x01"
+    for (const ByteVector& part : {lit("\x00\x0A\x08\x00\x10\x00\x20\x03\x00\x00"), lit("\xFF\xCA\x00\x0B\x08\x00\x05\x00\x06\x01"
                                                                                    "xx")})
       b.insert(b.end(), part.begin(), part.end());
     std::tie(ok, h) = parse(b);
@@ -395,7 +395,7 @@ TEST(ImageJpegHeader, SpecWalkRules) {
   // Zero-length segments still advance the walk (no infinite loop).
   EXPECT_TRUE(parse(lit("\xFF\xD8\xFF\xE0\x00\x00\xFF\xC0\x00\x11\x08\x00\x05\x00\x06\x03")).first);
   // A complete Adobe APP14 before the frame is noticed; a cut-off one is not.
-  const Bytes adobe =
+  const ByteVector adobe =
       lit("\xFF\xD8\xFF\xEE\x00\x0E"
           "Adobe"
           "\x00\x64\x00\x00\x00\x00\x02"
@@ -406,14 +406,14 @@ TEST(ImageJpegHeader, SpecWalkRules) {
   EXPECT_EQ(h.components, 4);
   // No SOI.
   EXPECT_FALSE(parse(lit("\xFF\xC0\x00\x11\x08\x00\x05\x00\x06\x03")).first);
-  EXPECT_FALSE(parse(Bytes{}).first);
+  EXPECT_FALSE(parse(ByteVector{}).first);
 }
 
 // Every prefix of a small JPEG: the header is found exactly when marker+9 is inside the
 // prefix, and then equals the full file's; decoding fails cleanly for every proper prefix.
 TEST(ImageJpegHeader, TruncatedAtEveryByte) {
   SLIP_REQUIRE_SHARED();
-  const Bytes b = load(imagenet(kTiny));
+  const ByteVector b = load(imagenet(kTiny));
   const JpegHeader full = header_of(b);
   EXPECT_EQ(full.width, 3u);
   EXPECT_EQ(full.height, 7u);
@@ -438,7 +438,7 @@ TEST(ImageJpegHeader, TruncatedAtEveryByte) {
     }
   }
   // The same over the EXIF file's metadata (prefixes up to just past its frame header).
-  const Bytes e = load(imagenet(kExif));
+  const ByteVector e = load(imagenet(kExif));
   const JpegHeader ef = header_of(e);
   for (size_t n = 0; n <= ef.sof_offset + 64; ++n) {
     JpegHeader h;
@@ -458,7 +458,7 @@ TEST(ImageJpegHeader, WholeCorpusMatchesManifest) {
   ASSERT_EQ(rows.size(), 800u);
   std::map<std::string, int> counts;
   for (const auto& r : rows) {
-    const Bytes b = load(imagenet(r.path));
+    const ByteVector b = load(imagenet(r.path));
     ASSERT_FALSE(b.empty()) << r.path;
     const ImageSize size = probe_image_size(b);
     EXPECT_EQ(size.width, r.width) << r.path;
@@ -523,7 +523,7 @@ TEST(ImageBadFiles, EachHasItsDocumentedOutcome) {
     seen.insert(name);
     ASSERT_TRUE(table.count(name)) << "undocumented file in corpus/bad: " << name;
     const Expect& x = table.at(name);
-    const Bytes b = load(entry.path());
+    const ByteVector b = load(entry.path());
     SCOPED_TRACE(name);
     EXPECT_EQ(sniff_image_format(b), x.format);
     JpegHeader h;
@@ -575,7 +575,7 @@ TEST(ImageDecode, CorpusMatchesPillowExactly) {
   const auto ref = run_pillow(tmp, "convert", paths);
   ASSERT_EQ(ref.size(), rel.size());
   for (size_t i = 0; i < rel.size(); ++i) {
-    const Bytes b = load(paths[i]);
+    const ByteVector b = load(paths[i]);
     const RgbImage img = decode_to_rgb(b);
     const int diff = max_abs_diff(img, ref.at(std::to_string(i)));
     EXPECT_EQ(diff, 0) << rel[i];
@@ -595,7 +595,7 @@ TEST(ImageDecode, SyntheticFormatsMatchPillow) {
   const auto ref = run_pillow(tmp, "synth");
   ASSERT_GE(ref.size(), 30u);
   for (const auto& [name, pil] : ref) {
-    const Bytes b = load(tmp.path() / (name + ".img"));
+    const ByteVector b = load(tmp.path() / (name + ".img"));
     RgbImage img;
     ASSERT_NO_THROW(img = decode_to_rgb(b)) << name;
     EXPECT_EQ(max_abs_diff(img, pil), 0) << name;
@@ -610,7 +610,7 @@ TEST(ImageDecode, RejectsBombsAndUnsupportedFormats) {
   SLIP_REQUIRE_PYTHON();
   // The baseline JPEG's frame header rewritten to 13380x13375: 178,957,500 pixels, just over
   // Pillow's DecompressionBombError threshold (2 x 89,478,485 = 178,956,970).
-  Bytes b = load(imagenet(kBaseline));
+  ByteVector b = load(imagenet(kBaseline));
   const JpegHeader h = header_of(b);
   const auto put16 = [&](size_t at, unsigned v) {
     b[at] = std::byte(v >> 8);
@@ -635,7 +635,7 @@ TEST(ImageDecode, RejectsBombsAndUnsupportedFormats) {
                            "20000,20000,8,2,0,0,0))+c(b'IDAT',zlib.compress(b'\\0'*61))+c(b'IEND',b''))\n";
   const auto r = test::run(test::python() + " " + script.string());
   ASSERT_EQ(r.status, 0);
-  const Bytes png = bytes_of(r.out);
+  const ByteVector png = bytes_of(r.out);
   EXPECT_EQ(probe_image_size(png).width, 20000u);
   EXPECT_NE(error_of([&] { decode_to_rgb(png); }).find("exceeds the limit"), std::string::npos);
 
@@ -658,10 +658,10 @@ TEST(ImageDecode, RejectsBombsAndUnsupportedFormats) {
 // same thread must still decode (it failed with "Bogus DQT index 15" before handles were reset).
 TEST(ImageDecode, GoodImageDecodesAfterEveryKindOfFailure) {
   SLIP_REQUIRE_SHARED();
-  const Bytes good = load(imagenet(kTiny));
+  const ByteVector good = load(imagenet(kTiny));
   const RgbImage expected = decode_jpeg_rgb(good);
   for (const auto& entry : fs::directory_iterator(corpus() / "bad")) {
-    const Bytes b = load(entry.path());
+    const ByteVector b = load(entry.path());
     EXPECT_THROW(decode_jpeg_rgb(b), Error);
     EXPECT_EQ(decode_jpeg_rgb(good).pixels, expected.pixels) << entry.path();
     EXPECT_THROW(decode_to_rgb(b), Error);
@@ -676,11 +676,11 @@ TEST(ImageDecode, GoodImageDecodesAfterEveryKindOfFailure) {
 TEST(ImageDecode, SurvivesMutatedInputs) {
   SLIP_REQUIRE_SHARED();
   std::mt19937 rng(42);
-  const std::vector<Bytes> seeds = {load(imagenet(kTiny)), load(imagenet(kExif)), load(imagenet(kCmyk[2])), load(imagenet(kPng[5])),
+  const std::vector<ByteVector> seeds = {load(imagenet(kTiny)), load(imagenet(kExif)), load(imagenet(kCmyk[2])), load(imagenet(kPng[5])),
                                     load(imagenet(kGrayProgressive))};
   int decoded = 0, failed = 0;
   for (int iter = 0; iter < 1500; ++iter) {
-    Bytes b = seeds[iter % seeds.size()];
+    ByteVector b = seeds[iter % seeds.size()];
     const size_t span = std::min<size_t>(b.size(), 4096);  // headers live near the start
     const int edits = 1 + int(rng() % 8);
     for (int e = 0; e < edits; ++e) b[rng() % span] = std::byte(rng() & 0xFF);
@@ -708,7 +708,7 @@ TEST(ImageEncode, RoundTripPsnrAbove40dB) {
   SLIP_REQUIRE_SHARED();
   for (const char* rel : {kBaseline, kExif}) {
     const RgbImage src = decode_to_rgb(load(imagenet(rel)));
-    const Bytes jpeg = encode_rgb_jpeg(src, 100);
+    const ByteVector jpeg = encode_rgb_jpeg(src, 100);
     const JpegHeader h = header_of(jpeg);
     EXPECT_EQ(h.width, src.width);
     EXPECT_EQ(h.height, src.height);

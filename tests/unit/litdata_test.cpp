@@ -19,15 +19,15 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-fs::path fixtures() { return test::shared_dir() / "fixtures/litdata"; }
+fs::path litdata_fixtures() { return test::shared_dir() / "fixtures/litdata"; }
 
 class LitDataFixture : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(LitDataFixture, ConvertsToWhatLitDataReads) {
   SLIP_REQUIRE_SHARED();
   test::TempDir tmp;
-  const json expected = json::parse(test::read_file(fixtures() / (GetParam() + ".expected.json")));
-  auto source = open_source((fixtures() / GetParam()).string());
+  const json expected = json::parse(test::read_file(litdata_fixtures() / (GetParam() + ".expected.json")));
+  auto source = open_source((litdata_fixtures() / GetParam()).string());
   ConvertOptions opt;
   opt.output_dir = tmp.path();
   const ConvertResult r = convert(*source, opt);
@@ -116,7 +116,7 @@ TEST(LitDataErrors, DamagedDatasets) {
   auto copy = [&](const std::string& name) {
     const fs::path d = tmp.path() / name;
     fs::remove_all(d);
-    fs::copy(fixtures() / name, d, fs::copy_options::recursive);
+    fs::copy(litdata_fixtures() / name, d, fs::copy_options::recursive);
     for (const auto& e : fs::directory_iterator(d)) fs::permissions(e.path(), fs::perms::owner_write, fs::perm_options::add);
     return d;
   };

@@ -35,7 +35,7 @@ std::vector<uint8_t> rgb_of(const std::vector<std::byte>& jpeg) {
   return rgb;
 }
 
-std::vector<std::byte> synthetic_jpeg(int width, int height, int samp, bool progressive) {
+std::vector<std::byte> cut_test_jpeg(int width, int height, int samp, bool progressive) {
   std::vector<uint8_t> rgb(static_cast<size_t>(width) * height * 3);
   std::mt19937 rng(static_cast<uint32_t>(width * 31 + height));
   for (size_t i = 0; i < rgb.size(); ++i) rgb[i] = static_cast<uint8_t>((i / 3 % width) + (i / 3 / width) * 2 + rng() % 40);
@@ -180,13 +180,13 @@ TEST(JpegRestarts, EverySamplingBaselineAndProgressive) {
       for (const auto& [w, h] : {std::pair{333, 217}, std::pair{500, 375}, std::pair{17, 9}, std::pair{1, 1}}) {
         const std::string label =
             std::string(name) + (progressive ? " progressive " : " baseline ") + std::to_string(w) + "x" + std::to_string(h);
-        check_reencoded(synthetic_jpeg(w, h, samp, progressive), label, static_cast<uint32_t>(w * 7 + samp));
+        check_reencoded(cut_test_jpeg(w, h, samp, progressive), label, static_cast<uint32_t>(w * 7 + samp));
       }
 }
 
 // The restart stream of a re-encoded corpus photo, damaged in each way the index must notice.
 TEST(JpegRestarts, IrregularRestartStreamsAreRefused) {
-  const auto jpeg = *reencode_with_restarts(synthetic_jpeg(333, 217, TJSAMP_420, false));
+  const auto jpeg = *reencode_with_restarts(cut_test_jpeg(333, 217, TJSAMP_420, false));
   JpegRegionDecoder decoder;
   JpegImageInfo info;
   ASSERT_TRUE(decoder.read_header(jpeg, info));
@@ -250,7 +250,7 @@ TEST(JpegRestarts, IrregularRestartStreamsAreRefused) {
 }
 
 TEST(JpegRestarts, CorruptOrForeignInputIsNotReencoded) {
-  const auto good = synthetic_jpeg(64, 48, TJSAMP_420, false);
+  const auto good = cut_test_jpeg(64, 48, TJSAMP_420, false);
   auto truncated = good;
   truncated.resize(good.size() / 2);
   EXPECT_FALSE(reencode_with_restarts(truncated));  // libjpeg warns (premature end): stored as it came

@@ -26,7 +26,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::vector<std::byte> file_bytes(const fs::path& p) { return test::read_bytes(p); }
+std::vector<std::byte> yuv_test_file_bytes(const fs::path& p) { return test::read_bytes(p); }
 
 void write_file(const fs::path& p, std::span<const std::byte> bytes) {
   std::ofstream out(p, std::ios::binary);
@@ -63,7 +63,7 @@ TEST(Yuv420, ConversionIsByteIdenticalToNumpyReference) {
                            "n01440764/n01440764_12741.JPEG", /* PNG named .JPEG */
                            "n02979186/n02979186_11501.JPEG", /* 1x1 */
                            "n01440764/n01440764_10026.JPEG"};
-  for (const char* rel : awkward) images.emplace_back(fs::path(rel).stem().string(), decode_to_rgb(file_bytes(corpus(rel))));
+  for (const char* rel : awkward) images.emplace_back(fs::path(rel).stem().string(), decode_to_rgb(yuv_test_file_bytes(corpus(rel))));
   for (const auto& [name, rgb] : images) {
     const Yuv420Image yuv = rgb_to_yuv420(rgb);
     EXPECT_EQ(yuv.width, rgb.width + rgb.width % 2) << name;
@@ -226,7 +226,7 @@ TEST(Yuv420, RoundTripStaysCloseToTheJpegDecode) {
   double worst_mean = 0, worst_psnr = 99, sum_psnr = 0;
   int count = 0;
   for (size_t i = 0; i < paths.size() && count < 120; i += paths.size() / 120 + 1) {
-    const auto bytes = file_bytes(paths[i]);
+    const auto bytes = yuv_test_file_bytes(paths[i]);
     RgbImage rgb;
     try {
       rgb = decode_to_rgb(bytes);

@@ -32,7 +32,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+double elapsed_seconds(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // Full TurboJPEG decodes of a cache's JPEG samples, measured in slices between the epochs so
 // that the limit and the epochs see the same machine (a shared machine's speed drifts over
@@ -75,12 +75,12 @@ class TurboJpegLimit {
     const auto start = Clock::now();
     if (set_size_ == 0) {
       uint64_t id = 0;
-      for (; id < samples_ && !(images >= 64 && seconds_since(start) > kMaxSliceSeconds); ++id) images += decode(decoders_[0], id);
+      for (; id < samples_ && !(images >= 64 && elapsed_seconds(start) > kMaxSliceSeconds); ++id) images += decode(decoders_[0], id);
       set_size_ = std::max<uint64_t>(id, 1);
     } else {
       for (uint64_t id = 0; id < set_size_; ++id) images += decode(decoders_[0], id);
     }
-    const double elapsed = seconds_since(start);
+    const double elapsed = elapsed_seconds(start);
     return images && elapsed > 0 ? static_cast<double>(images) / elapsed : 0.0;
   }
 
@@ -108,7 +108,7 @@ class TurboJpegLimit {
     ready.arrive_and_wait();
     const auto start = Clock::now();
     workers.clear();  // joins
-    const double elapsed = seconds_since(start);
+    const double elapsed = elapsed_seconds(start);
     for (const std::exception_ptr& e : errors)
       if (e) std::rethrow_exception(e);
     uint64_t total = 0;
@@ -282,13 +282,13 @@ BenchReport run_bench(const Cache& cache, const BenchOptions& options, const std
         else
           for (size_t g = 0; g < outputs.size(); ++g)
             checksum->update(outputs[g].first(count * crop_group_sample_bytes(decode.groups[g], decode.type)));
-        hashing_seconds += seconds_since(hashing);
+        hashing_seconds += elapsed_seconds(hashing);
       }
       ++batches;
       cache.keep_resident_below();
     }
     BenchEpoch e;
-    e.seconds = seconds_since(start) - hashing_seconds;
+    e.seconds = elapsed_seconds(start) - hashing_seconds;
     e.images_per_second = static_cast<double>(report.samples) / e.seconds;
     e.megabytes_per_second = static_cast<double>(report.payload_bytes) / 1e6 / e.seconds;
     e.ms_per_batch = e.seconds * 1e3 / static_cast<double>(batches);
@@ -328,9 +328,9 @@ BenchReport run_bench(const Cache& cache, const BenchOptions& options, const std
           });
         }
         copied += offsets.back();
-      } while (seconds_since(start) < 1.0);
+      } while (elapsed_seconds(start) < 1.0);
       report.limit_kind = "memcpy";
-      report.limit_megabytes_per_second = static_cast<double>(copied) / 1e6 / seconds_since(start);
+      report.limit_megabytes_per_second = static_cast<double>(copied) / 1e6 / elapsed_seconds(start);
       const double bytes_per_image = static_cast<double>(report.payload_bytes) / static_cast<double>(report.samples);
       report.limit_images_per_second = report.limit_megabytes_per_second * 1e6 / bytes_per_image;
       report.limit_single_thread_images_per_second = report.limit_images_per_second / threads;

@@ -9,7 +9,7 @@
 // region decoder attaches this decoder only where libjpeg_internals.hpp allows it.
 #include "decode/libjpeg_internals.hpp"
 #if SLIP_JPEG_INTERNALS_COMPILED
-#include <jpegint.h>
+#include "decode/jpegint_once.hpp"
 #define SLIP_JPEG_INTERNALS 1
 #else
 #define SLIP_JPEG_INTERNALS 0

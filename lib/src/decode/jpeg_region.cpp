@@ -12,7 +12,7 @@
 // transforms every block it reads.
 #include "decode/libjpeg_internals.hpp"
 #if SLIP_JPEG_INTERNALS_COMPILED
-#include <jpegint.h>
+#include "decode/jpegint_once.hpp"
 #define SLIP_JPEG_PARTIAL_RAW 1
 #else
 #define SLIP_JPEG_PARTIAL_RAW 0

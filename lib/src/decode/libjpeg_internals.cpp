@@ -20,7 +20,7 @@
 #include "util/log.hpp"
 
 #if SLIP_JPEG_INTERNALS_COMPILED
-#include <jpegint.h>
+#include "decode/jpegint_once.hpp"
 #endif
 
 namespace slip {

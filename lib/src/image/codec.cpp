@@ -25,6 +25,7 @@
 #define STBI_ONLY_PNM
 #include <stb_image.h>  // a SYSTEM include directory (CMakeLists.txt): its warnings are not ours
 
+#include "image/turbojpeg_handle.hpp"
 #include "slip/error.hpp"
 #include "slip/image.hpp"
 
@@ -46,13 +47,10 @@ const unsigned char* bytes_of(std::span<const std::byte> data) { return reinterp
 
 // ---- TurboJPEG ---------------------------------------------------------------------------
 
-struct TjDestroy {
-  void operator()(void* h) const noexcept { tjDestroy(h); }
-};
 struct TjFree {
   void operator()(unsigned char* p) const noexcept { tjFree(p); }
 };
-using TjHandle = std::unique_ptr<void, TjDestroy>;
+using detail::TjHandle;
 
 // One handle per thread and direction: handles are not thread-safe and costly to create.
 TjHandle& tj_slot(bool compress) {

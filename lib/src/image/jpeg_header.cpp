@@ -12,6 +12,7 @@
 
 #include <turbojpeg.h>
 
+#include "image/turbojpeg_handle.hpp"
 #include "slip/image.hpp"
 
 namespace slip {
@@ -31,10 +32,6 @@ constexpr std::string_view kPngSignature{"\x89PNG\r\n\x1a\n", 8};
 bool is_sof(uint8_t m) noexcept { return m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC; }
 // Markers without a length field (TEM, RSTn, SOI, EOI) and FF00 byte stuffing.
 bool is_standalone(uint8_t m) noexcept { return m == 0x00 || m == 0x01 || (m >= 0xD0 && m <= 0xD9); }
-
-struct TjDestroy {
-  void operator()(void* h) const noexcept { tjDestroy(h); }
-};
 
 }  // namespace
 
@@ -173,7 +170,7 @@ bool jpeg_decodes_to_rgb(std::span<const std::byte> data) noexcept {
   if (sniff_image_format(data) != ImageFormat::jpeg) return false;
   // TurboJPEG's own header reader decides: it rejects what it cannot decode (zero sizes,
   // unknown colour spaces) that our SOF walk would accept.
-  thread_local std::unique_ptr<void, TjDestroy> handle;
+  thread_local detail::TjHandle handle;
   if (!handle) handle.reset(tjInitDecompress());
   if (!handle) return false;
   int width = 0, height = 0, subsamp = 0, colorspace = 0;
