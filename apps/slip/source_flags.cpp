@@ -85,6 +85,12 @@ void add_source_flags(CLI::App& sub, SourceOptions& options) {
   add_setting(sub, options, "--max-list-keys", "max-list-keys",
               "S3: refuse a listing of more keys than this (default 10000000); a listing whose tokens repeat is refused")
       ->group("Remote sources");
+  sub.add_option_function<std::string>(
+         "--max-download-bytes",
+         [&options](const std::string& text) { options.set("max-download-bytes", std::to_string(parse_count(text))); },
+         "Remote: largest file downloaded (default 64GiB; K/M/G/KiB/MiB/GiB): a larger announced length is refused before "
+         "writing, a body without one is cut off there (exit 3)")
+      ->group("Remote sources");
 }
 
 }  // namespace slip::cli

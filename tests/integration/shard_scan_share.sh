@@ -3,7 +3,8 @@
 # first task lists and fingerprints the tree and saves the scan beside the caches; later tasks
 # reuse it while no directory changed, so all parts agree on one listing and one content id and
 # a task does not stat every image again. A changed directory, a damaged scan or a finished
-# merge means a fresh scan.
+# merge means a fresh scan. An image rewritten in place after the scan (its directory's mtime
+# unchanged) is refused by the task that reads it (exit 3, naming it), never merged.
 source "$(dirname "$0")/common.bash"
 # The manifests record a creation time: pinned, so the merged and single-process caches compare
 # byte for byte (unpinned, runs that straddle a second differed in manifest.json.xxh3).
@@ -29,8 +30,9 @@ scans=$(find "$out" -maxdepth 1 -name '.tree-*.scan' | wc -l)
 [ "$scans" = 1 ] || fail "the first task saved $scans scans"
 workdir=$(dirname "$(cat "$WORK/p0")")
 # Touching an image changes the stat fingerprint but not its directory's mtime: a task that
-# scanned again would compute another content id and write into another work directory.
-touch -d '2002-02-02' "$r/n02102040/"*.JPEG
+# scanned again would compute another content id and write into another work directory. (The
+# images of the last class: task 1 does not read them, it would refuse them as changed.)
+touch -d '2002-02-02' "$r/n02979186/"*.JPEG
 "$SLIP" convert "$r" -o "$out" --shard 1/3 -v > "$WORK/p1" 2> "$WORK/err1"
 grep -q "reused the scan of" "$WORK/err1" || { cat "$WORK/err1"; fail "task 1 did not reuse the saved scan"; }
 [ "$(dirname "$(cat "$WORK/p1")")" = "$workdir" ] || fail "task 1 wrote into $(cat "$WORK/p1"), not $workdir"
@@ -66,3 +68,21 @@ cp "$f" "$r/n02979186/added.jpg"
 grep -q "reused the scan of" "$WORK/err3" && fail "a scan was reused after an image was added"
 [ "$(dirname "$(cat "$WORK/q1")")" != "$(dirname "$(cat "$WORK/q0")")" ] || fail "an added image kept the content id"
 pass "an added image means a fresh scan"
+
+# An image of task 1 rewritten in place after task 0 saved the scan (its directory's mtime does
+# not change, so the scan is reused): same size with other bytes, then another size. Task 1
+# reads it and refuses it (exit 3, naming the file), rather than storing new bytes under the
+# old content id for `merge` to accept.
+rm -rf "$WORK/t2" "$WORK/o3" && cp -a "$r" "$WORK/t2"
+"$SLIP" convert "$WORK/t2" -o "$WORK/o3" --shard 0/3 -q > /dev/null
+victim=$(find "$WORK/t2/n02102040" -maxdepth 1 -name '*.JPEG' | LC_ALL=C sort | sed -n 1p)
+size=$(stat -c %s "$victim")
+$PY -c 'import sys; f=open(sys.argv[1], "r+b"); f.seek(int(sys.argv[2]) // 2); b=f.read(1); f.seek(-1, 1); f.write(bytes([b[0] ^ 0xff]))' "$victim" "$size"
+[ "$(stat -c %s "$victim")" = "$size" ] || fail "the test changed the size"
+expect_status 3 "$SLIP" convert "$WORK/t2" -o "$WORK/o3" --shard 1/3 -v
+grep -q "reused the scan of" "$WORK/err" || { cat "$WORK/err"; fail "task 1 did not reuse the scan (the test needs it to)"; }
+grep -q "$victim.*changed since the ImageFolder scan" "$WORK/err" || { cat "$WORK/err"; fail "a same-size rewrite was not named"; }
+echo extra >> "$victim"
+expect_status 3 "$SLIP" convert "$WORK/t2" -o "$WORK/o3" --shard 1/3 -q
+grep -q "$victim.*changed since the ImageFolder scan ($size bytes" "$WORK/err" || { cat "$WORK/err"; fail "a resized image was not named"; }
+pass "an image rewritten in place after the shared scan: the task reading it fails (exit 3) naming it ($(cut -c1-150 "$WORK/err"))"

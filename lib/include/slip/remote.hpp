@@ -53,11 +53,16 @@ struct RemoteOptions {
   // An S3 listing is refused beyond this many keys (pages of up to 1,000 keys are bounded too):
   // a server whose listing never ends cannot exhaust memory.
   uint64_t max_list_keys = 10'000'000;
+  // No download may exceed this many bytes, whatever the server announces or omits: a
+  // Content-Length (or listing size) above it is refused before anything is written, a body
+  // without a length (chunked, or until the connection closes) is cut off at it. 64 GiB:
+  // above any single shard, chunk or FFCV file seen in practice, below a scratch disk.
+  uint64_t max_download_bytes = 64ull << 30;
   CancelToken cancel;  // cancel() from any thread stops the transfers (slip/runtime.hpp)
 
   // From --download-dir, --jobs, --endpoint-url, --no-sign-request, --retries, --retry-delay,
   // --connect-timeout, --stall-timeout, --min-speed, --min-speed-time, --timeout,
-  // --max-list-keys (SourceOptions keys of the same names). Throws Error(usage) on bad values.
+  // --max-list-keys, --max-download-bytes (SourceOptions keys of the same names). Throws Error(usage) on bad values.
   static RemoteOptions from_settings(const SourceOptions& options);
   std::filesystem::path resolved_download_dir() const;
 };

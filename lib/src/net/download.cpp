@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <charconv>
@@ -179,6 +180,11 @@ ObjectInfo probe(const DownloadItem& item, const RemoteOptions& options) {
 }
 
 DownloadOutcome download(const DownloadItem& item, const RemoteOptions& options, uint64_t* bytes) {
+  const uint64_t max_bytes = options.max_download_bytes;
+  if (item.expected_size && *item.expected_size > max_bytes)
+    throw Error(Errc::bad_input, "the listing gives " + std::to_string(*item.expected_size) + " bytes, more than --max-download-bytes " +
+                                     std::to_string(max_bytes))
+        .with_path(item.uri);
   std::error_code ec;
   if (!item.download_dir.empty()) {
     // Below the download directory, which others may share: never through a planted link
@@ -199,8 +205,13 @@ DownloadOutcome download(const DownloadItem& item, const RemoteOptions& options,
     if (known->size == item.expected_size && unquote(known->etag) == item.expected_etag) return DownloadOutcome::reused;
   }
 
+  // Progress is bytes beyond the most this run has held, on a response that continued where
+  // the part ended (or was asked from byte 0): a server that answers Range with the whole
+  // object and closes early would otherwise "progress" on every try, fetching it from byte 0
+  // 20 x --retries times.
   unsigned failures_without_progress = 0, total_attempts = 0;
-  bool resumed = false;
+  uint64_t most_held = 0;
+  bool resumed = false, range_ignored = false;
   for (;;) {
     throw_if_interrupted();
     ++total_attempts;
@@ -229,8 +240,19 @@ DownloadOutcome download(const DownloadItem& item, const RemoteOptions& options,
     std::unique_ptr<PartWriter> writer;
     uint64_t received = 0, start_offset = 0;
     std::optional<uint64_t> total;
+    long status = 0;
     Validators started;
-    t.on_headers = [&](long status, const Headers& h) {
+    // Set by the callbacks for what no retry can change (a size over the bound, a size the
+    // listing contradicts): the download fails at once.
+    bool refused = false;
+    auto refuse = [&](Errc code, const std::string& why) {
+      refused = true;
+      remove_quietly(part);  // never kept, never resumed
+      remove_quietly(part.string() + ".slipdl");
+      return Error(code, why).with_path(item.uri);
+    };
+    t.on_headers = [&](long answered, const Headers& h) {
+      status = answered;
       started = {header(h, "etag"), header(h, "last-modified"), std::nullopt};
       if (status == 206) {
         // "bytes a-b/total": the server must continue exactly where the part ends.
@@ -248,16 +270,35 @@ DownloadOutcome download(const DownloadItem& item, const RemoteOptions& options,
         if (const auto len = parse_u64(header(h, "content-length"))) total = *len;
         start_offset = 0;
       }
+      if (total && *total > max_bytes)
+        throw refuse(Errc::bad_input, "the server announces " + std::to_string(*total) + " bytes, more than --max-download-bytes " +
+                                          std::to_string(max_bytes) + "; nothing written");
+      if (total && item.expected_size && *total != *item.expected_size)
+        throw refuse(Errc::retryable, "the server announces " + std::to_string(*total) + " bytes, the listing (or HEAD) said " +
+                                          std::to_string(*item.expected_size) + " (changed since it was listed?)");
+      if (total && *total > start_offset) {  // refused now rather than when the disk is full
+        struct statvfs vfs {};
+        const uint64_t needed = *total - start_offset;
+        if (::statvfs(part.parent_path().c_str(), &vfs) == 0 && uint64_t{vfs.f_bavail} * vfs.f_frsize < needed)
+          throw refuse(Errc::io, "needs " + std::to_string(needed) + " bytes, " + std::to_string(uint64_t{vfs.f_bavail} * vfs.f_frsize) +
+                                     " free in " + part.parent_path().string());
+      }
       started.size = total;
       write_validators(part.string() + ".slipdl", started, item.uri);
       writer = std::make_unique<PartWriter>(part, status == 206);
     };
     t.on_body = [&](std::span<const char> data) {
-      // Bounded by what was announced: Content-Length, else the listing's size (an endless
-      // chunked body is cut off, not written until the disk is full).
-      const std::optional<uint64_t> bound = total ? total : item.expected_size;
-      if (bound && start_offset + received + data.size() > *bound)
-        throw Error(Errc::retryable, "the server sent more bytes than it announced (" + std::to_string(*bound) + ")");
+      // Bounded by what was announced: Content-Length, else the listing's size, and always
+      // by --max-download-bytes (a chunked or until-close body announces nothing).
+      const uint64_t end = start_offset + received + data.size();
+      if (total && end > *total)
+        throw Error(Errc::retryable, "the server sent more bytes than it announced (" + std::to_string(*total) + ")");
+      if (!total && item.expected_size && end > *item.expected_size)
+        throw refuse(Errc::retryable, "the object is longer than the listing's " + std::to_string(*item.expected_size) +
+                                          " bytes (changed since it was listed?)");
+      if (end > max_bytes)
+        throw refuse(Errc::bad_input, "the body (no length announced) passed --max-download-bytes " + std::to_string(max_bytes) +
+                                          " bytes; cut off and removed");
       writer->write(data);
       received += data.size();
     };
@@ -267,7 +308,7 @@ DownloadOutcome download(const DownloadItem& item, const RemoteOptions& options,
     try {
       r = perform(t);
     } catch (const Error& e) {
-      if (e.code() != Errc::retryable) throw;
+      if (refused || e.code() != Errc::retryable) throw;
       failure = {true, e.message(), nullptr};
       r.curl = CURLE_WRITE_ERROR;
     }
@@ -280,14 +321,16 @@ DownloadOutcome download(const DownloadItem& item, const RemoteOptions& options,
         writer->finish();
         writer.reset();
         const uint64_t have = file_size_or_zero(part);
-        const std::optional<uint64_t> want = total ? total : item.expected_size;
         const std::string etag = unquote(started.etag.empty() ? item.expected_etag : started.etag);
-        if (want && have != *want) {
-          failure = {true, "downloaded " + std::to_string(have) + " bytes, the server announced " + std::to_string(*want), nullptr};
+        if (total && have != *total) {
+          failure = {true, "downloaded " + std::to_string(have) + " bytes, the server announced " + std::to_string(*total), nullptr};
         } else if (item.expected_size && have != *item.expected_size) {
-          failure = {true,
-                     "downloaded " + std::to_string(have) + " bytes, the listing (or HEAD) said " + std::to_string(*item.expected_size),
-                     nullptr};
+          // A whole body that contradicts the listing: another try would fetch the same.
+          remove_quietly(part);
+          remove_quietly(part.string() + ".slipdl");
+          throw Error(Errc::retryable, "downloaded " + std::to_string(have) + " bytes, the listing (or HEAD) said " +
+                                           std::to_string(*item.expected_size) + " (changed since it was listed?)")
+              .with_path(item.uri);
         } else if (item.etag_is_content_md5 && is_md5_hex(etag) && md5_hex_of_file(part) != etag) {
           failure = {true, "the MD5 of the download does not match the ETag " + etag, nullptr};
         }
@@ -319,10 +362,18 @@ DownloadOutcome download(const DownloadItem& item, const RemoteOptions& options,
     }
     if (start_offset > 0 && received > 0) resumed = true;
     if (!failure.transient) throw Error(Errc::io, "GET failed: " + failure.reason).with_path(item.uri);
-    failures_without_progress = received > 0 ? 1 : failures_without_progress + 1;
+    // A Range answered with the whole object (200 with the validator we resumed from) starts
+    // over at byte 0: no progress, however many bytes came.
+    const bool asked_range = offset > 0 && !conditional;
+    const bool whole_again = asked_range && status == 200;
+    if (whole_again) range_ignored = true;
+    const bool progress = !whole_again && start_offset + received > most_held;
+    if (progress) most_held = start_offset + received;
+    failures_without_progress = progress ? 1 : failures_without_progress + 1;
     if (failures_without_progress >= options.retry.attempts || total_attempts >= 20 * options.retry.attempts) {
       const uint64_t kept = file_size_or_zero(part);
       throw Error(Errc::retryable, "GET failed after " + std::to_string(total_attempts) + " attempts: " + failure.reason +
+                                       (range_ignored ? " (the server ignored Range: every retry started again from byte 0)" : "") +
                                        (kept > 0 ? " (" + std::to_string(kept) + " bytes kept; the next run resumes)" : ""))
           .with_path(item.uri);
     }

@@ -7,6 +7,7 @@
 #include "slip/convert.hpp"
 #include "slip/error.hpp"
 #include "slip/remote.hpp"
+#include "util/untrusted.hpp"
 
 namespace slip {
 
@@ -50,6 +51,11 @@ RemoteOptions RemoteOptions::from_settings(const SourceOptions& options) {
   if (auto v = options.get("min-speed-time")) r.min_speed_time_s = static_cast<long>(parse_double("--min-speed-time", *v, 1, 3600));
   if (auto v = options.get("timeout")) r.total_timeout_s = static_cast<long>(parse_double("--timeout", *v, 1, 864000));
   if (auto v = options.get("max-list-keys")) r.max_list_keys = static_cast<uint64_t>(parse_double("--max-list-keys", *v, 1, 1e12));
+  if (auto v = options.get("max-download-bytes")) {
+    const auto bytes = detail::parse_decimal<uint64_t>(*v);
+    if (!bytes || *bytes == 0) throw Error(Errc::usage, "--max-download-bytes wants a positive byte count, got \"" + *v + "\"");
+    r.max_download_bytes = *bytes;
+  }
   return r;
 }
 

@@ -1,5 +1,7 @@
-// FFCV .beton / .ffcv files (format version 2, as FFCV's DatasetWriter writes them), read through mmap;
-// every offset, size and count is bounds-checked before use. Samples come out in sample-id order whatever the page order.
+// FFCV .beton / .ffcv files (format version 2, as FFCV's DatasetWriter writes them), read with
+// pread, never mapped (a file truncated by another process while it is read is an error naming
+// the offset, not a SIGBUS); every offset, size and count is bounds-checked before use. Samples come out in sample-id order whatever the
+// page order.
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
@@ -45,10 +47,7 @@ struct FfcvField {
 
 class FfcvSource final : public Source {
  public:
-  FfcvSource(const std::string& path, const SourceOptions& options) : path_(path), file_(path) {
-    bytes_ = file_.bytes();
-    parse(options);
-  }
+  FfcvSource(const std::string& path, const SourceOptions& options) : path_(path), file_(path) { parse(options); }
 
   const Schema& schema() const override { return schema_; }
   std::optional<uint64_t> size() const override { return num_samples_; }
@@ -67,12 +66,14 @@ class FfcvSource final : public Source {
     out.origin = path_ + "#" + std::to_string(s);
     out.problem.reset();
     out.values.resize(fields_.size());
-    const std::byte* row = bytes_.data() + metadata_offset_ + s * row_size_;
+    const uint64_t row_at = metadata_offset_ + s * row_size_;
+    const std::byte* row = metadata_row(s);
     for (size_t i = 0; i < fields_.size(); ++i) {
       const FfcvField& f = fields_[i];
       Value& v = out.values[i];
       v = Value{};
       const std::byte* e = row + f.offset;
+      const uint64_t at = row_at + f.offset;
       if (f.raw) {
         v.bytes.assign(e, e + f.entry_size);
         continue;
@@ -85,31 +86,26 @@ class FfcvSource final : public Source {
           v.int_value = load<int64_t>(e);
           break;
         case kImage:
-          read_image(s, f, e, v, out);
+          read_image(s, f, e, at, v);
           break;
         case kBytes:
         case kJson: {
           const uint64_t ptr = load<uint64_t>(e), size = load<uint64_t>(e + 8);
-          const auto payload = checked_payload(s, f, ptr, size, e);
-          if (f.type_id == kBytes) {
-            v.bytes.assign(payload.begin(), payload.end());
-          } else {
+          read_payload(s, f, ptr, size, at, v.bytes);
+          if (f.type_id == kJson) {
             // FFCV's JSONField: the bytes before the terminating NUL (the NUL must be last).
-            if (size == 0 || payload.back() != std::byte{0})
+            if (size == 0 || v.bytes.back() != std::byte{0})
               throw fail(s, "JSON payload of field \"" + f.name + "\" lacks its NUL terminator", ptr + size);
-            const auto text = payload.first(size - 1);
-            if (std::find(text.begin(), text.end(), std::byte{0}) != text.end())
+            v.bytes.pop_back();
+            if (std::find(v.bytes.begin(), v.bytes.end(), std::byte{0}) != v.bytes.end())
               throw fail(s, "JSON payload of field \"" + f.name + "\" holds a NUL before its end", ptr);
-            v.bytes.assign(text.begin(), text.end());
           }
           break;
         }
         case kNDArray:
-        case kTensor: {
-          const auto payload = checked_payload(s, f, load<uint64_t>(e), f.array_bytes, e);
-          v.bytes.assign(payload.begin(), payload.end());
+        case kTensor:
+          read_payload(s, f, load<uint64_t>(e), f.array_bytes, at, v.bytes);
           break;
-        }
       }
     }
     return true;
@@ -123,23 +119,41 @@ class FfcvSource final : public Source {
     return e;
   }
 
-  // A payload [ptr, ptr+size) must lie in the data region (after the metadata, before the
-  // allocation table). Zero-length payloads are never dereferenced.
-  std::span<const std::byte> checked_payload(uint64_t s, const FfcvField& f, uint64_t ptr, uint64_t size, const std::byte* entry) const {
-    if (size == 0) return {};
+  // Sample s's metadata row, read with the rows after it (a block of 64 KiB at a time: one
+  // pread per sample would cost more than the copy).
+  const std::byte* metadata_row(uint64_t s) {
+    if (s < rows_first_ || s >= rows_first_ + rows_count_) {
+      rows_first_ = s;
+      rows_count_ = std::min<uint64_t>(num_samples_ - s, std::max<uint64_t>(1, (64 << 10) / row_size_));
+      rows_.resize(static_cast<size_t>(rows_count_ * row_size_));
+      file_.read_at(metadata_offset_ + s * row_size_, rows_);
+    }
+    return rows_.data() + (s - rows_first_) * row_size_;
+  }
+
+  // Reads a payload [ptr, ptr+size) into `out`; it must lie in the data region (after the
+  // metadata, before the allocation table). Zero-length payloads are never read.
+  void read_payload(uint64_t s, const FfcvField& f, uint64_t ptr, uint64_t size, uint64_t entry_at, Bytes& out) const {
+    out.clear();
+    if (size == 0) return;
     if (ptr < metadata_end_ || ptr > alloc_table_ptr_ || size > alloc_table_ptr_ - ptr)
       throw fail(s,
                  "payload of field \"" + f.name + "\" [" + std::to_string(ptr) + ", +" + std::to_string(size) +
                      ") lies outside the data region [" + std::to_string(metadata_end_) + ", " + std::to_string(alloc_table_ptr_) + ")",
-                 static_cast<uint64_t>(entry - bytes_.data()));
-    return bytes_.subspan(ptr, size);
+                 entry_at);
+    out.resize(static_cast<size_t>(size));
+    try {
+      file_.read_at(ptr, out);
+    } catch (Error& e) {
+      e.with_sample(s);
+      throw;
+    }
   }
 
-  void read_image(uint64_t s, const FfcvField& f, const std::byte* e, Value& v, Sample&) const {
+  void read_image(uint64_t s, const FfcvField& f, const std::byte* e, uint64_t at, Value& v) const {
     const auto mode = static_cast<uint8_t>(e[0]);
     const uint16_t width = load<uint16_t>(e + 1), height = load<uint16_t>(e + 3);
     const uint64_t ptr = load<uint64_t>(e + 5);
-    const uint64_t at = static_cast<uint64_t>(e - bytes_.data());
     if (width == 0 || height == 0) throw fail(s, "image of field \"" + f.name + "\" has a zero dimension", at);
     if (mode == 0) {
       // The JPEG's length lives only in the allocation table: the entry of this sample with
@@ -147,14 +161,12 @@ class FfcvSource final : public Source {
       auto it = alloc_.find({s, ptr});
       if (it == alloc_.end())
         throw fail(s, "no allocation-table entry for the JPEG of field \"" + f.name + "\" at " + std::to_string(ptr), at);
-      const auto payload = checked_payload(s, f, ptr, it->second, e);
-      v.bytes.assign(payload.begin(), payload.end());
+      read_payload(s, f, ptr, it->second, at, v.bytes);
       v.width = width;  // the writer cross-checks these against the JPEG's own frame header
       v.height = height;
     } else if (mode == 1) {
       const uint64_t size = uint64_t{width} * height * 3;
-      const auto payload = checked_payload(s, f, ptr, size, e);
-      v.bytes.assign(payload.begin(), payload.end());
+      read_payload(s, f, ptr, size, at, v.bytes);
       v.width = width;
       v.height = height;
       v.raw_channels = 3;
@@ -164,9 +176,11 @@ class FfcvSource final : public Source {
   }
 
   void parse(const SourceOptions& options) {
-    const uint64_t file_size = bytes_.size();
+    const uint64_t file_size = file_.size();
     if (file_size < kHeaderSize) throw fail(std::nullopt, "file too short for the 24-byte FFCV header", file_size);
-    const std::byte* h = bytes_.data();
+    std::vector<std::byte> head(kHeaderSize);
+    file_.read_at(0, head);
+    const std::byte* h = head.data();
     const uint16_t version = load<uint16_t>(h);
     const uint16_t num_fields = load<uint16_t>(h + 2);
     const uint32_t page_size = load<uint32_t>(h + 4);
@@ -181,6 +195,9 @@ class FfcvSource final : public Source {
     metadata_offset_ = kHeaderSize + kDescriptorSize * num_fields;
     if (metadata_offset_ > file_size)
       throw fail(std::nullopt, "file too short for its " + std::to_string(num_fields) + " field descriptors", file_size);
+    head.resize(static_cast<size_t>(metadata_offset_));  // the header and the field descriptors
+    file_.read_at(0, head);
+    h = head.data();
 
     const auto raw_fields = options.get_all("raw-field");
     std::map<std::string, std::string> rename;
@@ -251,8 +268,14 @@ class FfcvSource final : public Source {
                  file_size);
     const uint64_t entries = (file_size - alloc_table_ptr_) / kAllocEntrySize;
     alloc_.reserve(entries);
+    std::vector<std::byte> table;              // read a block of entries at a time
+    constexpr uint64_t kBlockEntries = 43690;  // ~1 MiB
     for (uint64_t k = 0; k < entries; ++k) {
-      const std::byte* e = h + alloc_table_ptr_ + k * kAllocEntrySize;
+      if (k % kBlockEntries == 0) {
+        table.resize(static_cast<size_t>(std::min(kBlockEntries, entries - k) * kAllocEntrySize));
+        file_.read_at(alloc_table_ptr_ + k * kAllocEntrySize, table);
+      }
+      const std::byte* e = table.data() + (k % kBlockEntries) * kAllocEntrySize;
       const uint64_t sample = load<uint64_t>(e), ptr = load<uint64_t>(e + 8), size = load<uint64_t>(e + 16);
       if (sample >= num_samples_)
         throw fail(
@@ -310,7 +333,7 @@ class FfcvSource final : public Source {
     identity_.uri = abs.string();
     identity_.default_name = abs.stem().string();
     if (options.get("fingerprint") == std::optional<std::string>("content")) {
-      identity_.fingerprint = "sha256:" + sha256_hex(bytes_);
+      identity_.fingerprint = "sha256:" + file_.sha256_hex();
     } else {
       identity_.fingerprint = "stat:" + std::to_string(file_size) + ":" + std::to_string(detail::unix_mtime_ns(abs));
     }
@@ -352,7 +375,7 @@ class FfcvSource final : public Source {
         throw Error(Errc::usage, "--raw-field: cannot deduce the row size").with_path(path_);
       // Only files without payload pages give the row size exactly: the table ends where the
       // allocation table starts.
-      if (bytes_.size() != alloc_table_ptr_ || (alloc_table_ptr_ - metadata_offset_) % num_samples_)
+      if (file_.size() != alloc_table_ptr_ || (alloc_table_ptr_ - metadata_offset_) % num_samples_)
         throw Error(Errc::usage, "--raw-field works only for files without payloads (row size cannot be deduced)").with_path(path_);
       row_size_ = (alloc_table_ptr_ - metadata_offset_) / num_samples_;
       uint64_t known_after = 0;
@@ -393,8 +416,9 @@ class FfcvSource final : public Source {
   };
 
   std::string path_;
-  detail::MappedFile file_;
-  std::span<const std::byte> bytes_;
+  detail::InputFile file_;
+  std::vector<std::byte> rows_;  // metadata rows rows_first_ .. + rows_count_
+  uint64_t rows_first_ = 0, rows_count_ = 0;
   std::vector<FfcvField> fields_;
   Schema schema_;
   SourceIdentity identity_;

@@ -41,11 +41,20 @@ namespace {
 // label each. At 1.28M images this is ~60 MB where a std::string per image took twice that.
 class EntryList {
  public:
-  void add(std::string_view relative, uint32_t label) {
+  void add(std::string_view relative, uint32_t label, uint64_t size = 0, int64_t mtime_ns = detail::kUnknownMtime) {
     names_.append(relative);
     ends_.push_back(names_.size());
     labels_.push_back(label);
+    sizes_.push_back(size);
+    mtimes_.push_back(mtime_ns);
   }
+  // What the scan's stat saw (set from its threads, one index each).
+  void set_stat(size_t i, uint64_t size, int64_t mtime_ns) {
+    sizes_[i] = size;
+    mtimes_[i] = mtime_ns;
+  }
+  uint64_t size_of(size_t i) const { return sizes_[i]; }
+  int64_t mtime_of(size_t i) const { return mtimes_[i]; }
   size_t size() const { return labels_.size(); }
   std::string_view relative(size_t i) const {
     const uint64_t begin = i == 0 ? 0 : ends_[i - 1];
@@ -55,12 +64,16 @@ class EntryList {
   void reserve(size_t n) {
     ends_.reserve(n);
     labels_.reserve(n);
+    sizes_.reserve(n);
+    mtimes_.reserve(n);
   }
 
  private:
   std::string names_;
   std::vector<uint64_t> ends_;
   std::vector<uint32_t> labels_;
+  std::vector<uint64_t> sizes_;
+  std::vector<int64_t> mtimes_;
 };
 
 class ImageFolderSource final : public Source {
@@ -110,6 +123,7 @@ class ImageFolderSource final : public Source {
       reader_ = std::make_unique<detail::ReadAhead>([this](uint64_t i) { return full_path(entries_.relative(i)); }, pos_,
                                                     entries_.size() - pos_, read_options_);
     detail::ReadResult read = std::move(*reader_->take());
+    if (!read.problem) check_unchanged(pos_, read);
     out.values[0].bytes = std::move(read.bytes);
     out.problem = std::move(read.problem);
     out.values[1].int_value = entries_.label(pos_);
@@ -124,6 +138,22 @@ class ImageFolderSource final : public Source {
   }
 
  private:
+  // The file read must be the one the scan fingerprinted: an image rewritten in place (same
+  // name, the directory's mtime unchanged) between the scan and this read, e.g. between two
+  // tasks of a job array sharing one saved scan, would be stored under a content id that
+  // describes its old bytes, and merged with the other tasks' parts as if nothing changed.
+  void check_unchanged(size_t i, const detail::ReadResult& read) const {
+    const int64_t scanned_mtime = entries_.mtime_of(i);
+    if (scanned_mtime == detail::kUnknownMtime || read.mtime_ns == detail::kUnknownMtime) return;
+    if (read.size == entries_.size_of(i) && read.mtime_ns == scanned_mtime) return;
+    throw Error(Errc::bad_input, "changed since the ImageFolder scan (" + std::to_string(entries_.size_of(i)) + " bytes, mtime " +
+                                     std::to_string(scanned_mtime) + " ns then; " + std::to_string(read.size) + " bytes, mtime " +
+                                     std::to_string(read.mtime_ns) +
+                                     " ns now): the content id no longer describes the tree; convert (every task) again")
+        .with_path(full_path(entries_.relative(i)))
+        .with_sample(i);
+  }
+
   // root_ / relative, as fs::path would join them, without parsing a path per image (this
   // runs twice per sample: the string work of fs::path was a few percent of a conversion).
   std::string full_path(std::string_view relative) const {
@@ -272,6 +302,7 @@ class ImageFolderSource final : public Source {
         if (content_fingerprint_) {  // --fingerprint content: the bytes, so copies keep the id
           const detail::ReadResult r = detail::read_whole_file(full);
           line.append(r.problem ? std::string("unreadable") : sha256_hex(r.bytes)).push_back('\n');
+          if (!r.problem) entries_.set_stat(i, r.size, r.mtime_ns);
           return;
         }
         struct stat st {};
@@ -279,6 +310,7 @@ class ImageFolderSource final : public Source {
           line.append("unreadable\n");
           return;
         }
+        entries_.set_stat(i, static_cast<uint64_t>(st.st_size), detail::unix_mtime_ns(st));
         char number[24];
         line.append(number, std::to_chars(number, number + sizeof number, static_cast<int64_t>(st.st_size)).ptr).push_back('\t');
         line.append(number, std::to_chars(number, number + sizeof number, detail::unix_mtime_ns(st)).ptr).push_back('\n');
@@ -315,8 +347,9 @@ class ImageFolderSource final : public Source {
       detail::warn("{}", e.describe());
     }
     EntryList loaded_entries;
-    if (auto loaded = detail::load_scan_snapshot(file, root_.string(), mode, read_options_.depth,
-                                                 [&](uint32_t label, std::string_view relative) { loaded_entries.add(relative, label); })) {
+    if (auto loaded = detail::load_scan_snapshot(file, root_.string(), mode, read_options_.depth, [&](const detail::ScanEntry& e) {
+          loaded_entries.add(e.relative, e.label, e.size, e.mtime_ns);
+        })) {
       snapshot_ = std::move(*loaded);
       fingerprint_ = snapshot_.fingerprint;
       entries_ = std::move(loaded_entries);
@@ -329,7 +362,7 @@ class ImageFolderSource final : public Source {
     snapshot_.fingerprint = fingerprint_;
     try {
       detail::save_scan_snapshot(file, snapshot_, entries_.size(), [this](size_t i) {
-        return std::pair{entries_.label(i), entries_.relative(i)};
+        return detail::ScanEntry{entries_.label(i), entries_.relative(i), entries_.size_of(i), entries_.mtime_of(i)};
       });
     } catch (const Error& e) {  // sharing is an optimisation: a read-only output directory only costs time
       detail::warn("cannot save the scan for the other tasks: {}", e.describe());

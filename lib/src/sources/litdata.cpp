@@ -318,17 +318,31 @@ class LitDataSource final : public Source {
     for (size_t j = 0; j < children.size(); ++j) flatten(children[j], prefix.empty() ? keys[j] : prefix + "." + keys[j], out, bad);
   }
 
-  // The bytes of chunk c: mapped, or decompressed in memory (checked against chunk_bytes).
+  // The bytes of chunk c: read whole (pread, never mapped: a chunk truncated by another
+  // process is an error naming it, not a SIGBUS), or decompressed (checked against chunk_bytes).
   std::span<const std::byte> chunk_bytes(size_t c) {
-    if (loaded_ == c) return zstd_ ? std::span<const std::byte>(decompressed_.get(), decompressed_size_) : mapped_.bytes();
+    if (loaded_ == c)
+      return zstd_ ? std::span<const std::byte>(decompressed_.get(), decompressed_size_)
+                   : std::span<const std::byte>(raw_.get(), raw_size_);
     const fs::path p = dir_ / chunks_[c].file;
     std::error_code ec;
     if (!fs::exists(p, ec)) throw Error(Errc::bad_input, "chunk file listed in index.json is missing").with_path(p.string());
-    mapped_ = detail::MappedFile(p);
-    mapped_.advise_sequential();
+    const detail::InputFile file(p);
     // The next chunk is read from disk (or a network file system) while this one is converted.
     if (c + 1 < chunks_.size()) detail::prefetch_file(dir_ / chunks_[c + 1].file);
-    std::span<const std::byte> data = mapped_.bytes();
+    if (!zstd_ && file.size() != chunks_[c].bytes)  // before sizing anything by the file
+      throw fail(c, std::nullopt,
+                 "chunk holds " + std::to_string(file.size()) + " bytes, index.json says " + std::to_string(chunks_[c].bytes) +
+                     " (truncated chunk?)",
+                 file.size());
+    if (raw_capacity_ < file.size()) {  // reused across chunks; never zero-filled
+      raw_ = std::make_unique_for_overwrite<std::byte[]>(file.size());
+      raw_capacity_ = file.size();
+    }
+    raw_size_ = file.size();
+    loaded_ = SIZE_MAX;  // until this chunk is whole and checked
+    file.read_at(0, std::span(raw_.get(), raw_size_));
+    std::span<const std::byte> data(raw_.get(), raw_size_);
     if (zstd_) {
       // chunk_bytes comes from the (untrusted) index: when the zstd frame records its content
       // size, the two must agree before anything is allocated.
@@ -601,7 +615,8 @@ class LitDataSource final : public Source {
   SourceIdentity identity_;
   uint64_t total_ = 0, global_ = 0, item_ = 0, item_offset_ = 0;
   size_t chunk_ = 0, loaded_ = SIZE_MAX;
-  detail::MappedFile mapped_;
+  std::unique_ptr<std::byte[]> raw_;  // the chunk file's bytes
+  uint64_t raw_size_ = 0, raw_capacity_ = 0;
   std::unique_ptr<std::byte[]> decompressed_;
   uint64_t decompressed_size_ = 0, decompressed_capacity_ = 0;
 };

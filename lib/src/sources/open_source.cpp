@@ -80,9 +80,9 @@ const std::map<std::string_view, std::vector<std::string_view>>& keys_of_kind() 
   };
   return keys;
 }
-constexpr std::string_view kRemoteKeys[] = {"download-dir", "jobs",           "endpoint-url",    "no-sign-request",
-                                            "retries",      "retry-delay",    "connect-timeout", "stall-timeout",
-                                            "min-speed",    "min-speed-time", "timeout",         "max-list-keys"};
+constexpr std::string_view kRemoteKeys[] = {
+    "download-dir",  "jobs",      "endpoint-url",   "no-sign-request", "retries",       "retry-delay",       "connect-timeout",
+    "stall-timeout", "min-speed", "min-speed-time", "timeout",         "max-list-keys", "max-download-bytes"};
 
 }  // namespace
 

@@ -16,7 +16,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr std::string_view kMagic = "slip-imagefolder-scan 1";
+// 2: each image with its size and mtime (a scan of version 1 is not read: the tree is scanned again).
+constexpr std::string_view kMagic = "slip-imagefolder-scan 2";
 
 // Names may hold any byte but NUL and '/': tabs, newlines and backslashes are escaped so one
 // record stays one line.
@@ -111,11 +112,13 @@ std::optional<ScanSnapshot> parse(std::string_view text, std::string_view root, 
       auto dir = unescape(f[2]);
       if (!mtime || !dir) return std::nullopt;
       s.dirs.emplace_back(std::move(*dir), *mtime);
-    } else if (f[0] == "e" && f.size() == 3) {
+    } else if (f[0] == "e" && f.size() == 5) {
       auto label = number<uint32_t>(f[1]);
-      auto rel = unescape(f[2]);
-      if (!label || !rel) return std::nullopt;
-      entry(*label, *rel);
+      auto size = number<uint64_t>(f[2]);
+      auto mtime = number<int64_t>(f[3]);
+      auto rel = unescape(f[4]);
+      if (!label || !size || !mtime || !rel) return std::nullopt;
+      entry(ScanEntry{*label, *rel, *size, *mtime});
       ++entries;
     } else {
       return std::nullopt;
@@ -157,8 +160,7 @@ std::optional<ScanSnapshot> load_scan_snapshot(const fs::path& file, std::string
   return s;
 }
 
-void save_scan_snapshot(const fs::path& file, const ScanSnapshot& snapshot, size_t count,
-                        const std::function<std::pair<uint32_t, std::string_view>(size_t)>& entry) {
+void save_scan_snapshot(const fs::path& file, const ScanSnapshot& snapshot, size_t count, const std::function<ScanEntry(size_t)>& entry) {
   std::string text;
   text.reserve(count * 48 + snapshot.dirs.size() * 48 + 256);
   text += kMagic;
@@ -171,9 +173,9 @@ void save_scan_snapshot(const fs::path& file, const ScanSnapshot& snapshot, size
     text += '\n';
   }
   for (size_t i = 0; i < count; ++i) {
-    const auto [label, relative] = entry(i);
-    text += "e\t" + std::to_string(label) + "\t";
-    append_escaped(text, relative);
+    const ScanEntry e = entry(i);
+    text += "e\t" + std::to_string(e.label) + "\t" + std::to_string(e.size) + "\t" + std::to_string(e.mtime_ns) + "\t";
+    append_escaped(text, e.relative);
     text += '\n';
   }
   text += "end\t" + sha256_hex(std::as_bytes(std::span(text.data(), text.size()))) + "\n";

@@ -24,7 +24,17 @@ struct ScanSnapshot {
   std::string fingerprint;
   std::vector<std::pair<std::string, int64_t>> dirs;  // relative to root ("." for root) -> mtime ns
 };
-using ScanEntrySink = std::function<void(uint32_t label, std::string_view relative)>;
+// One image as the scan saw it: its size and Unix-ns mtime (kUnknownMtime: it could not be
+// stat'ed), which each task compares with the file it reads (an image rewritten in place does
+// not change its directory's mtime).
+struct ScanEntry {
+  uint32_t label = 0;
+  std::string_view relative;
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+};
+inline constexpr int64_t kUnknownMtime = INT64_MIN;
+using ScanEntrySink = std::function<void(const ScanEntry&)>;
 
 // ".<root's name>-<16 hex digits of SHA-256(root, mode)>.scan": hidden beside the caches.
 std::string scan_snapshot_name(std::string_view root, std::string_view mode);
@@ -37,7 +47,7 @@ std::optional<ScanSnapshot> load_scan_snapshot(const std::filesystem::path& file
 
 // Writes `snapshot` (its entries given by entry(i), i < count) atomically; throws Error(io).
 void save_scan_snapshot(const std::filesystem::path& file, const ScanSnapshot& snapshot, size_t count,
-                        const std::function<std::pair<uint32_t, std::string_view>(size_t)>& entry);
+                        const std::function<ScanEntry(size_t)>& entry);
 
 // Removes the saved scans of `root` (both modes) from `dir`, and their lock files: a merge ends
 // the job array, so a later conversion scans afresh.

@@ -495,8 +495,7 @@ class TarSource final : public Source {
       uri += (uri.empty() ? "" : "\n") + (from_stdin ? std::string("-") : abs.string());
       uris.push_back(from_stdin ? std::string("-") : abs.string());
       if (content || from_stdin) {
-        detail::MappedFile m(abs);
-        fp.update((from_stdin ? std::string("-") : abs.filename().string()) + "\t" + sha256_hex(m.bytes()) + "\n");
+        fp.update((from_stdin ? std::string("-") : abs.filename().string()) + "\t" + detail::InputFile(abs).sha256_hex() + "\n");
       } else {
         fp.update(abs.filename().string() + "\t" + std::to_string(fs::file_size(abs, ec)) + "\t" +
                   std::to_string(detail::unix_mtime_ns(abs)) + "\n");
@@ -763,8 +762,7 @@ class TarImageFolderSource final : public Source {
       uri += (uri.empty() ? "" : "\n") + (from_stdin ? std::string("-") : abs.string());
       uris_.push_back(from_stdin ? std::string("-") : abs.string());
       if (content || from_stdin) {
-        detail::MappedFile m(abs);
-        fp.update((from_stdin ? std::string("-") : abs.filename().string()) + "\t" + sha256_hex(m.bytes()) + "\n");
+        fp.update((from_stdin ? std::string("-") : abs.filename().string()) + "\t" + detail::InputFile(abs).sha256_hex() + "\n");
       } else {
         fp.update(abs.filename().string() + "\t" + std::to_string(fs::file_size(abs, ec)) + "\t" +
                   std::to_string(detail::unix_mtime_ns(abs)) + "\n");

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "slip/error.hpp"
+#include "slip/hash.hpp"
 
 namespace slip::detail {
 
@@ -176,6 +177,41 @@ UniqueFd make_owned_directories(const std::filesystem::path& base, const std::fi
     dir = std::move(next);
   }
   return dir;
+}
+
+InputFile::InputFile(const std::filesystem::path& path) : path_(path.string()) {
+  struct stat st {};
+  fd_ = open_input_file(path, &st);
+  size_ = static_cast<uint64_t>(st.st_size);
+}
+
+void InputFile::read_at(uint64_t offset, std::span<std::byte> out) const {
+  size_t done = 0;
+  while (done < out.size()) {
+    const ssize_t n = ::pread(fd_.get(), out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      throw Error(Errc::io, std::string("cannot read: ") + std::strerror(err)).with_path(path_).with_offset(offset + done);
+    }
+    if (n == 0)
+      throw Error(Errc::bad_input, "ends at byte " + std::to_string(offset + done) + ", " + std::to_string(size_) +
+                                       " bytes when opened: it was truncated while being read (by another process?)")
+          .with_path(path_)
+          .with_offset(offset + done);
+    done += static_cast<size_t>(n);
+  }
+}
+
+std::string InputFile::sha256_hex() const {
+  Sha256 hash;
+  std::vector<std::byte> block(1 << 20);
+  for (uint64_t at = 0; at < size_; at += block.size()) {
+    const auto chunk = std::span(block).first(static_cast<size_t>(std::min<uint64_t>(block.size(), size_ - at)));
+    read_at(at, chunk);
+    hash.update(chunk);
+  }
+  return hash.hex_digest();
 }
 
 MappedFile::MappedFile(const std::filesystem::path& path, Open mode) : path_(path.string()) {

@@ -79,6 +79,28 @@ void check_input_file(const std::filesystem::path& path);
 // Throws Error(io) naming the component.
 UniqueFd make_owned_directories(const std::filesystem::path& base, const std::filesystem::path& below);
 
+// A source file read with pread, never mapped: a file another process truncates while slip
+// reads it gives an error naming it and the offset (a mapping would kill the process with
+// SIGBUS). Opened as open_input_file opens (a FIFO or device refused without blocking).
+class InputFile {
+ public:
+  InputFile() = default;
+  explicit InputFile(const std::filesystem::path& path);
+  uint64_t size() const noexcept { return size_; }  // when opened
+  const std::string& path() const noexcept { return path_; }
+  int fd() const noexcept { return fd_.get(); }
+  // Fills `out` from `offset`. Throws Error(bad_input) naming the file and the offset when it
+  // ends first (it shrank since it was opened), Error(io) on a read error.
+  void read_at(uint64_t offset, std::span<std::byte> out) const;
+  // SHA-256 of the whole file, read in 1 MiB blocks (hex).
+  std::string sha256_hex() const;
+
+ private:
+  UniqueFd fd_;
+  uint64_t size_ = 0;
+  std::string path_;
+};
+
 // A read-only mapping of a whole file (empty files map to an empty span). Never blocks on a
 // FIFO (opened non-blocking, then refused as not a regular file).
 class MappedFile {

@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "util/file_time.hpp"
+
 namespace slip::detail {
 
 namespace {
@@ -19,6 +21,7 @@ namespace {
 struct OpenedFile {
   int fd = -1;
   uint64_t size = 0;
+  int64_t mtime_ns = INT64_MIN;
   std::optional<std::string> problem;
 };
 
@@ -36,8 +39,10 @@ OpenedFile open_regular(const std::string& path, uint64_t max_bytes) {
     f.problem = "not a regular file";
   else if (static_cast<uint64_t>(st.st_size) > max_bytes)
     f.problem = "file of " + std::to_string(st.st_size) + " bytes exceeds the limit of " + std::to_string(max_bytes) + " bytes";
-  else
+  else {
     f.size = static_cast<uint64_t>(st.st_size);
+    f.mtime_ns = unix_mtime_ns(st);
+  }
   if (f.problem) {
     ::close(f.fd);
     f.fd = -1;
@@ -52,6 +57,8 @@ ReadResult read_opened(OpenedFile& f) {
     out.problem = f.problem;
     return out;
   }
+  out.size = f.size;
+  out.mtime_ns = f.mtime_ns;
   out.bytes.resize(static_cast<size_t>(f.size));
   size_t done = 0;
   while (done < out.bytes.size()) {

@@ -41,6 +41,10 @@ struct ReadAheadOptions {
 struct ReadResult {
   Bytes bytes;
   std::optional<std::string> problem;  // "cannot open: ...", "file shrank while reading", ...
+  // The file's size and Unix-ns mtime when it was opened (fstat), so a reader can tell that
+  // it changed since it was listed; unknown (INT64_MIN) when it could not be opened.
+  uint64_t size = 0;
+  int64_t mtime_ns = INT64_MIN;
 };
 
 // Reads a whole file; a failure is returned as a problem, never thrown. Refuses anything but
