@@ -20,7 +20,8 @@ refused() {  # refused WHAT FIELD_A FIELD_B FILE CMD...: exit 3 naming both fiel
   [ -z "$(ls -A "$WORK/odir" 2>/dev/null)" ] || { ls -laR "$WORK/odir"; fail "$what: something was written"; }
 }
 
-# Tar: member extensions are field names; --field gives the hostile one a numeric type.
+# Tar: member extensions are field names (.jpg becomes "image", .cls "label"); --field gives the
+# hostile one a numeric type.
 mk_tar() {  # mk_tar OUT EXT...: samples a, b with a JPEG (.jpg), a label (.cls) and "1" under each EXT
   local out=$1; shift
   $PY - "$out" "$img" "$@" <<'PY'
@@ -34,30 +35,30 @@ with tarfile.open(out, "w") as t:
             t.addfile(ti, io.BytesIO(payload))
 PY
 }
-mk_tar "$WORK/yuv.tar" jpg_yuv420.meta
-refused "tar jpg_yuv420.meta=int" jpg jpg_yuv420.meta jpg_yuv420.meta.npy "$SLIP" convert "$WORK/yuv.tar" --field jpg_yuv420.meta=int
-refused "tar --dry-run" jpg jpg_yuv420.meta jpg_yuv420.meta.npy "$SLIP" convert "$WORK/yuv.tar" --field jpg_yuv420.meta=float --dry-run
+mk_tar "$WORK/yuv.tar" image_yuv420.meta
+refused "tar image_yuv420.meta=int" image image_yuv420.meta image_yuv420.meta.npy "$SLIP" convert "$WORK/yuv.tar" --field image_yuv420.meta=int
+refused "tar --dry-run" image image_yuv420.meta image_yuv420.meta.npy "$SLIP" convert "$WORK/yuv.tar" --field image_yuv420.meta=float --dry-run
 mk_tar "$WORK/meta.tar" txt txt.offsets
 refused "tar txt vs txt.offsets" txt txt.offsets txt.offsets.npy "$SLIP" convert "$WORK/meta.tar" --field txt=str --field txt.offsets=int
-mk_tar "$WORK/sums.tar" jpg.xxh3
-refused "tar jpg.xxh3" jpg jpg.xxh3 jpg.xxh3.npy "$SLIP" convert "$WORK/sums.tar" --field jpg.xxh3=int
+mk_tar "$WORK/sums.tar" image.xxh3
+refused "tar image.xxh3" image image.xxh3 image.xxh3.npy "$SLIP" convert "$WORK/sums.tar" --field image.xxh3=int
 pass "tar: fields whose files coincide (a YUV420 sibling, a string table, a checksum file) refused, nothing written"
 
-# A legitimate cache with look-alike names: "cls_yuv420.meta" is an int field beside the int
-# field "cls" (no siblings), so nothing meets; index and yuv420 then work and verify passes.
-mk_tar "$WORK/ok.tar" cls_yuv420.meta
-expect_status 0 "$SLIP" convert "$WORK/ok.tar" --field cls_yuv420.meta=int -o "$WORK/ok"
+# A legitimate cache with look-alike names: "label_yuv420.meta" is an int field beside the int
+# field "label" (no siblings), so nothing meets; index and yuv420 then work and verify passes.
+mk_tar "$WORK/ok.tar" label_yuv420.meta
+expect_status 0 "$SLIP" convert "$WORK/ok.tar" --field label_yuv420.meta=int -o "$WORK/ok"
 ok=$(tail -1 "$WORK/out")
 expect_status 0 "$SLIP" yuv420 "$ok"
-expect_status 0 "$SLIP" index "$ok" --field cls --field cls_yuv420.meta
+expect_status 0 "$SLIP" index "$ok" --field label --field label_yuv420.meta
 expect_status 0 "$SLIP" verify "$ok"
 $PY - "$ok" <<'PY' || fail "the look-alike cache does not read back"
 import json, sys, numpy as np
 c = sys.argv[1]
 m = json.load(open(f"{c}/manifest.json"))
-assert list(m["fields"]) == ["jpg", "cls", "cls_yuv420.meta"], m["fields"]
-assert list(np.load(f"{c}/cls_yuv420.meta.npy")) == [7, 7]
-assert np.load(f"{c}/jpg_yuv420.meta.npy").shape == (2,)
+assert list(m["fields"])[:3] == ["image", "label", "label_yuv420.meta"], m["fields"]
+assert list(np.load(f"{c}/label_yuv420.meta.npy")) == [7, 7]
+assert np.load(f"{c}/image_yuv420.meta.npy").shape == (2,)
 PY
 pass "look-alike names that never meet convert, index, get siblings and verify"
 

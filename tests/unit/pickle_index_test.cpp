@@ -42,6 +42,16 @@ void expect_refused_for(const std::string& pickle, uint64_t samples, const std::
   }
 }
 
+void expect_refused_npy(const std::string& file, uint64_t samples, const std::string& why) {
+  try {
+    (void)read_pickled_index(bytes_of(file), "x_index.npy", samples);
+    ADD_FAILURE() << "accepted: " << why;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::bad_input);
+    EXPECT_NE(e.message().find(why), std::string::npos) << e.message();
+  }
+}
+
 TEST(PickledIndex, ReadsWhatSlipWritesForIntFloatAndStrKeys) {
   FieldIndex idx;
   idx.key_type = FieldType::int64;
@@ -69,13 +79,14 @@ TEST(PickledIndex, ReadsWhatSlipWritesForIntFloatAndStrKeys) {
   got = read_pickled_index(bytes_of(strs), "s", 10);
   EXPECT_EQ(std::get<std::string_view>(got.key(1)), "äpfel");
   EXPECT_EQ(std::get<std::string_view>(got.key(2)), std::string(300, 'z'));
-  // The ids are bounded by the cache: 6 ids in a cache of 5 samples cannot all be its samples.
-  try {
-    (void)read_pickled_index(bytes_of(strs), "s", 5);
-    ADD_FAILURE() << "6 ids accepted for 5 samples";
-  } catch (const Error& e) {
-    EXPECT_NE(e.message().find("more sample ids than the cache's 5 samples"), std::string::npos) << e.message();
-  }
+  // The ids are bounded by the cache: each one of its samples, and no more of them than it has.
+  expect_refused_npy(strs, 5, "lists sample id 7, beyond the cache's 5 samples");
+  FieldIndex twice;
+  twice.key_type = FieldType::str;
+  twice.str_keys = {"a", "b", "c"};
+  twice.offsets = {0, 1, 2, 3};
+  twice.ids = {0, 0, 1};
+  expect_refused_npy(pickled_index_npy(twice), 2, "lists more sample ids than the cache's 2 samples");
 }
 
 TEST(PickledIndex, ReadsThePythonSlipstreamFixture) {

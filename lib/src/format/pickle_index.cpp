@@ -10,6 +10,7 @@
 
 #include "slip/error.hpp"
 #include "slip/npy.hpp"
+#include "util/file_io.hpp"
 #include "util/untrusted.hpp"
 
 namespace slip::detail {
@@ -37,8 +38,9 @@ bool is_node(Kind k) { return k >= Kind::tuple; }
 
 class PickleReader {
  public:
-  PickleReader(std::span<const std::byte> pickle, uint64_t base, const std::string& path, uint64_t samples)
-      : p_(pickle), base_(base), path_(path), samples_(samples) {
+  PickleReader(std::span<const std::byte> pickle, uint64_t base, const std::string& path, uint64_t samples,
+               const MappedFile* mapped = nullptr)
+      : p_(pickle), base_(base), path_(path), samples_(samples), mapped_(mapped) {
     // 2 values per key, at most one key per sample (+1: a NaN key of the Python form).
     const uint64_t per_samples = samples > (uint64_t{1} << 40) ? uint64_t{1} << 41 : 2 * (samples + 1);
     budget_ = std::min<uint64_t>(per_samples + kBudgetSlack, uint64_t{1} << 31);
@@ -46,14 +48,18 @@ class PickleReader {
 
   PickledIndex run() {
     scan();
+    release_behind(p_.size());
     pos_ = 0;
+    released_ = 0;
     memo_count_ = 0;
     for (;;) {
+      if (pos_ - released_ >= kReleaseStep) release_behind(pos_);
       op_at_ = pos_;
       const uint8_t op = u8(pos_++);
       if (op == '.') break;
       step(op);
     }
+    release_behind(p_.size());
     if (stack_.size() != 1 || !marks_.empty()) refuse("leaves " + std::to_string(stack_.size()) + " objects at STOP", op_at_);
     return result(stack_[0]);
   }
@@ -108,6 +114,12 @@ class PickleReader {
     return {base + v.bits, v.len};
   }
 
+  static constexpr uint64_t kReleaseStep = uint64_t{32} << 20;
+  void release_behind(uint64_t upto) {
+    if (mapped_) mapped_->release_resident_pages(0, base_ + upto);
+    released_ = upto;
+  }
+
   // ---- pass 1: opcodes, argument bounds, and which memo entries are ever read back ----------
 
   // Every memo index is the count of entries before it, as CPython's pickler and numpy write
@@ -116,6 +128,7 @@ class PickleReader {
     if (p_.size() < 2 || u8(0) != 0x80) refuse("does not start with a PROTO opcode", 0);
     for (;;) {
       if (pos_ >= p_.size()) refuse("ends without STOP", pos_);
+      if (pos_ - released_ >= kReleaseStep) release_behind(pos_);
       op_at_ = pos_;
       const uint8_t op = u8(pos_++);
       switch (op) {
@@ -412,6 +425,15 @@ class PickleReader {
                  : !(shape.size() == 1 && data.kind == Kind::bytes && shape[0].bits <= data.len / 8 && data.len == shape[0].bits * 8))
         refuse(object ? "holds an object array that is not 0-d with one element"
                       : "holds an int64 array whose bytes do not match its shape");
+      if (!object) {  // every id a sample of the cache (read now, while its pages are resident)
+        const char* bytes = text_of(data).data();
+        for (uint64_t i = 0; i < shape[0].bits; ++i) {
+          int64_t id = 0;
+          std::memcpy(&id, bytes + i * 8, 8);
+          if (id < 0 || static_cast<uint64_t>(id) >= samples_)
+            refuse("lists sample id " + std::to_string(id) + ", beyond the cache's " + std::to_string(samples_) + " samples");
+        }
+      }
       Node& a = node(obj);
       a.object_dtype = object;
       a.count = object ? 0 : shape[0].bits;
@@ -611,6 +633,8 @@ class PickleReader {
   uint64_t base_;
   const std::string& path_;
   uint64_t samples_;
+  const MappedFile* mapped_;
+  uint64_t released_ = 0;
   uint64_t budget_ = 0, held_ = 0;
   uint64_t pos_ = 0, op_at_ = 0;
   uint64_t memo_count_ = 0;
@@ -651,14 +675,24 @@ std::vector<int64_t> PickledIndex::ids(size_t k) const {
   return out;
 }
 
-PickledIndex read_pickled_index(std::span<const std::byte> file, const std::string& path, uint64_t samples) {
+namespace {
+
+PickledIndex read_npy(std::span<const std::byte> file, const std::string& path, uint64_t samples, const MappedFile* mapped) {
   const NpyHeader h = parse_npy_header(file, path);
   if (h.descr != "'|O'" || !h.shape.empty() || h.fortran_order)
     throw Error(Errc::bad_input, "not a pickled 0-d object array (descr " + escape_for_terminal(h.descr) + ")")
         .with_path(path)
         .with_offset(10);
   if (h.data_offset > file.size()) throw Error(Errc::bad_input, "truncated").with_path(path).with_offset(file.size());
-  return PickleReader(file.subspan(h.data_offset), h.data_offset, path, samples).run();
+  return PickleReader(file.subspan(h.data_offset), h.data_offset, path, samples, mapped).run();
 }
+
+}  // namespace
+
+PickledIndex read_pickled_index(std::span<const std::byte> file, const std::string& path, uint64_t samples) {
+  return read_npy(file, path, samples, nullptr);
+}
+
+PickledIndex read_pickled_index(const MappedFile& file, uint64_t samples) { return read_npy(file.bytes(), file.path(), samples, &file); }
 
 }  // namespace slip::detail

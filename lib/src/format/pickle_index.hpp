@@ -26,6 +26,8 @@
 
 namespace slip::detail {
 
+class MappedFile;
+
 namespace pickle {
 
 enum class Kind : uint8_t { none, boolean, integer, real, str, bytes, global, ids, tuple, list, dict, dtype, array };
@@ -94,6 +96,10 @@ class PickledIndex {
 // `file` is the whole .npy file (header descr '|O', shape ()); `samples` the cache's sample
 // count, which bounds what the pickle may hold (keys, ids, objects held at once). Throws
 // Error(bad_input) naming `path` with the byte offset of what was refused. Never executes anything.
+// Every id must be a sample of the cache (0 <= id < samples): checked as each array is built.
 PickledIndex read_pickled_index(std::span<const std::byte> file, const std::string& path, uint64_t samples);
+// The same on a mapped file, releasing the pages behind each pass (RSS bounded however large
+// the pickle: slip's index of 3 M values is 400 MB). Keys then fault their pages back in.
+PickledIndex read_pickled_index(const MappedFile& file, uint64_t samples);
 
 }  // namespace slip::detail
