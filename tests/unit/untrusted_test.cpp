@@ -82,8 +82,15 @@ TEST(FieldFiles, FieldsWhoseFilesCoincideNowOrLaterAreRefused) {
   refused({spec("label", FieldType::int64), spec("label_index", FieldType::int64)}, "reserved");  // the Python loader's glob
   // What never meets: siblings belong to image fields, indexes to the others.
   Schema ok;
-  ok.fields = {image, spec("label", FieldType::int64), spec("index", FieldType::int64), spec("path", FieldType::str), spec("meta.width", FieldType::int64),
-               spec("x", FieldType::int64), spec("x_yuv420.meta", FieldType::int64), spec("image.bin", FieldType::str), spec("manifest.json", FieldType::int64)};
+  ok.fields = {image,
+               spec("label", FieldType::int64),
+               spec("index", FieldType::int64),
+               spec("path", FieldType::str),
+               spec("meta.width", FieldType::int64),
+               spec("x", FieldType::int64),
+               spec("x_yuv420.meta", FieldType::int64),
+               spec("image.bin", FieldType::str),
+               spec("manifest.json", FieldType::int64)};
   EXPECT_NO_THROW(check_schema_names(ok, "tar"));
 }
 

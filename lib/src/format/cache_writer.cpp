@@ -67,9 +67,8 @@ CacheWriter::CacheWriter(fs::path dir, Schema schema) : dir_(std::move(dir)), sc
     columns_.push_back(std::move(col));
   }
   // A cache whose every field is 0 bytes a sample could claim any num_samples: Cache::open refuses it.
-  if (!columns_.empty() && std::all_of(columns_.begin(), columns_.end(), [](const auto& c) {
-        return c->spec.type == FieldType::ndarray && c->ndarray_sample_bytes == 0;
-      }))
+  if (!columns_.empty() && std::all_of(columns_.begin(), columns_.end(),
+                                       [](const auto& c) { return c->spec.type == FieldType::ndarray && c->ndarray_sample_bytes == 0; }))
     throw Error(Errc::bad_input, "field \"" + detail::escape_for_terminal(columns_[0]->spec.name) +
                                      "\": every field holds 0 bytes a sample (empty arrays), so nothing in the cache's files would "
                                      "tie its sample count to them");

@@ -129,8 +129,7 @@ void check_field_files_disjoint(std::span<const std::pair<std::string_view, Fiel
       } else {
         const std::string theirs = "\"" + escape_for_terminal(fields[other.field].first) + "\"";
         msg = std::string(origin) + ": fields " + theirs + " and " + mine + " would share the file " + shared + " (" + theirs + "'s " +
-              std::string(file_kind_description(other.kind)) + ", " + mine + "'s " + std::string(file_kind_description(file.kind)) +
-              ")";
+              std::string(file_kind_description(other.kind)) + ", " + mine + "'s " + std::string(file_kind_description(file.kind)) + ")";
       }
       throw Error(Errc::bad_input, msg + std::string(hint));
     }

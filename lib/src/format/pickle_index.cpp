@@ -364,12 +364,12 @@ class PickleReader {
       case Callable::dtype:  // dtype('O8' | 'i8', False, True)
         if (a.size() != 3 || !(is_str(a[0], "O8") || is_str(a[0], "i8")) || !is_bool(a[1], false) || !is_bool(a[2], true))
           refuse("builds a dtype other than object or int64");
-      {
-        const bool object = is_str(a[0], "O8");
-        out = new_node(Kind::dtype);  // (may move the nodes `a` lives in)
-        node(out).object_dtype = object;
-        break;
-      }
+        {
+          const bool object = is_str(a[0], "O8");
+          out = new_node(Kind::dtype);  // (may move the nodes `a` lives in)
+          node(out).object_dtype = object;
+          break;
+        }
       case Callable::codecs_encode: {  // encode(text, 'latin1'): code points < 256 to bytes
         if (a.size() != 2 || a[0].kind != Kind::str || !is_str(a[1], "latin1")) refuse("calls _codecs.encode other than for bytes");
         const std::string_view t = text_of(a[0]);  // valid UTF-8 (checked when read)
@@ -408,8 +408,8 @@ class PickleReader {
     if (obj.kind == Kind::dtype) {
       // (3, order, None, None, None, -1, -1, flags): '|' and 63 for object, '<' and 0 for int64.
       const bool object = node(obj).object_dtype;
-      if (s.size() != 8 || !is_int(s[0], 3) || !is_str(s[1], object ? "|" : "<") || s[2].kind != Kind::none ||
-          s[3].kind != Kind::none || s[4].kind != Kind::none || !is_int(s[5], -1) || !is_int(s[6], -1) || !is_int(s[7], object ? 63 : 0))
+      if (s.size() != 8 || !is_int(s[0], 3) || !is_str(s[1], object ? "|" : "<") || s[2].kind != Kind::none || s[3].kind != Kind::none ||
+          s[4].kind != Kind::none || !is_int(s[5], -1) || !is_int(s[6], -1) || !is_int(s[7], object ? 63 : 0))
         refuse("gives a dtype a state numpy does not write");
     } else {
       // (1, shape, dtype, False, data)

@@ -14,6 +14,7 @@
 // everything held at once (stack, marks, containers, memo) is counted against what an index of
 // the cache's N samples needs (2 per key, K <= N keys, plus a constant): a 64 MiB pickle of
 // NEWTRUE opcodes is refused after ~65,000 pushes, an index of 3 M keys is read in ~100 MB.
+// Every id is checked against N as its array is built, so the caller need not read them again.
 #pragma once
 
 #include <cstddef>
