@@ -342,7 +342,7 @@ class PickleReader {
   bool is_callable(const Value& v, Callable c) const { return v.kind == Kind::global && v.bits == static_cast<uint64_t>(c); }
   const ValueList& items(const Value& tuple) const { return node(tuple).items; }
 
-  Value tuple_of(std::vector<Value> values) {
+  Value tuple_of(const std::vector<Value>& values) {
     Value t = new_node(Kind::tuple);
     for (const Value& v : values) node(t).items.push_back(v);
     charge(values.size());
@@ -544,7 +544,7 @@ class PickleReader {
       case 0x87: {
         std::vector<Value> items(static_cast<size_t>(op - 0x84));
         for (size_t i = items.size(); i-- > 0;) items[i] = pop();
-        push(tuple_of(std::move(items)));
+        push(tuple_of(items));
         break;
       }
       case 't': {
