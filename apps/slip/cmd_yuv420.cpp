@@ -43,7 +43,7 @@ Action setup_yuv420(CLI::App& sub, const GlobalOptions& global) {
       const double ratio = r.jpeg_bytes ? static_cast<double>(r.bytes) / static_cast<double>(r.jpeg_bytes) : 0.0;
       if (a->json) {
         out.push_back({{"field", r.field},
-                       {"files", {yuv420_sibling_stem(r.field) + ".bin", yuv420_sibling_stem(r.field) + ".meta.npy"}},
+                       {"files", yuv420_sibling_files(r.field)},
                        {"samples", r.samples},
                        {"bytes", r.bytes},
                        {"jpeg_bytes", r.jpeg_bytes},
@@ -56,7 +56,7 @@ Action setup_yuv420(CLI::App& sub, const GlobalOptions& global) {
         spdlog::info("{}: valid YUV420 siblings already present (--force rebuilds)", r.field);
       else if (!global.quiet)
         spdlog::info("{}: {} samples, {} ({:.2f}x the JPEG bytes) in {:.2f} s", r.field, r.samples, human_bytes(r.bytes), ratio, r.seconds);
-      std::cout << printable(yuv420_sibling_stem(r.field)) << ".bin\n" << printable(yuv420_sibling_stem(r.field)) << ".meta.npy\n";
+      for (const std::string& name : yuv420_sibling_files(r.field)) std::cout << printable(name) << "\n";
     }
     if (a->json) print_json({{"command", "yuv420"}, {"path", a->cache}, {"fields", out}});
     return 0;

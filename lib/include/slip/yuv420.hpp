@@ -47,6 +47,8 @@ RgbImage yuv420_to_rgb(std::span<const std::byte> payload, uint32_t width, uint3
 
 // "<field>_yuv420": the stem of the sibling files <stem>.bin and <stem>.meta.npy.
 std::string yuv420_sibling_stem(std::string_view field);
+// The sibling files themselves: {"<field>_yuv420.bin", "<field>_yuv420.meta.npy"}.
+std::vector<std::string> yuv420_sibling_files(std::string_view field);
 
 // The sibling YUV420 copy of a JPEG image field (docs/FORMAT.md#yuv420-siblings), memory-mapped. Opening checks
 // the .npy header, the record count (the cache's N) and every record against the payload file

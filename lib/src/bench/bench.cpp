@@ -222,8 +222,8 @@ BenchReport run_bench(const Cache& cache, const BenchOptions& options, const std
     cache.drop_page_cache();
     if (siblings) {
       // The sibling files are not part of the Cache's mappings: drop them separately.
-      for (const char* ext : {".bin", ".meta.npy"}) {
-        const detail::MappedFile f(cache.path() / (yuv420_sibling_stem(report.field) + ext));
+      for (const std::string& name : yuv420_sibling_files(report.field)) {
+        const detail::MappedFile f(cache.path() / name);
         f.drop_page_cache();
       }
     }

@@ -1,4 +1,5 @@
 // Opening a cache: the manifest, memory maps of every storage file, structural checks.
+#include <algorithm>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
@@ -140,6 +141,15 @@ Cache Cache::open(const fs::path& dir) {
     for (size_t i = 0; i < m.fields.size(); ++i) m.field_by_name.emplace(m.fields[i].name, i);
     // Without a field nothing ties num_samples to a file (10^18 would be accepted).
     if (m.fields.empty()) throw Error(Errc::bad_input, "manifest has no fields (a cache holds at least one)");
+    // A field whose files are another's (an int field "image_yuv420.meta" owns the records
+    // `slip yuv420` writes for "image") is clobbered by the next command: refused at open, so
+    // index and yuv420 never write into a data field.
+    {
+      std::vector<std::pair<std::string_view, FieldType>> named;
+      named.reserve(m.fields.size());
+      for (const CacheField& f : m.fields) named.emplace_back(f.name, field_type_from_name(f.type_name));
+      detail::check_field_files_disjoint(named, "manifest", "; slip never writes such a cache");
+    }
     if (auto slip_it = ordered.find("slip"); slip_it != ordered.end() && slip_it->is_object()) {
       const auto& s = *slip_it;
       if (auto c = s.find("checksums"); c != s.end() && c->is_object())
@@ -182,7 +192,10 @@ Cache Cache::open(const fs::path& dir) {
 
   // Map every storage file and check what reading relies on.
   const uint64_t n = m.num_samples;
+  bool sized = false;                           // some field's files grow with num_samples
+  const CacheField* zero_size_field = nullptr;  // one whose samples are 0 bytes (shape (N, 0))
   for (CacheField& f : m.fields) {
+    if (f.type != FieldType::int64 && f.type != FieldType::float64 && f.type != FieldType::ndarray) sized = true;
     for (const std::string& name : f.files) {
       const fs::path p = dir / name;
       if (!present(p)) throw Error(Errc::bad_input, "storage file of field \"" + f.name + "\" is missing").with_path(p.string());
@@ -243,12 +256,25 @@ Cache Cache::open(const fs::path& dir) {
         const size_t elem = npy_dtype_size(f.dtype);
         if (elem == 0) throw Error(Errc::bad_input, "unsupported dtype " + h.descr).with_path(m.file_path(f.files[0])).with_offset(10);
         need_bytes(f.files[0], h.element_count(), elem);
+        const bool empty_samples = std::find(h.shape.begin() + 1, h.shape.end(), uint64_t{0}) != h.shape.end();
+        if (!empty_samples)
+          sized = true;
+        else if (!zero_size_field)
+          zero_size_field = &f;
         if (f.type == FieldType::int64 && f.dtype == "<f8") f.type = FieldType::float64;
         if (f.shape.size() > 1) f.type = FieldType::ndarray;
         break;
       }
     }
   }
+  // Samples of 0 bytes fit any count: with no other field, num_samples (10^15) is tied to
+  // nothing on disk, and every command that walks the samples would believe it.
+  if (!sized && zero_size_field && n > 0)
+    throw Error(Errc::bad_input, "field \"" + detail::escape_for_terminal(zero_size_field->name) +
+                                     "\" holds 0 bytes a sample and no other field ties num_samples " + std::to_string(n) +
+                                     " to the files; slip never writes such a cache")
+        .with_path(m.file_path(zero_size_field->files[0]))
+        .with_offset(10);
   return cache;
 }
 
@@ -318,7 +344,14 @@ std::string_view Cache::string(size_t field, uint64_t sample) const {
         .with_path(impl_->file_path(f.files[1]))
         .with_sample(sample)
         .with_offset(at);
-  return {reinterpret_cast<const char*>(bin.bytes().data()) + row[0], row[1]};
+  const std::string_view text(reinterpret_cast<const char*>(bin.bytes().data()) + row[0], row[1]);
+  // str fields are UTF-8 (the Python loader decodes them, and raises UnicodeDecodeError).
+  if (const auto bad = detail::invalid_utf8_at(text))
+    throw Error(Errc::bad_input, "field \"" + detail::escape_for_terminal(f.name) + "\": string is not valid UTF-8")
+        .with_path(impl_->file_path(f.files[0]))
+        .with_sample(sample)
+        .with_offset(row[0] + *bad);
+  return text;
 }
 
 int64_t Cache::int_value(size_t field, uint64_t sample) const {

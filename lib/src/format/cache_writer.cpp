@@ -1,5 +1,6 @@
 #include "format/cache_writer.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "format/layout.hpp"
@@ -52,9 +53,9 @@ CacheWriter::CacheWriter(fs::path dir, Schema schema) : dir_(std::move(dir)), sc
     if (is_payload_type(spec.type)) {
       // Every payload has its own checksum (<f>.xxh3.npy) and the records tile the file
       // (verify checks both): a whole-file checksum would hash every byte a second time.
-      col->data = std::make_unique<FileWriter>(dir_ / (spec.name + ".bin"), size_t{256} << 10, FileWriter::Checksum::none);
+      col->data = std::make_unique<FileWriter>(dir_ / field_file(spec.name, FileKind::bin), size_t{256} << 10, FileWriter::Checksum::none);
     } else if (spec.type == FieldType::str) {
-      col->data = std::make_unique<FileWriter>(dir_ / (spec.name + ".bin"));
+      col->data = std::make_unique<FileWriter>(dir_ / field_file(spec.name, FileKind::bin));
     } else if (spec.type == FieldType::ndarray) {
       col->data = std::make_unique<FileWriter>(dir_ / (spec.name + ".npy.part"));
       uint64_t elems = 1;
@@ -65,6 +66,12 @@ CacheWriter::CacheWriter(fs::path dir, Schema schema) : dir_(std::move(dir)), sc
     }
     columns_.push_back(std::move(col));
   }
+  // A cache whose every field is 0 bytes a sample could claim any num_samples: Cache::open refuses it.
+  if (!columns_.empty() && std::all_of(columns_.begin(), columns_.end(),
+                                       [](const auto& c) { return c->spec.type == FieldType::ndarray && c->ndarray_sample_bytes == 0; }))
+    throw Error(Errc::bad_input, "field \"" + detail::escape_for_terminal(columns_[0]->spec.name) +
+                                     "\": every field holds 0 bytes a sample (empty arrays), so nothing in the cache's files would "
+                                     "tie its sample count to them");
 }
 
 CacheWriter::~CacheWriter() = default;
@@ -134,10 +141,10 @@ WrittenFiles CacheWriter::finish() {
       case FieldType::image:
       case FieldType::bytes: {
         c.data->close();
-        out.storage_sizes.emplace_back(f + ".bin", c.data->bytes_written());
-        auto [size, sum] = write_npy(dir_ / (f + ".meta.npy"), kMetaRecordDescr, {n}, as_bytes_of(c.meta));
-        out.storage_sizes.emplace_back(f + ".meta.npy", size);
-        out.checksums[f + ".meta.npy"] = sum;
+        out.storage_sizes.emplace_back(field_file(f, FileKind::bin), c.data->bytes_written());
+        auto [size, sum] = write_npy(dir_ / field_file(f, FileKind::meta), kMetaRecordDescr, {n}, as_bytes_of(c.meta));
+        out.storage_sizes.emplace_back(field_file(f, FileKind::meta), size);
+        out.checksums[field_file(f, FileKind::meta)] = sum;
         auto [csize, csum] = write_npy(dir_ / checksum_file(f), "'<u8'", {n}, as_bytes_of(c.sums));
         out.checksums[checksum_file(f)] = csum;
         (void)csize;
@@ -146,23 +153,23 @@ WrittenFiles CacheWriter::finish() {
       }
       case FieldType::str: {
         c.data->close();
-        out.storage_sizes.emplace_back(f + ".bin", c.data->bytes_written());
-        out.checksums[f + ".bin"] = c.data->checksum();
-        auto [size, sum] = write_npy(dir_ / (f + ".offsets.npy"), "'<u8'", {n, 2}, as_bytes_of(c.offsets));
-        out.storage_sizes.emplace_back(f + ".offsets.npy", size);
-        out.checksums[f + ".offsets.npy"] = sum;
+        out.storage_sizes.emplace_back(field_file(f, FileKind::bin), c.data->bytes_written());
+        out.checksums[field_file(f, FileKind::bin)] = c.data->checksum();
+        auto [size, sum] = write_npy(dir_ / field_file(f, FileKind::offsets), "'<u8'", {n, 2}, as_bytes_of(c.offsets));
+        out.storage_sizes.emplace_back(field_file(f, FileKind::offsets), size);
+        out.checksums[field_file(f, FileKind::offsets)] = sum;
         break;
       }
       case FieldType::int64: {
-        auto [size, sum] = write_npy(dir_ / (f + ".npy"), "'<i8'", {n}, as_bytes_of(c.ints));
-        out.storage_sizes.emplace_back(f + ".npy", size);
-        out.checksums[f + ".npy"] = sum;
+        auto [size, sum] = write_npy(dir_ / field_file(f, FileKind::npy), "'<i8'", {n}, as_bytes_of(c.ints));
+        out.storage_sizes.emplace_back(field_file(f, FileKind::npy), size);
+        out.checksums[field_file(f, FileKind::npy)] = sum;
         break;
       }
       case FieldType::float64: {
-        auto [size, sum] = write_npy(dir_ / (f + ".npy"), "'<f8'", {n}, as_bytes_of(c.floats));
-        out.storage_sizes.emplace_back(f + ".npy", size);
-        out.checksums[f + ".npy"] = sum;
+        auto [size, sum] = write_npy(dir_ / field_file(f, FileKind::npy), "'<f8'", {n}, as_bytes_of(c.floats));
+        out.storage_sizes.emplace_back(field_file(f, FileKind::npy), size);
+        out.checksums[field_file(f, FileKind::npy)] = sum;
         break;
       }
       case FieldType::ndarray: {
@@ -170,7 +177,7 @@ WrittenFiles CacheWriter::finish() {
         const fs::path part = dir_ / (f + ".npy.part");
         std::vector<uint64_t> shape{n};
         shape.insert(shape.end(), c.spec.shape.begin(), c.spec.shape.end());
-        FileWriter w(dir_ / (f + ".npy"));
+        FileWriter w(dir_ / field_file(f, FileKind::npy));
         w.write(npy_header("'" + c.spec.dtype + "'", shape));
         {
           MappedFile data(part);
@@ -178,8 +185,8 @@ WrittenFiles CacheWriter::finish() {
         }
         w.close();
         fs::remove(part);
-        out.storage_sizes.emplace_back(f + ".npy", w.bytes_written());
-        out.checksums[f + ".npy"] = w.checksum();
+        out.storage_sizes.emplace_back(field_file(f, FileKind::npy), w.bytes_written());
+        out.checksums[field_file(f, FileKind::npy)] = w.checksum();
         break;
       }
     }

@@ -1,8 +1,10 @@
 // Internal: file names and constants of the cache layout (docs/FORMAT.md).
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "slip/schema.hpp"
@@ -16,9 +18,45 @@ inline constexpr int kSlipFormatVersion = 1;
 inline constexpr std::string_view kContentIdSalt = "slipstream-v1";
 inline constexpr std::string_view kCacheSuffix = ".slipstream";
 
+// Every file a field has in a cache, or may get from a later command (docs/FORMAT.md#layout).
+enum class FileKind : uint8_t {
+  bin,            // <f>.bin: payloads (image, bytes) or UTF-8 text (str)
+  meta,           // <f>.meta.npy: payload records
+  offsets,        // <f>.offsets.npy: string (offset, length) rows
+  npy,            // <f>.npy: numbers and arrays
+  payload_sums,   // <f>.xxh3.npy: slip's per-payload checksums
+  pickled_index,  // <f>_index.npy: slip index / Python write_index
+  index_keys,     // <f>.index.keys.npy: slip index
+  index_offsets,  // <f>.index.offsets.npy
+  index_ids,      // <f>.index.ids.npy
+  yuv420_bin,     // <f>_yuv420.bin: slip yuv420 / the Python loader
+  yuv420_meta,    // <f>_yuv420.meta.npy
+};
+
+// THE naming function: every file name of a field is built here, so the collision check
+// below sees exactly the names the writers use.
+std::string field_file(std::string_view field, FileKind kind);
+// What a file of that kind is, for messages ("YUV420 sibling records").
+std::string_view file_kind_description(FileKind kind);
+
+struct FieldFile {
+  std::string name;
+  FileKind kind;
+};
+// Every file a field of `type` has now or may get later: its storage files, slip's checksums
+// (payload fields), the index files (`slip index`, Python write_index: any field but an image
+// field) and the YUV420 siblings (image fields).
+std::vector<FieldFile> field_files(std::string_view field, FieldType type);
+
 // Storage files of a field, main file first, as the Python loader expects them (docs/FORMAT.md#layout).
 std::vector<std::string> storage_files(std::string_view field, FieldType type);
 // slip's per-payload checksum file of an image/bytes field.
 std::string checksum_file(std::string_view field);
+
+// Throws Error(bad_input) "<origin>: fields "A" and "B" would share FILE (A's ..., B's ...)"
+// when a file of one field (field_files, now or after `slip index` / `slip yuv420`) is a file
+// of another, or manifest.json / manifest.json.xxh3. `hint` ends the message.
+void check_field_files_disjoint(std::span<const std::pair<std::string_view, FieldType>> fields, std::string_view origin,
+                                std::string_view hint);
 
 }  // namespace slip::detail

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "format/layout.hpp"
 #include "format/manifest_io.hpp"
 #include "util/atomic_file.hpp"
 #include "slip/error.hpp"
@@ -24,6 +25,10 @@ namespace fs = std::filesystem;
 
 std::string yuv420_sibling_stem(std::string_view field) { return std::string(field) + "_yuv420"; }
 
+std::vector<std::string> yuv420_sibling_files(std::string_view field) {
+  return {detail::field_file(field, detail::FileKind::yuv420_bin), detail::field_file(field, detail::FileKind::yuv420_meta)};
+}
+
 struct Yuv420Siblings::Impl {
   detail::MappedFile bin, meta;
   uint64_t count = 0;
@@ -37,8 +42,8 @@ Yuv420Siblings::Yuv420Siblings(Yuv420Siblings&&) noexcept = default;
 Yuv420Siblings& Yuv420Siblings::operator=(Yuv420Siblings&&) noexcept = default;
 
 std::optional<Yuv420Siblings> Yuv420Siblings::open(const Cache& cache, std::string_view field) {
-  const std::string stem = yuv420_sibling_stem(field);
-  const fs::path bin_path = cache.path() / (stem + ".bin"), meta_path = cache.path() / (stem + ".meta.npy");
+  const auto names = yuv420_sibling_files(field);
+  const fs::path bin_path = cache.path() / names[0], meta_path = cache.path() / names[1];
   std::error_code ec;
   if (!fs::is_regular_file(bin_path, ec) || !fs::is_regular_file(meta_path, ec)) return std::nullopt;
   Yuv420Siblings s;
@@ -65,7 +70,7 @@ std::optional<Yuv420Siblings> Yuv420Siblings::open(const Cache& cache, std::stri
     const uint64_t at = m.table_offset + i * sizeof(MetaRecord);
     if (r.data_ptr > bin_size || r.data_size > bin_size - r.data_ptr)
       throw Error(Errc::bad_input, "payload [" + std::to_string(r.data_ptr) + ", +" + std::to_string(r.data_size) + ") lies outside " +
-                                       stem + ".bin (" + std::to_string(bin_size) + " bytes)")
+                                       names[0] + " (" + std::to_string(bin_size) + " bytes)")
           .with_path(meta_path.string())
           .with_sample(i)
           .with_offset(at);
@@ -115,8 +120,7 @@ bool siblings_are_current(const Cache& cache, const std::string& field, const nl
     const auto s = Yuv420Siblings::open(cache, field);
     if (!s) return false;
     const auto* sums = find_path(manifest, {"slip", "checksums", "files"});
-    const std::string stem = yuv420_sibling_stem(field);
-    for (const std::string& name : {stem + ".bin", stem + ".meta.npy"}) {
+    for (const std::string& name : yuv420_sibling_files(field)) {
       if (!sums || !sums->contains(name)) continue;
       const detail::MappedFile f(cache.path() / name, detail::Open::cache_file);
       if (!(*sums)[name].is_string() || (*sums)[name].get<std::string>() != hex64(xxh3_64(f.bytes()))) return false;
@@ -162,7 +166,7 @@ std::vector<SiblingResult> add_yuv420_siblings(const fs::path& dir, const Siblin
   for (size_t fi : fields) {
     const auto t0 = std::chrono::steady_clock::now();
     const CacheField& f = cache.fields()[fi];
-    const std::string stem = yuv420_sibling_stem(f.name);
+    const auto names = yuv420_sibling_files(f.name);  // .bin, .meta.npy
     SiblingResult result;
     result.field = f.name;
     result.samples = n;
@@ -173,7 +177,7 @@ std::vector<SiblingResult> add_yuv420_siblings(const fs::path& dir, const Siblin
       results.push_back(result);
       continue;
     }
-    detail::AtomicFile bin_file(dir / (stem + ".bin")), meta_file(dir / (stem + ".meta.npy"));
+    detail::AtomicFile bin_file(dir / names[0]), meta_file(dir / names[1]);
     detail::FileWriter bin(bin_file.temp_path());
     std::vector<MetaRecord> table(n);
     const size_t batch = std::max<size_t>(64, size_t{threads} * 16);
@@ -218,15 +222,15 @@ std::vector<SiblingResult> add_yuv420_siblings(const fs::path& dir, const Siblin
     // Never let a reader pair an old table with new payloads: the old table goes first (a
     // loader then sees the siblings as absent), the new table arrives last.
     std::error_code ec;
-    fs::remove(dir / (stem + ".meta.npy"), ec);
+    fs::remove(dir / names[1], ec);
     bin_file.commit();
     meta_file.commit();
     if (slip_written) {
       auto& slip = manifest["slip"];
       if (!slip.contains("checksums") || !slip["checksums"].is_object())
         slip["checksums"] = {{"algorithm", "xxh3-64"}, {"files", nlohmann::ordered_json::object()}};
-      slip["checksums"]["files"][stem + ".bin"] = hex64(bin.checksum());
-      slip["checksums"]["files"][stem + ".meta.npy"] = hex64(meta.checksum());
+      slip["checksums"]["files"][names[0]] = hex64(bin.checksum());
+      slip["checksums"]["files"][names[1]] = hex64(meta.checksum());
       slip["yuv420_siblings"][f.name] = {{"num_samples", n}, {"bytes", offset}, {"decoder", "turbojpeg"}};
       manifest_changed = true;
     }

@@ -32,11 +32,12 @@ size_t field_position(const Cache& cache, std::string_view field) {
 
 }  // namespace
 
-std::string pickled_index_name(std::string_view field) { return std::string(field) + "_index.npy"; }
+std::string pickled_index_name(std::string_view field) { return detail::field_file(field, detail::FileKind::pickled_index); }
 
 std::vector<std::string> csr_index_names(std::string_view field) {
-  const std::string f(field);
-  return {f + ".index.keys.npy", f + ".index.offsets.npy", f + ".index.ids.npy"};
+  using detail::FileKind;
+  return {detail::field_file(field, FileKind::index_keys), detail::field_file(field, FileKind::index_offsets),
+          detail::field_file(field, FileKind::index_ids)};
 }
 
 std::optional<size_t> FieldIndex::find(int64_t value) const {

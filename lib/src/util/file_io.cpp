@@ -234,6 +234,13 @@ void MappedFile::release_resident_pages() const noexcept {
   if (data_) ::madvise(const_cast<std::byte*>(data_), size_, MADV_DONTNEED);
 }
 
+void MappedFile::release_resident_pages(uint64_t begin, uint64_t end) const noexcept {
+  static const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  end = std::min(end, size_);
+  const uint64_t first = (begin + page - 1) / page * page, last = end / page * page;  // whole pages inside
+  if (data_ && first < last) ::madvise(const_cast<std::byte*>(data_) + first, last - first, MADV_DONTNEED);
+}
+
 void MappedFile::advise_sequential() const noexcept {
   if (data_) ::madvise(const_cast<std::byte*>(data_), size_, MADV_SEQUENTIAL);
 }

@@ -122,6 +122,9 @@ class MappedFile {
   // cache: the next access faults them back in cheaply. Bounds the RSS of a reader that
   // touches a whole cache (verify, bench), which batch schedulers count against a job.
   void release_resident_pages() const noexcept;
+  // The same for the whole pages inside [begin, end) only: a reader that walks a file once
+  // releases what lies behind it.
+  void release_resident_pages(uint64_t begin, uint64_t end) const noexcept;
   // For readers that walk the file front to back once (source chunks, not caches read in
   // shuffled order): aggressive read-ahead (MADV_SEQUENTIAL).
   void advise_sequential() const noexcept;

@@ -49,13 +49,19 @@ bool is_c1_control(std::string_view text, size_t i, size_t n) noexcept {
 
 }  // namespace
 
-bool is_valid_utf8(std::string_view text) noexcept {
+bool is_valid_utf8(std::string_view text) noexcept { return !invalid_utf8_at(text); }
+
+std::optional<size_t> invalid_utf8_at(std::string_view text) noexcept {
   for (size_t i = 0; i < text.size();) {
+    if (static_cast<unsigned char>(text[i]) < 0x80) {  // ASCII runs: most text
+      ++i;
+      continue;
+    }
     const size_t n = utf8_sequence_length(text, i);
-    if (n == 0) return false;
+    if (n == 0) return i;
     i += n;
   }
-  return true;
+  return std::nullopt;
 }
 
 std::string escape_for_terminal(std::string_view text) {
@@ -129,8 +135,9 @@ void check_field_name(std::string_view name, std::string_view what) {
 }
 
 void check_schema_names(const Schema& schema, std::string_view origin) {
-  std::map<std::string, std::string> owner;  // storage file -> field that writes it
-  std::map<std::string, size_t> position;    // name -> field position
+  std::unordered_map<std::string_view, size_t> position;  // name -> field position
+  std::vector<std::pair<std::string_view, FieldType>> fields;
+  fields.reserve(schema.fields.size());
   for (size_t i = 0; i < schema.fields.size(); ++i) {
     const FieldSpec& f = schema.fields[i];
     check_field_name(f.name, std::string(origin) + " field name");
@@ -138,17 +145,10 @@ void check_schema_names(const Schema& schema, std::string_view origin) {
       throw Error(Errc::bad_input, std::string(origin) + ": fields " + std::to_string(it->second) + " and " + std::to_string(i) +
                                        " have the same name \"" + escape_for_terminal(f.name) +
                                        "\" (one would replace the other; --rename OLD=NEW renames one)");
-    std::vector<std::string> files = storage_files(f.name, f.type);
-    if (is_payload_type(f.type)) files.push_back(checksum_file(f.name));
-    for (const std::string& file : files) {
-      auto [it, inserted] = owner.emplace(file, f.name);
-      if (!inserted)
-        throw Error(Errc::bad_input, std::string(origin) + ": fields \"" + escape_for_terminal(it->second) + "\" and \"" +
-                                         escape_for_terminal(f.name) + "\" " +
-                                         (it->second == f.name ? "have the same name" : "would both write " + escape_for_terminal(file)) +
-                                         " (--rename OLD=NEW renames one)");
-    }
+    fields.emplace_back(f.name, f.type);
   }
+  // Every file each field has or may get (indexes, YUV420 siblings) from the one naming function.
+  check_field_files_disjoint(fields, origin, " (--rename OLD=NEW renames one)");
 }
 
 namespace {

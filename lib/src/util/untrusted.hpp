@@ -26,6 +26,8 @@ inline constexpr size_t kMaxJsonDepth = 64;
 
 // True when `text` is well-formed UTF-8 (no overlongs, no surrogates, <= U+10FFFF).
 bool is_valid_utf8(std::string_view text) noexcept;
+// The offset of the first byte that does not start a well-formed UTF-8 sequence, if any.
+std::optional<size_t> invalid_utf8_at(std::string_view text) noexcept;
 
 // `text` with every control character (C0, DEL, C1) and every byte that is not valid UTF-8
 // escaped as \xNN / \n / \t / \r, so it cannot move the cursor, set a title or start a new
@@ -48,8 +50,10 @@ std::string reserved_name_problem(std::string_view name);
 void check_field_name(std::string_view name, std::string_view what);
 
 // Checks every field name of a schema about to be written (check_field_name), and that no two
-// fields share a name or a storage file ("a.offsets" as an int field would write the string
-// field "a"'s offsets file). `origin` names the source in the message. Throws Error(bad_input).
+// fields share a name or a file, now or after `slip index` / `slip yuv420` ("a.offsets" as an
+// int field would write the string field "a"'s offsets file, "image_yuv420.meta" the YUV420
+// records of "image"; format/layout.hpp check_field_files_disjoint). `origin` names the source
+// in the message. Throws Error(bad_input).
 void check_schema_names(const Schema& schema, std::string_view origin);
 
 // `text` as a decimal integer of type T: digits only ('-' first for a signed T), the whole text,

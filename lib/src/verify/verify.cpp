@@ -151,7 +151,7 @@ void check_payload_field(const Cache& cache, size_t fi, IssueSink& sink, VerifyR
 void check_yuv420_siblings(const Cache& cache, size_t fi, IssueSink& sink, VerifyReport& report, const VerifyOptions& options,
                            unsigned threads) {
   const CacheField& f = cache.fields()[fi];
-  const std::string stem = yuv420_sibling_stem(f.name);
+  const std::vector<std::string> sibling = yuv420_sibling_files(f.name);  // .bin, .meta.npy
   std::optional<Yuv420Siblings> siblings;
   try {
     siblings = Yuv420Siblings::open(cache, f.name);
@@ -176,7 +176,7 @@ void check_yuv420_siblings(const Cache& cache, size_t fi, IssueSink& sink, Verif
     if (jpeg_record.width && jpeg_record.height &&
         (yuv_record.width != jpeg_record.width + jpeg_record.width % 2 ||
          yuv_record.height != jpeg_record.height + jpeg_record.height % 2)) {
-      sink.add(stem + ".meta.npy", i, f.name,
+      sink.add(sibling[1], i, f.name,
                "YUV420 copy is " + std::to_string(yuv_record.width) + "x" + std::to_string(yuv_record.height) + " but its JPEG is " +
                    std::to_string(jpeg_record.width) + "x" + std::to_string(jpeg_record.height));
       return;
@@ -186,7 +186,7 @@ void check_yuv420_siblings(const Cache& cache, size_t fi, IssueSink& sink, Verif
       const Yuv420Image fresh = rgb_to_yuv420(decode_to_rgb(cache.payload(fi, i)));
       const auto stored = siblings->payload(i);
       if (fresh.planes.size() != stored.size()) {
-        sink.add(stem + ".bin", i, f.name,
+        sink.add(sibling[0], i, f.name,
                  "YUV420 copy has " + std::to_string(stored.size()) + " bytes, a fresh conversion " + std::to_string(fresh.planes.size()));
         return;
       }
@@ -204,7 +204,7 @@ void check_yuv420_siblings(const Cache& cache, size_t fi, IssueSink& sink, Verif
       report.decode_mean_diff = std::max(report.decode_mean_diff, mean);
       if (max_diff > options.max_diff || mean > options.mean_diff)
         sink.add(
-            stem + ".bin", i, f.name,
+            sibling[0], i, f.name,
             "YUV420 copy differs from a fresh conversion of its JPEG: max " + std::to_string(max_diff) + ", mean " + std::to_string(mean));
     } catch (const Error& e) {
       sink.add(f.files[0], i, f.name, "image does not decode: " + e.message());
@@ -216,7 +216,8 @@ void check_string_field(const Cache& cache, size_t fi, IssueSink& sink) {
   const CacheField& f = cache.fields()[fi];
   const auto table = cache.file_bytes(f.files[1]);
   const uint64_t base = cache.npy_data_offset(f.files[1]);
-  const uint64_t bin_size = cache.file_bytes(f.files[0]).size();
+  const auto bin = cache.file_bytes(f.files[0]);
+  const uint64_t bin_size = bin.size();
   uint64_t expect = 0;
   for (uint64_t i = 0; i < cache.size(); ++i) {
     uint64_t row[2];
@@ -230,6 +231,11 @@ void check_string_field(const Cache& cache, size_t fi, IssueSink& sink) {
       return;
     }
     expect = row[0] + row[1];
+    // UTF-8, as slip writes and the Python loader decodes it (UnicodeDecodeError otherwise).
+    if (i % 65536 == 0) cache.keep_resident_below();
+    const std::string_view text(reinterpret_cast<const char*>(bin.data()) + row[0], row[1]);
+    if (const auto bad = detail::invalid_utf8_at(text))
+      sink.add(f.files[0], i, f.name, "string is not valid UTF-8 (byte " + std::to_string(row[0] + *bad) + ")");
   }
   if (expect != bin_size)
     sink.add(f.files[0], std::nullopt, f.name,
@@ -250,10 +256,7 @@ void check_directory_entries(const Cache& cache, IssueSink& sink, VerifyReport& 
     known.insert(f.files.begin(), f.files.end());
     known.insert(detail::checksum_file(f.name));
     for (const std::string& name : csr_index_names(f.name)) known.insert(name);
-    if (f.type == FieldType::image) {
-      known.insert(yuv420_sibling_stem(f.name) + ".bin");
-      known.insert(yuv420_sibling_stem(f.name) + ".meta.npy");
-    }
+    for (detail::FieldFile& file : detail::field_files(f.name, field_type_from_name(f.type_name))) known.insert(std::move(file.name));
   }
   try {  // what the manifest lists (e.g. checksummed files of a newer slip)
     const auto manifest = detail::parse_json_bounded(cache.manifest_text());
@@ -286,17 +289,11 @@ void check_directory_entries(const Cache& cache, IssueSink& sink, VerifyReport& 
       const std::string field = name.substr(0, name.size() - 10);
       try {
         const detail::MappedFile file(p, detail::Open::cache_file);
-        const detail::PickledIndex idx = detail::read_pickled_index(file.bytes(), name);
-        const auto fi = cache.field_index(field);
-        if (!fi) report.notes.push_back(detail::escape_for_terminal(name) + " indexes a field the cache does not have");
-        for (size_t k = 0; k < idx.ids.size(); ++k)
-          for (int64_t id : idx.ids[k])
-            if (id < 0 || static_cast<uint64_t>(id) >= cache.size()) {
-              sink.add(name, std::nullopt, fi ? field : "",
-                       "index lists sample id " + std::to_string(id) + ", beyond the cache's " + std::to_string(cache.size()) + " samples");
-              k = idx.ids.size() - 1;
-              break;
-            }
+        // Bounded by the cache (every id one of its samples, at most N of them, ~32 bytes a
+        // key), the file's pages released behind the reader.
+        (void)detail::read_pickled_index(file, cache.size());
+        if (!cache.field_index(field))
+          report.notes.push_back(detail::escape_for_terminal(name) + " indexes a field the cache does not have");
       } catch (const Error& e) {
         sink.add(name, std::nullopt, "", e.message() + (e.offset() ? " (byte " + std::to_string(*e.offset()) + ")" : ""));
       }
