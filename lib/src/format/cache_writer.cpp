@@ -15,7 +15,9 @@ namespace fs = std::filesystem;
 
 struct CacheWriter::Column {
   FieldSpec spec;
-  std::unique_ptr<FileWriter> data;  // <f>.bin, or <f>.npy.part for ndarray element bytes
+  std::unique_ptr<FileWriter> data;      // str: <f>.bin; ndarray: <f>.npy.part, the element bytes
+  std::unique_ptr<PlacedWriter> placed;  // image/bytes: <f>.bin
+  uint64_t appended_end = 0;             // image/bytes: where the next record must start
   std::vector<MetaRecord> meta;      // image/bytes
   std::vector<uint64_t> offsets;     // str: (offset, length) pairs
   std::vector<uint64_t> sums;        // image/bytes: XXH3-64 per payload
@@ -52,7 +54,7 @@ CacheWriter::CacheWriter(fs::path dir, Schema schema) : dir_(std::move(dir)), sc
     if (is_payload_type(spec.type)) {
       // Every payload has its own checksum (<f>.xxh3.npy) and the records tile the file
       // (verify checks both): a whole-file checksum would hash every byte a second time.
-      col->data = std::make_unique<FileWriter>(dir_ / (spec.name + ".bin"), size_t{256} << 10, FileWriter::Checksum::none);
+      col->placed = std::make_unique<PlacedWriter>(dir_ / (spec.name + ".bin"));
     } else if (spec.type == FieldType::str) {
       col->data = std::make_unique<FileWriter>(dir_ / (spec.name + ".bin"));
     } else if (spec.type == FieldType::ndarray) {
@@ -69,18 +71,27 @@ CacheWriter::CacheWriter(fs::path dir, Schema schema) : dir_(std::move(dir)), sc
 
 CacheWriter::~CacheWriter() = default;
 
-void CacheWriter::append(std::span<const Value> values, std::span<const uint64_t> payload_sums) { append(values, payload_sums, false); }
-
-void CacheWriter::append_borrowing(std::span<const Value> values, std::span<const uint64_t> payload_sums) {
-  append(values, payload_sums, true);
+void CacheWriter::place(std::span<const Value> values, std::span<uint64_t> offsets) {
+  for (size_t i = 0; i < columns_.size() && i < values.size(); ++i)
+    if (columns_[i]->placed) offsets[i] = columns_[i]->placed->reserve(values[i].bytes.size());
 }
 
-void CacheWriter::release_borrowed() {
-  for (auto& c : columns_)  // only payload columns borrow; the others keep their small buffers
-    if (c->data && is_payload_type(c->spec.type)) c->data->flush();
+void CacheWriter::open_window() {
+  for (auto& c : columns_)
+    if (c->placed) c->placed->open_window();
 }
 
-void CacheWriter::append(std::span<const Value> values, std::span<const uint64_t> payload_sums, bool borrow) {
+void CacheWriter::write_placed(std::span<const Value> values, std::span<const uint64_t> offsets) const {
+  for (size_t i = 0; i < columns_.size() && i < values.size(); ++i)
+    if (columns_[i]->placed) columns_[i]->placed->write_at(offsets[i], values[i].bytes);
+}
+
+void CacheWriter::close_window() {
+  for (auto& c : columns_)
+    if (c->placed) c->placed->close_window();
+}
+
+void CacheWriter::append(std::span<const Value> values, std::span<const uint64_t> payload_sums, std::span<const uint64_t> offsets) {
   if (values.size() != columns_.size())
     throw Error(Errc::bad_input,
                 "sample has " + std::to_string(values.size()) + " values for " + std::to_string(columns_.size()) + " fields");
@@ -90,11 +101,12 @@ void CacheWriter::append(std::span<const Value> values, std::span<const uint64_t
     switch (c.spec.type) {
       case FieldType::image:
       case FieldType::bytes: {
-        const uint64_t ptr = c.data->bytes_written();
-        if (borrow)
-          c.data->write_borrowed(v.bytes);
-        else
-          c.data->write(v.bytes);
+        // The records tile the file in sample order: place() and append() saw the same samples.
+        const uint64_t ptr = offsets[i];
+        if (ptr != c.appended_end)
+          throw Error(Errc::io, "internal error: field \"" + c.spec.name + "\" placed at byte " + std::to_string(ptr) + ", expected " +
+                                    std::to_string(c.appended_end));
+        c.appended_end += v.bytes.size();
         const bool image = c.spec.type == FieldType::image;
         c.meta.push_back({ptr, v.bytes.size(), image ? v.height : 0u, image ? v.width : 0u});
         c.sums.push_back(payload_sums[i]);
@@ -133,8 +145,10 @@ WrittenFiles CacheWriter::finish() {
     switch (c.spec.type) {
       case FieldType::image:
       case FieldType::bytes: {
-        c.data->close();
-        out.storage_sizes.emplace_back(f + ".bin", c.data->bytes_written());
+        c.placed->close();
+        if (c.placed->bytes_written() != c.appended_end)
+          throw Error(Errc::io, "internal error: field \"" + f + "\" has bytes placed for samples never appended");
+        out.storage_sizes.emplace_back(f + ".bin", c.placed->bytes_written());
         auto [size, sum] = write_npy(dir_ / (f + ".meta.npy"), kMetaRecordDescr, {n}, as_bytes_of(c.meta));
         out.storage_sizes.emplace_back(f + ".meta.npy", size);
         out.checksums[f + ".meta.npy"] = sum;

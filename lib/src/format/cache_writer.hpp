@@ -1,6 +1,6 @@
 // Internal: writes the storage files of one cache, sample by sample, in a given directory.
 // Memory grows only with the per-sample tables (24 bytes per payload field, 16 per string
-// field, 8 per number); payloads stream straight to <f>.bin.
+// field, 8 per number); payloads are written in place in <f>.bin by the caller's threads.
 #pragma once
 
 #include <filesystem>
@@ -15,6 +15,7 @@
 namespace slip::detail {
 
 class FileWriter;
+class PlacedWriter;
 
 struct WrittenFiles {
   // Storage files of every field in field order (main file, then table) -> size; this is the
@@ -32,15 +33,23 @@ class CacheWriter {
   CacheWriter(const CacheWriter&) = delete;
   CacheWriter& operator=(const CacheWriter&) = delete;
 
-  // Appends one sample: one Value per schema field. For image fields, Value::height/width
-  // must already hold the stored image's dimensions. `payload_sums` holds the XXH3-64 of each
-  // payload field's bytes (indexed like the schema; ignored for other fields).
-  void append(std::span<const Value> values, std::span<const uint64_t> payload_sums);
-  // As append, without copying the payload bytes: the caller keeps `values` alive and
-  // unchanged until release_borrowed() (a conversion's batch, released once written).
-  void append_borrowing(std::span<const Value> values, std::span<const uint64_t> payload_sums);
-  // Hands every borrowed byte to the kernel: the values appended so far may be released.
-  void release_borrowed();
+  // A sample's payload bytes (image and bytes fields) are placed and written in parallel, its
+  // records appended in order:
+  //  1. place(), in sample order, on one thread: gives each payload field its offset in <f>.bin
+  //     (`offsets`, indexed like the schema; other fields' entries are left alone);
+  //  2. open_window(), on that thread, then write_placed() for each placed sample, on any
+  //     threads, in any order, then close_window() once all are written;
+  //  3. append(), in the same sample order, on one thread: one Value per schema field, with the
+  //     offsets place() gave. For image fields, Value::height/width must already hold the
+  //     stored image's dimensions; `payload_sums` holds the XXH3-64 of each payload field's
+  //     bytes (indexed like the schema; ignored for other fields). Other fields are written here.
+  // The payload bytes of one sample are written before its records are appended or after, as
+  // long as every sample placed is written before finish().
+  void place(std::span<const Value> values, std::span<uint64_t> offsets);
+  void open_window();
+  void write_placed(std::span<const Value> values, std::span<const uint64_t> offsets) const;
+  void close_window();
+  void append(std::span<const Value> values, std::span<const uint64_t> payload_sums, std::span<const uint64_t> offsets);
   uint64_t count() const noexcept { return count_; }
   uint64_t payload_bytes() const noexcept { return payload_bytes_; }
 
@@ -49,7 +58,6 @@ class CacheWriter {
 
  private:
   struct Column;
-  void append(std::span<const Value> values, std::span<const uint64_t> payload_sums, bool borrow);
   std::filesystem::path dir_;
   Schema schema_;
   std::vector<std::unique_ptr<Column>> columns_;
