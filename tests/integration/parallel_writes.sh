@@ -72,7 +72,7 @@ pass "tar shards: the bytes field is the members' bytes in shard order"
 # A disk that fills up while the workers write through the mapping: exit 4 naming the file.
 mkdir -p "$WORK/small"
 if mount -t tmpfs -o size=2m tmpfs "$WORK/small" 2>/dev/null; then
-  expect_status 4 "$SLIP" convert "$WORK"/s{0..2}.tar -o "$WORK/small" --non-jpeg keep -j 3
+  expect_status 4 "$SLIP" convert "$WORK"/s{0..2}.tar -o "$WORK/small" --non-jpeg keep -j 8
   grep -q "No space left on device" "$WORK/err" && grep -q "dat.bin\|image.bin" "$WORK/err" ||
     { cat "$WORK/err"; umount "$WORK/small"; fail "disk full mid-window: message"; }
   leftovers=$(ls -A "$WORK/small"); umount "$WORK/small"

@@ -46,7 +46,7 @@ std::pair<uint64_t, uint64_t> write_npy(const fs::path& path, std::string_view d
 
 }  // namespace
 
-CacheWriter::CacheWriter(fs::path dir, Schema schema) : dir_(std::move(dir)), schema_(std::move(schema)) {
+CacheWriter::CacheWriter(fs::path dir, Schema schema, bool parallel_payloads) : dir_(std::move(dir)), schema_(std::move(schema)) {
   detail::check_schema_names(schema_, "cache");  // every writer, whoever built the schema
   for (const FieldSpec& spec : schema_.fields) {
     auto col = std::make_unique<Column>();
@@ -54,7 +54,10 @@ CacheWriter::CacheWriter(fs::path dir, Schema schema) : dir_(std::move(dir)), sc
     if (is_payload_type(spec.type)) {
       // Every payload has its own checksum (<f>.xxh3.npy) and the records tile the file
       // (verify checks both): a whole-file checksum would hash every byte a second time.
-      col->placed = std::make_unique<PlacedWriter>(dir_ / (spec.name + ".bin"));
+      if (parallel_payloads)
+        col->placed = std::make_unique<PlacedWriter>(dir_ / (spec.name + ".bin"));
+      else
+        col->data = std::make_unique<FileWriter>(dir_ / (spec.name + ".bin"), size_t{256} << 10, FileWriter::Checksum::none);
     } else if (spec.type == FieldType::str) {
       col->data = std::make_unique<FileWriter>(dir_ / (spec.name + ".bin"));
     } else if (spec.type == FieldType::ndarray) {
@@ -76,9 +79,23 @@ void CacheWriter::place(std::span<const Value> values, std::span<uint64_t> offse
     if (columns_[i]->placed) offsets[i] = columns_[i]->placed->reserve(values[i].bytes.size());
 }
 
-void CacheWriter::open_window() {
-  for (auto& c : columns_)
-    if (c->placed) c->placed->open_window();
+size_t CacheWriter::open_window() {
+  window_steps_.clear();
+  size_t total = 0;
+  for (size_t i = 0; i < columns_.size(); ++i)
+    if (columns_[i]->placed) {
+      const size_t steps = columns_[i]->placed->open_window();
+      window_steps_.emplace_back(i, steps);
+      total += steps;
+    }
+  return total;
+}
+
+void CacheWriter::populate(size_t k) const noexcept {
+  for (const auto& [column, steps] : window_steps_) {
+    if (k < steps) return columns_[column]->placed->populate(k);
+    k -= steps;
+  }
 }
 
 void CacheWriter::write_placed(std::span<const Value> values, std::span<const uint64_t> offsets) const {
@@ -89,6 +106,22 @@ void CacheWriter::write_placed(std::span<const Value> values, std::span<const ui
 void CacheWriter::close_window() {
   for (auto& c : columns_)
     if (c->placed) c->placed->close_window();
+}
+
+void CacheWriter::append_borrowing(std::span<const Value> values, std::span<const uint64_t> payload_sums) {
+  std::vector<uint64_t> offsets(columns_.size(), 0);
+  for (size_t i = 0; i < columns_.size() && i < values.size(); ++i) {
+    Column& c = *columns_[i];
+    if (!c.data || !is_payload_type(c.spec.type)) continue;
+    offsets[i] = c.data->bytes_written();
+    c.data->write_borrowed(values[i].bytes);
+  }
+  append(values, payload_sums, offsets);
+}
+
+void CacheWriter::release_borrowed() {
+  for (auto& c : columns_)  // only payload columns borrow; the others keep their small buffers
+    if (c->data && is_payload_type(c->spec.type)) c->data->flush();
 }
 
 void CacheWriter::append(std::span<const Value> values, std::span<const uint64_t> payload_sums, std::span<const uint64_t> offsets) {
@@ -145,10 +178,17 @@ WrittenFiles CacheWriter::finish() {
     switch (c.spec.type) {
       case FieldType::image:
       case FieldType::bytes: {
-        c.placed->close();
-        if (c.placed->bytes_written() != c.appended_end)
+        uint64_t bin_size = 0;
+        if (c.placed) {
+          c.placed->close();
+          bin_size = c.placed->bytes_written();
+        } else {
+          c.data->close();
+          bin_size = c.data->bytes_written();
+        }
+        if (bin_size != c.appended_end)
           throw Error(Errc::io, "internal error: field \"" + f + "\" has bytes placed for samples never appended");
-        out.storage_sizes.emplace_back(f + ".bin", c.placed->bytes_written());
+        out.storage_sizes.emplace_back(f + ".bin", bin_size);
         auto [size, sum] = write_npy(dir_ / (f + ".meta.npy"), kMetaRecordDescr, {n}, as_bytes_of(c.meta));
         out.storage_sizes.emplace_back(f + ".meta.npy", size);
         out.checksums[f + ".meta.npy"] = sum;

@@ -404,10 +404,7 @@ void FileWriter::close() {
 }
 
 PlacedWriter::PlacedWriter(const std::filesystem::path& path)
-    : fd_(open_for_writing(path, Create::fresh_rw).release()), path_(path.string()) {
-  const long page = ::sysconf(_SC_PAGESIZE);
-  if (page > 0) page_ = static_cast<size_t>(page);
-}
+    : fd_(open_for_writing(path, Create::fresh_rw).release()), path_(path.string()) {}
 
 PlacedWriter::~PlacedWriter() {
   unmap();
@@ -419,13 +416,18 @@ void PlacedWriter::unmap() noexcept {
   if (map_) ::munmap(map_, map_size_);
   map_ = nullptr;
   map_size_ = 0;
+  populated_.clear();
 }
 
-void PlacedWriter::open_window() {
-  if (reserved_ == window_start_ || !mappable_ || !populate_works_.load(std::memory_order_relaxed)) return;
+size_t PlacedWriter::open_window() {
+  if (reserved_ == window_start_ || !mappable_ || !populate_works_.load(std::memory_order_relaxed)) return 0;
   // The file is extended (sparse) to the window's end, so every page of it can be mapped; the
-  // writers' pages are allocated when they fault them in.
-  map_offset_ = window_start_ / page_ * page_;
+  // pages are allocated as populate() faults them in.
+  static const uint64_t page = [] {
+    const long p = ::sysconf(_SC_PAGESIZE);
+    return p > 0 ? static_cast<uint64_t>(p) : uint64_t{4096};
+  }();
+  map_offset_ = window_start_ / page * page;
   map_size_ = static_cast<size_t>(reserved_ - map_offset_);
   void* p = MAP_FAILED;
   if (::ftruncate(fd_, static_cast<off_t>(reserved_)) == 0)
@@ -433,23 +435,35 @@ void PlacedWriter::open_window() {
   if (p == MAP_FAILED) {  // a file system that cannot: pwrite, whose errors say what is wrong
     mappable_ = false;
     map_size_ = 0;
-    return;
+    return 0;
   }
   map_ = static_cast<std::byte*>(p);
+  populated_.assign((map_size_ + kPopulateStep - 1) / kPopulateStep, 0);
+  return populated_.size();
+}
+
+void PlacedWriter::populate(size_t step) const noexcept {
+  if (!map_ || step >= populated_.size() || !populate_works_.load(std::memory_order_relaxed)) return;
+  const uint64_t from = step * kPopulateStep, size = std::min<uint64_t>(kPopulateStep, map_size_ - from);
+  if (::madvise(map_ + from, size, MADV_POPULATE_WRITE) == 0) {
+    populated_[step] = 1;
+  } else if (errno == EINVAL) {
+    populate_works_.store(false, std::memory_order_relaxed);  // a kernel before 5.14
+  }
+  // Otherwise a fault would have raised SIGBUS (ENOSPC, EIO): write_at uses pwrite, which says why.
 }
 
 void PlacedWriter::write_at(uint64_t offset, std::span<const std::byte> data) const {
   if (data.empty()) return;
-  if (map_ && populate_works_.load(std::memory_order_relaxed)) {
-    std::byte* at = map_ + (offset - map_offset_);
-    const auto first = reinterpret_cast<uintptr_t>(at) / page_ * page_;
-    const auto end = reinterpret_cast<uintptr_t>(at + data.size());
-    if (::madvise(reinterpret_cast<void*>(first), end - first, MADV_POPULATE_WRITE) == 0) {
-      std::memcpy(at, data.data(), data.size());
+  if (map_) {
+    const uint64_t from = offset - map_offset_;
+    bool mapped = true;
+    for (uint64_t step = from / kPopulateStep; mapped && step <= (from + data.size() - 1) / kPopulateStep; ++step)
+      mapped = populated_[step] != 0;
+    if (mapped) {
+      std::memcpy(map_ + from, data.data(), data.size());
       return;
     }
-    if (errno == EINVAL) populate_works_.store(false, std::memory_order_relaxed);  // a kernel before 5.14
-    // Otherwise a fault would have raised SIGBUS (ENOSPC, EIO): pwrite says why.
   }
   size_t done = 0;
   while (done < data.size()) {

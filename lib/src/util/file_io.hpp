@@ -200,14 +200,17 @@ class FileWriter {
 // and any thread writes it (write_at) while its window is open. Buffered writes to one file are
 // serialized by the kernel (ext4, XFS and tmpfs hold the inode's lock for each write), so one
 // writer thread bounds a conversion at about one `cat`'s rate; the pieces of a window are copied
-// through a shared mapping of the file instead, each writer faulting its pages in first with
-// MADV_POPULATE_WRITE, which returns an error where a fault would raise SIGBUS (a disk full, an
-// I/O error): the piece is then written with pwrite, which reports the errno. Without the
-// mapping (a kernel before 5.14, a file system that cannot map files) every piece is pwrite'n.
-// The writeback of each window starts as it closes, and the file is flushed behind the writers
-// every 64 MiB, as FileWriter does. The bytes land in place, whatever the order of the writes.
+// through a shared mapping of the file instead. Its pages are first faulted in, 1 MiB per call
+// (populate(), on any threads: one call per piece cost twice the CPU time of write(); per MiB,
+// less than write()), with MADV_POPULATE_WRITE, which returns an error where a fault would raise
+// SIGBUS (a disk full, an I/O error): the pieces on such pages are written with pwrite, which
+// reports the errno. Without the mapping (a kernel before 5.14, a file system that cannot map
+// files) every piece is written with pwrite. The writeback of each window starts as it closes,
+// and the file is flushed behind the writers every 64 MiB, as FileWriter does. The bytes land in
+// place, whatever the order of the writes.
 class PlacedWriter {
  public:
+  static constexpr uint64_t kPopulateStep = uint64_t{1} << 20;
   explicit PlacedWriter(const std::filesystem::path& path);  // Create::fresh_rw
   ~PlacedWriter();
   PlacedWriter(const PlacedWriter&) = delete;
@@ -215,9 +218,12 @@ class PlacedWriter {
 
   // Placing thread: the offset of the next `size` bytes.
   uint64_t reserve(uint64_t size) noexcept { return std::exchange(reserved_, reserved_ + size); }
-  // Placing thread: the pieces reserved since the last window may now be written.
-  void open_window();
-  // Any thread, while the window holding [offset, offset + size) is open. Throws Error(io).
+  // Placing thread: the pieces reserved since the last window may now be written, once
+  // populate(0 .. returned count - 1) has run (any threads, any order, each once).
+  size_t open_window();
+  void populate(size_t step) const noexcept;
+  // Any thread, while the window holding [offset, offset + size) is open and populated.
+  // Throws Error(io).
   void write_at(uint64_t offset, std::span<const std::byte> data) const;
   // Placing thread, once every piece of the window is written.
   void close_window();
@@ -234,7 +240,7 @@ class PlacedWriter {
   std::byte* map_ = nullptr;   // that window's pages, mapped from map_offset_ (page-aligned)
   uint64_t map_offset_ = 0;
   size_t map_size_ = 0;
-  size_t page_ = 4096;
+  mutable std::vector<char> populated_;  // per kPopulateStep of the mapping: faulted in writable
   bool mappable_ = true;
   mutable std::atomic<bool> populate_works_{true};
   uint64_t synced_ = 0, writeback_ = 0;
