@@ -1,5 +1,6 @@
 // convert(): source -> cache. Samples are read in order, prepared in parallel (format
-// sniffing, SOF parsing, transcoding, checksums), then appended in order by one writer.
+// sniffing, SOF parsing, transcoding, checksums), placed in order and written in parallel, and
+// their records appended in order by one writer.
 #include "slip/convert.hpp"
 
 #include <signal.h>
@@ -117,6 +118,7 @@ namespace {
 // What preparing one sample produced.
 struct Prepared {
   std::vector<uint64_t> sums;
+  std::vector<uint64_t> offsets;  // where each payload field's bytes go in its .bin (CacheWriter::place)
   std::optional<std::string> problem;
   std::string problem_field;
   std::vector<std::string> transcoded_fields;
@@ -328,7 +330,8 @@ namespace {
 
 // The conversion pipeline: a reader thread pulls samples from the source (which itself keeps
 // --io-depth reads in flight) into batches; the calling thread prepares each batch on the
-// worker threads (parse, checksum, transcode); a writer thread appends them in sample order.
+// worker threads (parse, checksum, transcode), places its payloads in sample order and has the
+// workers write them in place; a writer thread appends the records in sample order.
 // The three stages overlap, connected by bounded queues. The sample bytes held by all stages
 // together (read ahead, being prepared, waiting for and being written) stay under
 // options.max_bytes_in_flight plus one sample: the reader waits for room before reading, and
@@ -345,8 +348,8 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-void run_pipeline(Source& source, const Schema& schema, const ConvertOptions& options, unsigned threads, uint64_t remaining,
-                  detail::CacheWriter& writer, ConvertResult& result) {
+void run_pipeline(Source& source, const Schema& schema, const ConvertOptions& options, unsigned threads, bool parallel,
+                  uint64_t remaining, detail::CacheWriter& writer, ConvertResult& result) {
   const size_t batch_size = std::max<size_t>(64, threads * 32);
   const uint64_t batch_bytes_limit = std::max<uint64_t>(options.max_bytes_in_flight / 4, 1);
   detail::BoundedQueue<Batch> read_queue(2), write_queue(1), free_batches(8);
@@ -414,7 +417,7 @@ void run_pipeline(Source& source, const Schema& schema, const ConvertOptions& op
             ++result.skipped;
             continue;
           }
-          if (p.problem) {
+          if (p.problem) {  // (in parallel mode the placing thread has thrown already)
             if (options.on_error == OnError::fail) throw Error(Errc::bad_input, *p.problem).with_path(s.origin).with_sample(s.source_index);
             result.ledger.push_back({s.source_index, std::nullopt, s.origin, p.problem_field, "skipped", *p.problem});
             ++result.skipped;
@@ -426,9 +429,12 @@ void run_pipeline(Source& source, const Schema& schema, const ConvertOptions& op
             result.ledger.push_back({s.source_index, writer.count(), s.origin, field, "transcoded", p.transcode_reason});
             ++result.transcoded;
           }
-          writer.append_borrowing(s.values, p.sums);
+          if (parallel)
+            writer.append(s.values, p.sums, p.offsets);
+          else
+            writer.append_borrowing(s.values, p.sums);
         }
-        writer.release_borrowed();  // before the batch's bytes are released
+        if (!parallel) writer.release_borrowed();  // before the batch's bytes are released
         result.stage_seconds.write += seconds_since(t);
         progress.done = result.source_samples;
         progress.bytes = writer.payload_bytes();
@@ -446,17 +452,43 @@ void run_pipeline(Source& source, const Schema& schema, const ConvertOptions& op
     }
   });
 
+  double write_seconds = 0;  // the placing and parallel writing of the payloads, on this thread's pool
   try {
     // One pool for the whole run: parallel_for would start and join its threads per batch.
     detail::WorkerPool pool(threads);
     while (auto batch = read_queue.pop()) {
       throw_if_interrupted();
-      const auto t = std::chrono::steady_clock::now();
+      auto t = std::chrono::steady_clock::now();
       pool.run(batch->count, [&](unsigned, size_t i) {
         const detail::CancelScope scope(cancel);
         prepare(batch->samples[i], schema, options.non_jpeg, options.jpeg_restarts, options.max_image_pixels, batch->prepared[i]);
       });
       result.stage_seconds.prepare += seconds_since(t);
+      if (!parallel) {
+        if (!write_queue.push(std::move(*batch))) break;
+        continue;
+      }
+      t = std::chrono::steady_clock::now();
+      // Payloads are placed here, in sample order (the sizes are known once prepared), and each
+      // worker copies the bytes of its samples into place itself, so no one thread copies them
+      // all; with -j 1, this thread writes them, in order. The writer thread appends the records.
+      for (size_t i = 0; i < batch->count; ++i) {
+        Sample& s = batch->samples[i];
+        Prepared& p = batch->prepared[i];
+        if (s.skip) continue;
+        if (p.problem) {
+          if (options.on_error == OnError::fail) throw Error(Errc::bad_input, *p.problem).with_path(s.origin).with_sample(s.source_index);
+          continue;
+        }
+        p.offsets.assign(schema.fields.size(), 0);
+        writer.place(s.values, p.offsets);
+      }
+      if (const size_t steps = writer.open_window()) pool.run(steps, [&](unsigned, size_t k) { writer.populate(k); });
+      pool.run(batch->count, [&](unsigned, size_t i) {
+        if (!batch->prepared[i].offsets.empty()) writer.write_placed(batch->samples[i].values, batch->prepared[i].offsets);
+      });
+      writer.close_window();
+      write_seconds += seconds_since(t);
       if (!write_queue.push(std::move(*batch))) break;
     }
     write_queue.close();
@@ -465,6 +497,7 @@ void run_pipeline(Source& source, const Schema& schema, const ConvertOptions& op
   }
   reader.join();
   writer_thread.join();
+  result.stage_seconds.write += write_seconds;
   if (error) std::rethrow_exception(error);
 }
 
@@ -548,9 +581,15 @@ ConvertResult convert(Source& source, const ConvertOptions& options) {
     remaining = part->end - part->start;
   }
 
-  detail::CacheWriter writer(tmp, schema);
   const unsigned threads = options.threads ? options.threads : available_cpus();
-  run_pipeline(source, schema, options, threads, remaining, writer, result);
+  // From kParallelWriteThreads up, the workers write the payloads through a shared mapping
+  // (PlacedWriter); below, the writer thread writes them, in order: on 2 cores (ext4, Linux
+  // 6.18) the mapping's page faults cost twice the CPU time of write() and made -j 2 2.2x
+  // slower, pwrite from the workers 1.2x; with many threads one writer bounds the run.
+  constexpr unsigned kParallelWriteThreads = 8;
+  const bool parallel = threads >= kParallelWriteThreads;
+  detail::CacheWriter writer(tmp, schema, parallel);
+  run_pipeline(source, schema, options, threads, parallel, remaining, writer, result);
   throw_if_interrupted();
   result.written = writer.count();
   if (result.written == 0 && !options.allow_empty && !part)

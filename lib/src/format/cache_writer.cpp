@@ -16,7 +16,9 @@ namespace fs = std::filesystem;
 
 struct CacheWriter::Column {
   FieldSpec spec;
-  std::unique_ptr<FileWriter> data;  // <f>.bin, or <f>.npy.part for ndarray element bytes
+  std::unique_ptr<FileWriter> data;      // str: <f>.bin; ndarray: <f>.npy.part, the element bytes
+  std::unique_ptr<PlacedWriter> placed;  // image/bytes: <f>.bin
+  uint64_t appended_end = 0;             // image/bytes: where the next record must start
   std::vector<MetaRecord> meta;      // image/bytes
   std::vector<uint64_t> offsets;     // str: (offset, length) pairs
   std::vector<uint64_t> sums;        // image/bytes: XXH3-64 per payload
@@ -45,7 +47,7 @@ std::pair<uint64_t, uint64_t> write_npy(const fs::path& path, std::string_view d
 
 }  // namespace
 
-CacheWriter::CacheWriter(fs::path dir, Schema schema) : dir_(std::move(dir)), schema_(std::move(schema)) {
+CacheWriter::CacheWriter(fs::path dir, Schema schema, bool parallel_payloads) : dir_(std::move(dir)), schema_(std::move(schema)) {
   detail::check_schema_names(schema_, "cache");  // every writer, whoever built the schema
   for (const FieldSpec& spec : schema_.fields) {
     auto col = std::make_unique<Column>();
@@ -53,7 +55,10 @@ CacheWriter::CacheWriter(fs::path dir, Schema schema) : dir_(std::move(dir)), sc
     if (is_payload_type(spec.type)) {
       // Every payload has its own checksum (<f>.xxh3.npy) and the records tile the file
       // (verify checks both): a whole-file checksum would hash every byte a second time.
-      col->data = std::make_unique<FileWriter>(dir_ / field_file(spec.name, FileKind::bin), size_t{256} << 10, FileWriter::Checksum::none);
+      if (parallel_payloads)
+        col->placed = std::make_unique<PlacedWriter>(dir_ / field_file(spec.name, FileKind::bin));
+      else
+        col->data = std::make_unique<FileWriter>(dir_ / field_file(spec.name, FileKind::bin), size_t{256} << 10, FileWriter::Checksum::none);
     } else if (spec.type == FieldType::str) {
       col->data = std::make_unique<FileWriter>(dir_ / field_file(spec.name, FileKind::bin));
     } else if (spec.type == FieldType::ndarray) {
@@ -76,10 +81,49 @@ CacheWriter::CacheWriter(fs::path dir, Schema schema) : dir_(std::move(dir)), sc
 
 CacheWriter::~CacheWriter() = default;
 
-void CacheWriter::append(std::span<const Value> values, std::span<const uint64_t> payload_sums) { append(values, payload_sums, false); }
+void CacheWriter::place(std::span<const Value> values, std::span<uint64_t> offsets) {
+  for (size_t i = 0; i < columns_.size() && i < values.size(); ++i)
+    if (columns_[i]->placed) offsets[i] = columns_[i]->placed->reserve(values[i].bytes.size());
+}
+
+size_t CacheWriter::open_window() {
+  window_steps_.clear();
+  size_t total = 0;
+  for (size_t i = 0; i < columns_.size(); ++i)
+    if (columns_[i]->placed) {
+      const size_t steps = columns_[i]->placed->open_window();
+      window_steps_.emplace_back(i, steps);
+      total += steps;
+    }
+  return total;
+}
+
+void CacheWriter::populate(size_t k) const noexcept {
+  for (const auto& [column, steps] : window_steps_) {
+    if (k < steps) return columns_[column]->placed->populate(k);
+    k -= steps;
+  }
+}
+
+void CacheWriter::write_placed(std::span<const Value> values, std::span<const uint64_t> offsets) const {
+  for (size_t i = 0; i < columns_.size() && i < values.size(); ++i)
+    if (columns_[i]->placed) columns_[i]->placed->write_at(offsets[i], values[i].bytes);
+}
+
+void CacheWriter::close_window() {
+  for (auto& c : columns_)
+    if (c->placed) c->placed->close_window();
+}
 
 void CacheWriter::append_borrowing(std::span<const Value> values, std::span<const uint64_t> payload_sums) {
-  append(values, payload_sums, true);
+  std::vector<uint64_t> offsets(columns_.size(), 0);
+  for (size_t i = 0; i < columns_.size() && i < values.size(); ++i) {
+    Column& c = *columns_[i];
+    if (!c.data || !is_payload_type(c.spec.type)) continue;
+    offsets[i] = c.data->bytes_written();
+    c.data->write_borrowed(values[i].bytes);
+  }
+  append(values, payload_sums, offsets);
 }
 
 void CacheWriter::release_borrowed() {
@@ -87,7 +131,7 @@ void CacheWriter::release_borrowed() {
     if (c->data && is_payload_type(c->spec.type)) c->data->flush();
 }
 
-void CacheWriter::append(std::span<const Value> values, std::span<const uint64_t> payload_sums, bool borrow) {
+void CacheWriter::append(std::span<const Value> values, std::span<const uint64_t> payload_sums, std::span<const uint64_t> offsets) {
   if (values.size() != columns_.size())
     throw Error(Errc::bad_input,
                 "sample has " + std::to_string(values.size()) + " values for " + std::to_string(columns_.size()) + " fields");
@@ -97,11 +141,12 @@ void CacheWriter::append(std::span<const Value> values, std::span<const uint64_t
     switch (c.spec.type) {
       case FieldType::image:
       case FieldType::bytes: {
-        const uint64_t ptr = c.data->bytes_written();
-        if (borrow)
-          c.data->write_borrowed(v.bytes);
-        else
-          c.data->write(v.bytes);
+        // The records tile the file in sample order: place() and append() saw the same samples.
+        const uint64_t ptr = offsets[i];
+        if (ptr != c.appended_end)
+          throw Error(Errc::io, "internal error: field \"" + c.spec.name + "\" placed at byte " + std::to_string(ptr) + ", expected " +
+                                    std::to_string(c.appended_end));
+        c.appended_end += v.bytes.size();
         const bool image = c.spec.type == FieldType::image;
         c.meta.push_back({ptr, v.bytes.size(), image ? v.height : 0u, image ? v.width : 0u});
         c.sums.push_back(payload_sums[i]);
@@ -140,8 +185,17 @@ WrittenFiles CacheWriter::finish() {
     switch (c.spec.type) {
       case FieldType::image:
       case FieldType::bytes: {
-        c.data->close();
-        out.storage_sizes.emplace_back(field_file(f, FileKind::bin), c.data->bytes_written());
+        uint64_t bin_size = 0;
+        if (c.placed) {
+          c.placed->close();
+          bin_size = c.placed->bytes_written();
+        } else {
+          c.data->close();
+          bin_size = c.data->bytes_written();
+        }
+        if (bin_size != c.appended_end)
+          throw Error(Errc::io, "internal error: field \"" + f + "\" has bytes placed for samples never appended");
+        out.storage_sizes.emplace_back(field_file(f, FileKind::bin), bin_size);
         auto [size, sum] = write_npy(dir_ / field_file(f, FileKind::meta), kMetaRecordDescr, {n}, as_bytes_of(c.meta));
         out.storage_sizes.emplace_back(field_file(f, FileKind::meta), size);
         out.checksums[field_file(f, FileKind::meta)] = sum;

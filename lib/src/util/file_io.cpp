@@ -96,6 +96,9 @@ UniqueFd open_for_writing(const std::filesystem::path& path, Create how, mode_t 
     case Create::keep:
       flags |= O_RDWR | O_CREAT;
       break;
+    case Create::fresh_rw:
+      flags |= O_RDWR | O_CREAT | O_EXCL;
+      break;
     case Create::user_output:
       flags |= O_WRONLY | O_CREAT;
       break;
@@ -106,7 +109,7 @@ UniqueFd open_for_writing(const std::filesystem::path& path, Create how, mode_t 
   if (!fd) {
     const int err = errno;
     if (err == ELOOP) throw Error(Errc::io, "is a symbolic link (slip never writes through a link it did not make)").with_path(name);
-    if (err == EEXIST && how == Create::fresh) throw Error(Errc::io, "exists already (slip writes only a new file here)").with_path(name);
+    if (err == EEXIST && (how == Create::fresh || how == Create::fresh_rw)) throw Error(Errc::io, "exists already (slip writes only a new file here)").with_path(name);
     if (!(user_output && err == ENXIO)) throw_errno("cannot create", name, err);  // ENXIO: a FIFO without a reader yet
   }
   struct stat st {};
@@ -122,7 +125,7 @@ UniqueFd open_for_writing(const std::filesystem::path& path, Create how, mode_t 
   }
   // A second name for the file (a hard link planted where slip writes) would make the write
   // land in someone else's file too.
-  if (!user_output && how != Create::fresh && st.st_nlink > 1)
+  if (!user_output && how != Create::fresh && how != Create::fresh_rw && st.st_nlink > 1)
     throw Error(Errc::io, "has other hard links (refused: the write would change another file)").with_path(name);
   if ((how == Create::replace || user_output) && ::ftruncate(fd.get(), 0) != 0) throw_errno("cannot truncate", name, errno);
   clear_nonblocking(fd.get(), name);
@@ -404,26 +407,31 @@ int BackgroundSync::finish() noexcept {
   return error_;
 }
 
+namespace {
+
 // close() must fsync (a published cache is durable). Left to the end, that fsync pays for every
 // byte of a file of many GB at once, after the reading is over; starting the writeback of each
 // 8 MiB and flushing each 64 MiB as they are written, from another thread, overlaps that cost
 // with the conversion. Small files (manifests, metadata) never start the thread.
-void FileWriter::write_behind() noexcept {
+void write_behind(int fd, uint64_t on_disk, uint64_t& writeback, uint64_t& synced, std::unique_ptr<BackgroundSync>& syncer) noexcept {
   constexpr uint64_t kWritebackStep = uint64_t{8} << 20, kFlushStep = uint64_t{64} << 20;
-  const uint64_t on_disk = written_ - pending_bytes_;
-  if (on_disk - writeback_ < kWritebackStep) return;
-  writeback_ = on_disk;
-  const bool flush = on_disk - synced_ >= kFlushStep;
-  if (flush) synced_ = on_disk;
-  if (!syncer_) {
+  if (on_disk - writeback < kWritebackStep) return;
+  writeback = on_disk;
+  const bool flush = on_disk - synced >= kFlushStep;
+  if (flush) synced = on_disk;
+  if (!syncer) {
     try {
-      syncer_ = std::make_unique<BackgroundSync>(fd_);
+      syncer = std::make_unique<BackgroundSync>(fd);
     } catch (const std::exception&) {
       return;  // no thread to be had: close() flushes everything, as it would anyway
     }
   }
-  syncer_->request(on_disk, flush);
+  syncer->request(on_disk, flush);
 }
+
+}  // namespace
+
+void FileWriter::write_behind() noexcept { detail::write_behind(fd_, written_ - pending_bytes_, writeback_, synced_, syncer_); }
 
 void FileWriter::close() {
   if (fd_ < 0) return;
@@ -434,6 +442,99 @@ void FileWriter::close() {
     if (err != 0) throw_errno("cannot fsync", path_, err);
   }
   if (::fsync(fd_) != 0 && errno != EINVAL) throw_errno("cannot fsync", path_, errno);  // EINVAL: a FIFO, /dev/null
+  const int fd = std::exchange(fd_, -1);
+  if (::close(fd) != 0) throw_errno("cannot close", path_, errno);
+}
+
+PlacedWriter::PlacedWriter(const std::filesystem::path& path)
+    : fd_(open_for_writing(path, Create::fresh_rw).release()), path_(path.string()) {}
+
+PlacedWriter::~PlacedWriter() {
+  unmap();
+  syncer_.reset();  // before the descriptor it flushes is closed
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void PlacedWriter::unmap() noexcept {
+  if (map_) ::munmap(map_, map_size_);
+  map_ = nullptr;
+  map_size_ = 0;
+  populated_.clear();
+}
+
+size_t PlacedWriter::open_window() {
+  if (reserved_ == window_start_ || !mappable_ || !populate_works_.load(std::memory_order_relaxed)) return 0;
+  // The file is extended (sparse) to the window's end, so every page of it can be mapped; the
+  // pages are allocated as populate() faults them in.
+  static const uint64_t page = [] {
+    const long p = ::sysconf(_SC_PAGESIZE);
+    return p > 0 ? static_cast<uint64_t>(p) : uint64_t{4096};
+  }();
+  map_offset_ = window_start_ / page * page;
+  map_size_ = static_cast<size_t>(reserved_ - map_offset_);
+  void* p = MAP_FAILED;
+  if (::ftruncate(fd_, static_cast<off_t>(reserved_)) == 0)
+    p = ::mmap(nullptr, map_size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, static_cast<off_t>(map_offset_));
+  if (p == MAP_FAILED) {  // a file system that cannot: pwrite, whose errors say what is wrong
+    mappable_ = false;
+    map_size_ = 0;
+    return 0;
+  }
+  map_ = static_cast<std::byte*>(p);
+  populated_.assign((map_size_ + kPopulateStep - 1) / kPopulateStep, 0);
+  return populated_.size();
+}
+
+void PlacedWriter::populate(size_t step) const noexcept {
+  if (!map_ || step >= populated_.size() || !populate_works_.load(std::memory_order_relaxed)) return;
+  const uint64_t from = step * kPopulateStep, size = std::min<uint64_t>(kPopulateStep, map_size_ - from);
+  if (::madvise(map_ + from, size, MADV_POPULATE_WRITE) == 0) {
+    populated_[step] = 1;
+  } else if (errno == EINVAL) {
+    populate_works_.store(false, std::memory_order_relaxed);  // a kernel before 5.14
+  }
+  // Otherwise a fault would have raised SIGBUS (ENOSPC, EIO): write_at uses pwrite, which says why.
+}
+
+void PlacedWriter::write_at(uint64_t offset, std::span<const std::byte> data) const {
+  if (data.empty()) return;
+  if (map_) {
+    const uint64_t from = offset - map_offset_;
+    bool mapped = true;
+    for (uint64_t step = from / kPopulateStep; mapped && step <= (from + data.size() - 1) / kPopulateStep; ++step)
+      mapped = populated_[step] != 0;
+    if (mapped) {
+      std::memcpy(map_ + from, data.data(), data.size());
+      return;
+    }
+  }
+  size_t done = 0;
+  while (done < data.size()) {
+    const ssize_t n = ::pwrite(fd_, data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw_errno("cannot write", path_, errno);
+    }
+    if (n == 0) throw_errno("cannot write", path_, EIO);  // no progress: never loop on it
+    done += static_cast<size_t>(n);
+  }
+}
+
+void PlacedWriter::close_window() {
+  unmap();  // the pages stay dirty in the page cache
+  window_start_ = reserved_;
+  detail::write_behind(fd_, reserved_, writeback_, synced_, syncer_);
+}
+
+void PlacedWriter::close() {
+  if (fd_ < 0) return;
+  close_window();
+  if (syncer_) {
+    const int err = syncer_->finish();
+    syncer_.reset();
+    if (err != 0) throw_errno("cannot fsync", path_, err);
+  }
+  if (::fsync(fd_) != 0) throw_errno("cannot fsync", path_, errno);
   const int fd = std::exchange(fd_, -1);
   if (::close(fd) != 0) throw_errno("cannot close", path_, errno);
 }

@@ -1,6 +1,7 @@
 // Internal file helpers: read-only memory maps and a checked, buffered writer.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <condition_variable>
@@ -57,6 +58,7 @@ enum class Create {
   replace,      // created or truncated (a download restarted from byte 0)
   append,       // created or appended to (a download resumed)
   keep,         // created or opened as it is (a lock file): O_RDWR, never truncated
+  fresh_rw,     // as fresh, opened O_RDWR: a file written through a shared mapping (PlacedWriter)
   user_output,  // an output the user named (-o FILE): replaced; a FIFO or a device such as
                 // /dev/null is written as a shell would, and the system's own links under
                 // /dev/ and /proc/self/fd/ (/dev/stdout, process substitution) are followed
@@ -217,6 +219,57 @@ class FileWriter {
   std::unique_ptr<BackgroundSync> syncer_;  // started once the file is large enough to need it
   Xxh3 hash_;
   bool hashing_ = true;
+};
+
+// A file written by many threads at once: one thread places each piece (reserve, in file order),
+// and any thread writes it (write_at) while its window is open. Buffered writes to one file are
+// serialized by the kernel (ext4, XFS and tmpfs hold the inode's lock for each write), so one
+// writer thread bounds a conversion at about one `cat`'s rate; the pieces of a window are copied
+// through a shared mapping of the file instead. Its pages are first faulted in, 1 MiB per call
+// (populate(), on any threads: one call per piece cost twice the CPU time of write(); per MiB,
+// less than write()), with MADV_POPULATE_WRITE, which returns an error where a fault would raise
+// SIGBUS (a disk full, an I/O error): the pieces on such pages are written with pwrite, which
+// reports the errno. Without the mapping (a kernel before 5.14, a file system that cannot map
+// files) every piece is written with pwrite. The writeback of each window starts as it closes,
+// and the file is flushed behind the writers every 64 MiB, as FileWriter does. The bytes land in
+// place, whatever the order of the writes.
+class PlacedWriter {
+ public:
+  static constexpr uint64_t kPopulateStep = uint64_t{1} << 20;
+  explicit PlacedWriter(const std::filesystem::path& path);  // Create::fresh_rw
+  ~PlacedWriter();
+  PlacedWriter(const PlacedWriter&) = delete;
+  PlacedWriter& operator=(const PlacedWriter&) = delete;
+
+  // Placing thread: the offset of the next `size` bytes.
+  uint64_t reserve(uint64_t size) noexcept { return std::exchange(reserved_, reserved_ + size); }
+  // Placing thread: the pieces reserved since the last window may now be written, once
+  // populate(0 .. returned count - 1) has run (any threads, any order, each once).
+  size_t open_window();
+  void populate(size_t step) const noexcept;
+  // Any thread, while the window holding [offset, offset + size) is open and populated.
+  // Throws Error(io).
+  void write_at(uint64_t offset, std::span<const std::byte> data) const;
+  // Placing thread, once every piece of the window is written.
+  void close_window();
+  uint64_t bytes_written() const noexcept { return reserved_; }
+  // Closes the window, fsyncs and closes; errors throw.
+  void close();
+
+ private:
+  void unmap() noexcept;
+  int fd_ = -1;
+  std::string path_;
+  uint64_t reserved_ = 0;
+  uint64_t window_start_ = 0;  // the open window is [window_start_, reserved_ at open_window)
+  std::byte* map_ = nullptr;   // that window's pages, mapped from map_offset_ (page-aligned)
+  uint64_t map_offset_ = 0;
+  size_t map_size_ = 0;
+  mutable std::vector<char> populated_;  // per kPopulateStep of the mapping: faulted in writable
+  bool mappable_ = true;
+  mutable std::atomic<bool> populate_works_{true};
+  uint64_t synced_ = 0, writeback_ = 0;
+  std::unique_ptr<BackgroundSync> syncer_;
 };
 
 // Size and XXH3-64 of a whole file, read in 4 MiB pieces (memory bounded for any size);
