@@ -20,12 +20,13 @@ build() {
 
 # (install_consumer links an uninstrumented program against the instrumented library; slurm_array
 # needs daemons that outlive the sanitizer run; imagefolder_slowfs is a speed ratio, which ASan's
-# per-file CPU cost drowns (3.2x against its 4x seen here): all three run in the main job.)
+# per-file CPU cost drowns (3.2x against its 4x seen here); kill_midway times SIGKILLs against
+# an uninstrumented convert's pace and checks atomic renames, not memory: all run in the main job.)
 echo "== ASan + UBSan: whole test suite"
 cmake --preset asan >/dev/null
 build build-asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-  ctest --test-dir build-asan --output-on-failure -j "$jobs" -E 'slurm_array|install_consumer|imagefolder_slowfs|manifest_scale|remote_planning'
+  ctest --test-dir build-asan --output-on-failure -j "$jobs" -E 'slurm_array|install_consumer|imagefolder_slowfs|manifest_scale|remote_planning|kill_midway'
 
 echo "== TSan: thread pool, parallel convert, verify and the decode engine"
 cmake --preset tsan >/dev/null

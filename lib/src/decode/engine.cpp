@@ -11,6 +11,7 @@
 #include "decode/jpeg_region.hpp"
 #include "decode/resample.hpp"
 #include "decode/resample_planar.hpp"
+#include "format/layout.hpp"
 #include "util/scratch.hpp"
 #include "util/worker_pool.hpp"
 #include "image/yuv420_kernels.hpp"
@@ -160,7 +161,7 @@ struct BatchDecoder::Impl {
     return std::make_exception_ptr(e);
   }
   std::string payload_file() const {
-    return siblings ? siblings->bin_path().string() : (cache.path() / (cache.fields()[field].name + ".bin")).string();
+    return siblings ? siblings->bin_path().string() : (cache.path() / detail::field_file(cache.fields()[field].name, detail::FileKind::bin)).string();
   }
 
   // Fills w.windows / w.sizes: one window per crop (or the whole image when `full`).
