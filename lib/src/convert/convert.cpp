@@ -354,7 +354,7 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 }
 
 void run_pipeline(Source& source, const Schema& schema, const ConvertOptions& options, unsigned threads, uint64_t remaining,
-                  detail::CacheWriter& writer, ConvertResult& result, uint64_t& skipped_on_error) {
+                  detail::CacheWriter& writer, ConvertResult& result) {
   const size_t batch_size = std::max<size_t>(64, threads * 32);
   const uint64_t batch_bytes_limit = std::max<uint64_t>(options.max_bytes_in_flight / 4, 1);
   detail::BoundedQueue<Batch> read_queue(2), write_queue(1), free_batches(8);
@@ -426,7 +426,6 @@ void run_pipeline(Source& source, const Schema& schema, const ConvertOptions& op
             if (options.on_error == OnError::fail) throw Error(Errc::bad_input, *p.problem).with_path(s.origin).with_sample(s.source_index);
             result.ledger.push_back({s.source_index, std::nullopt, s.origin, p.problem_field, "skipped", *p.problem});
             ++result.skipped;
-            ++skipped_on_error;
             continue;
           }
           for (const auto& [field, why] : s.filled)
@@ -585,8 +584,7 @@ ConvertResult convert(Source& source, const ConvertOptions& options) {
 
   detail::CacheWriter writer(tmp, schema);
   const unsigned threads = options.threads ? options.threads : available_cpus();
-  uint64_t skipped_on_error = 0;
-  run_pipeline(source, schema, options, threads, remaining, writer, result, skipped_on_error);
+  run_pipeline(source, schema, options, threads, remaining, writer, result);
   throw_if_interrupted();
   result.written = writer.count();
   if (result.written == 0 && !options.allow_empty && !part)
@@ -596,7 +594,9 @@ ConvertResult convert(Source& source, const ConvertOptions& options) {
         .with_path(identity.uri);
   const detail::WrittenFiles files = writer.finish();
 
-  const bool as_plain = plain_id && skipped_on_error == 0;
+  // Every skip counts (also a source's own, e.g. tar --missing skip): merge, which cannot tell
+  // them apart in the parts' ledgers, decides the same way, so merged equals single-process.
+  const bool as_plain = plain_id && result.skipped == 0;
   if (as_plain) {
     result.content_id = *plain_id;
     result.options = canonical_options(plain);
