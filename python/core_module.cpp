@@ -692,6 +692,9 @@ PYBIND11_MODULE(_core, m) {
         for (const auto& f : c.fields()) fields[py::str(f.name)] = f.type_name;
         d["fields"] = fields;
         d["content_id"] = s.provenance.content_id;
+        py::dict options;  // what made these bytes: "jpeg-restarts" -> "1", "image-format" -> "yuv420", ...
+        for (const auto& [key, value] : s.provenance.options) options[py::str(key)] = value;
+        d["options"] = options;
         d["indexes"] = s.indexes;
         return d;
       });

@@ -159,9 +159,13 @@ Action setup_convert(CLI::App& sub, const GlobalOptions& global) {
     options.progress = [&](const ProgressUpdate& p) { progress.update(p.done, p.total); };
     const ConvertResult r = convert(*source, options);
     progress.finish();
-    for (const LedgerEntry& e : r.ledger) spdlog::debug("{} sample {} ({}): {}", e.action, e.source_index, e.origin, e.reason);
+    // A reused cache's ledger is what an earlier run did, not this one: `slip info` lists it.
+    if (!r.reused)
+      for (const LedgerEntry& e : r.ledger) spdlog::debug("{} sample {} ({}): {}", e.action, e.source_index, e.origin, e.reason);
     if (r.reused)
-      spdlog::info("a complete cache of this source already exists; nothing to do (--force rebuilds)");
+      spdlog::info("a cache of this source is already there ({}; its payloads were not read: slip verify checks them); "
+                   "nothing to do (--force rebuilds)",
+                   r.reuse_checked);
     else if (!global.quiet)
       spdlog::info("{} samples written, {} skipped, {} transcoded, {} in {:.2f} s", r.written, r.skipped, r.transcoded,
                    human_bytes(r.bytes_written), r.seconds);
@@ -171,6 +175,7 @@ Action setup_convert(CLI::App& sub, const GlobalOptions& global) {
       j["path"] = r.cache_path.string();
       j["content_id"] = r.content_id;
       j["reused"] = r.reused;
+      if (r.reused) j["reuse_checked"] = r.reuse_checked;
       j["source_samples"] = r.source_samples;
       j["written"] = r.written;
       j["skipped"] = r.skipped;

@@ -71,7 +71,8 @@ Action setup_info(CLI::App& sub, const GlobalOptions&) {
                            {"content_id", p.content_id},
                            {"created", p.created},
                            {"source", {{"kind", p.source_kind}, {"uri", p.source_uri}, {"fingerprint", p.source_fingerprint}}},
-                           {"source_samples", p.source_samples}};
+                           {"source_samples", p.source_samples},
+                           {"options", options_json(p.options)}};
       else
         j["provenance"] = nullptr;
       j["ledger"] = s.ledger.actions;
@@ -128,6 +129,8 @@ Action setup_info(CLI::App& sub, const GlobalOptions&) {
                   printable(p.content_id).c_str(), printable(p.created).c_str(), printable(p.tool_version).c_str());
       std::printf("  source samples %llu, skipped %llu, transcoded %llu\n", static_cast<unsigned long long>(p.source_samples),
                   static_cast<unsigned long long>(p.skipped), static_cast<unsigned long long>(p.transcoded));
+      const std::string options = options_summary(p.options);
+      std::printf("  options:     %s\n", options.empty() ? "none (the defaults)" : options.c_str());
     } else {
       std::printf("provenance: none (not written by slip; checksums absent)\n");
     }

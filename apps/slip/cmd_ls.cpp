@@ -28,6 +28,8 @@ struct Row {
 
 Row row_of(const CacheListing& c) {
   Row r{c, "cache", "complete", c.source};
+  // Caches of one source that differ only by their options: the options tell them apart.
+  if (const std::string options = options_summary(c.options); !options.empty()) r.detail += " [" + options + "]";
   const std::string& s = c.state;
   if (s.rfind("incomplete (in progress, pid ", 0) == 0) {
     r.kind = "temporary";
@@ -126,6 +128,7 @@ Action setup_ls(CLI::App& sub, const GlobalOptions&) {
                         {"samples", c.samples},
                         {"bytes", c.bytes},
                         {"source", c.source},
+                        {"options", options_json(c.options)},
                         {"temporaries", c.temporaries},
                         {"temporary_bytes", c.temporary_bytes}});
       }

@@ -1,9 +1,6 @@
 // slip subset CACHE --field label (--values 0,217 | --values-file F | --names n01440764,...)
 //             [--classes-file F] [--per-class K] [--seed S] [--mode copy|ids] [-o DIR] [--json]
-#include <sys/stat.h>
-
 #include <charconv>
-#include <fstream>
 #include <iostream>
 
 #include "command.hpp"
@@ -51,19 +48,11 @@ Action setup_subset(CLI::App& sub, const GlobalOptions& global) {
     if (a->mode == "copy") reject_stdout(a->output, "-o (with --mode copy)");
     if (a->values.empty() && a->values_file.empty() && a->sel.names.empty())
       throw Error(Errc::usage, "give --values, --values-file or --names");
-    std::vector<std::string> raw = a->values;
-    if (!a->values_file.empty()) {
-      // A FIFO or device would block the open below, where no signal ends the wait.
-      if (struct stat st{}; ::stat(a->values_file.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
-        throw Error(Errc::bad_input, "is not a regular file; refused as a values file").with_path(a->values_file);
-      std::ifstream in(a->values_file);
-      if (!in) throw Error(Errc::io, "cannot read values file").with_path(a->values_file);
-      for (std::string line; std::getline(in, line);)
-        if (!line.empty()) raw.push_back(line);
-    }
+    // --values-file is read by select_samples as a stream (its values are not held here).
+    a->sel.values_file = a->values_file;
     const Cache cache = Cache::open(a->cache);
     const bool str_field = cache.field(a->sel.field).type == FieldType::str;
-    for (const auto& v : raw) {
+    for (const auto& v : a->values) {
       if (str_field) {
         a->sel.str_values.push_back(v);
         continue;
@@ -75,8 +64,13 @@ Action setup_subset(CLI::App& sub, const GlobalOptions& global) {
       a->sel.values.push_back(value);
     }
     a->sel.classes_file = a->classes_file;
-    const std::vector<uint64_t> ids = select_samples(cache, a->sel);
+    SubsetReport report;
+    const std::vector<uint64_t> ids = select_samples(cache, a->sel, &report);
     nlohmann::ordered_json j{{"command", "subset"}, {"parent", a->cache}, {"mode", a->mode}, {"selected", ids.size()}};
+    if (!a->values_file.empty()) {
+      j["values_read"] = report.values_read;
+      j["values_not_found"] = report.values_not_found;
+    }
     if (a->dry_run) {
       j["dry_run"] = true;
       std::string path;

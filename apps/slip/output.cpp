@@ -182,6 +182,12 @@ int for_each_cache(const std::vector<std::string>& caches, bool json, const std:
   return worst;
 }
 
+nlohmann::ordered_json options_json(const std::vector<std::pair<std::string, std::string>>& options) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (const auto& [key, value] : options) out[key] = value;
+  return out;
+}
+
 void print_json(const nlohmann::ordered_json& object) {
   nlohmann::ordered_json out;
   out["schema"] = kJsonSchemaVersion;

@@ -72,6 +72,9 @@ std::string human_bytes(uint64_t bytes);
 int for_each_cache(const std::vector<std::string>& caches, bool json, const std::string& command,
                    const std::function<int(const std::string&)>& one);
 
+// A cache's options (CacheProvenance::options) as a JSON object, key -> value ({} for none).
+nlohmann::ordered_json options_json(const std::vector<std::pair<std::string, std::string>>& options);
+
 // Prints one JSON object on stdout (with "schema": kJsonSchemaVersion added first).
 void print_json(const nlohmann::ordered_json& object);
 

@@ -128,7 +128,9 @@ class Cache:
         return self._core.verify(decode=decode, threads=threads)
 
     def info(self) -> Dict[str, Any]:
-        """What ``slip info`` reports: path, samples, bytes, fields, content_id, indexes."""
+        """What ``slip info`` reports: path, samples, bytes, fields, content_id, options (the
+        conversion options that made these bytes, e.g. ``{"jpeg-restarts": "1"}``; ``{}`` for the
+        defaults), indexes."""
         return self._core.info()
 
 

@@ -128,6 +128,17 @@ def test_repr_and_attributes(sample_cache):
     assert "float32" in r
 
 
+def test_info_shows_the_options_that_made_the_bytes(sample_cache, tmp_path):
+    """Caches of one folder made with other options differ in Cache.info(), not only by id."""
+    from conftest import SRC, run
+    assert slipcache.Cache(sample_cache).info()["options"] == {}
+    folder = os.path.join(SRC, "examples", "sample")
+    restarts = run("convert", folder, "-o", tmp_path, "-q", "--jpeg-restarts").strip()
+    yuv = run("convert", folder, "-o", tmp_path, "-q", "--image-format", "yuv420").strip()
+    assert slipcache.Cache(restarts).info()["options"] == {"jpeg-restarts": "1"}
+    assert slipcache.Cache(yuv).info()["options"] == {"image-format": "yuv420"}
+
+
 def test_imported_from_where_expected():
     """scripts/check-python-install.sh: the installed package, not the source tree or build/."""
     prefix = os.environ.get("SLIPCACHE_EXPECT_PREFIX")

@@ -50,6 +50,11 @@ struct CacheProvenance {
   std::string content_id;
   std::string created;
   uint64_t source_samples = 0, skipped = 0, transcoded = 0;
+  // The options that made these bytes (slip.options: "jpeg-restarts" -> "1", "on-error" ->
+  // "skip", "max-image-pixels", "image-format", ...), in the manifest's order; empty for the
+  // defaults. "image-format" is also taken from the fields for caches written before it was
+  // recorded there.
+  std::vector<std::pair<std::string, std::string>> options;
 };
 
 // A read-only, memory-mapped view of a cache directory. Opening checks the structure that

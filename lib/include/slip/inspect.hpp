@@ -70,11 +70,17 @@ struct CacheListing {
   uint64_t samples = 0;
   uint64_t bytes = 0;
   std::string source;  // kind + uri
+  // slip.options: what made these bytes (CacheProvenance::options), sorted by key.
+  std::vector<std::pair<std::string, std::string>> options;
   // slip temporaries inside the cache ("<name> (abandoned)" / "<name> (in progress)"), e.g. of
   // a killed `slip yuv420`; the next run of that command removes abandoned ones.
   std::vector<std::string> temporaries;
   uint64_t temporary_bytes = 0;
 };
+
+// "jpeg-restarts=1, on-error=skip" (values escaped for a terminal): how `info` and `ls` show a
+// cache's options; empty for the defaults.
+std::string options_summary(const std::vector<std::pair<std::string, std::string>>& options);
 
 // Caches (directories with a manifest.json) and slip's temporary directories under `dir`.
 std::vector<CacheListing> list_caches(const std::filesystem::path& dir);

@@ -88,6 +88,9 @@ struct Value {
   // (1 = L, 3 = RGB, 4 = RGBA, row-major) rather than an encoded file; the writer encodes them
   // per --non-jpeg (RGB JPEG q100) and records each in the ledger. FFCV raw and LitData pil.
   uint8_t raw_channels = 0;
+  // With raw_channels: what the source's pixels were, for the ledger ("pil CMYK pixels (4
+  // channels, converted to RGB)"); empty: described by raw_channels alone.
+  std::string raw_description;
 };
 
 // One sample as a source yields it.

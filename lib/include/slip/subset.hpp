@@ -24,6 +24,11 @@ struct SubsetSelection {
   // (<root>/<class>/<file>, as the ImageFolder source writes it) or through `classes_file`.
   std::vector<std::string> names;
   std::filesystem::path classes_file;  // one class name per line; line i (0-based) is value i
+  // One value per line (a trailing '\r' dropped, empty lines ignored), read as a stream:
+  // memory is bounded by the field's distinct values, not by the file. Values the field does
+  // not hold are warned about (the first 5, then a count) and counted, not errors (those in
+  // `values` / `str_values` are); a file none of whose values is held is Error(usage).
+  std::filesystem::path values_file;
   uint64_t per_class = 0;              // 0: every sample of each value; K: K per value
   uint64_t seed = 0;                   // chooses the K per value, deterministically
 };
@@ -31,6 +36,13 @@ struct SubsetSelection {
 // Ascending sample ids matching the selection. Uses the field's CSR index when the cache has
 // one, builds what it needs otherwise. Throws Error(usage) for unknown values or names.
 std::vector<uint64_t> select_samples(const Cache& cache, const SubsetSelection& selection);
+
+// What select_samples found in `values_file`.
+struct SubsetReport {
+  uint64_t values_read = 0;       // non-empty lines
+  uint64_t values_not_found = 0;  // lines whose value the field does not hold (warned about)
+};
+std::vector<uint64_t> select_samples(const Cache& cache, const SubsetSelection& selection, SubsetReport* report);
 
 // A Source yielding the given samples of the cache at `parent`, in the given (ascending)
 // order, with every field's values as stored. Its identity: kind "subset", the parent's path,

@@ -35,6 +35,7 @@
 #include "util/bounded_queue.hpp"
 #include "util/cancel.hpp"
 #include "util/worker_pool.hpp"
+#include "util/log.hpp"
 
 namespace slip {
 
@@ -121,8 +122,9 @@ struct Prepared {
   std::vector<uint64_t> offsets;  // where each payload field's bytes go in its .bin (CacheWriter::place)
   std::optional<std::string> problem;
   std::string problem_field;
-  std::vector<std::string> transcoded_fields;
-  std::string transcode_reason;
+  // (field, reason): each transcoded field with its own reason (a sample may hold a CMYK
+  // JPEG in one field and raw pixels in another).
+  std::vector<std::pair<std::string, std::string>> transcoded;
 };
 
 // Non-JPEG pixels kept loadable: re-encoded as an RGB JPEG, quality 100.
@@ -132,6 +134,7 @@ void store_as_jpeg(Value& v, const RgbImage& rgb) {
   v.width = rgb.width;
   v.height = rgb.height;
   v.raw_channels = 0;
+  v.raw_description.clear();
 }
 
 // YUV420 storage: decode (or take the raw pixels), convert exactly as docs/FORMAT.md#yuv420-conversion.
@@ -141,6 +144,7 @@ void store_as_yuv420(Value& v, const RgbImage& rgb) {
   v.width = yuv.width;
   v.height = yuv.height;
   v.raw_channels = 0;
+  v.raw_description.clear();
 }
 
 // --jpeg-restarts: the stored JPEG re-encoded with restart markers, when libjpeg takes it cleanly.
@@ -170,11 +174,16 @@ void prepare_image(Value& v, NonJpegPolicy policy, bool to_yuv420, bool restarts
     const auto* src = reinterpret_cast<const uint8_t*>(v.bytes.data());
     for (uint64_t i = 0, n = uint64_t{v.width} * v.height; i < n; ++i)
       for (uint64_t k = 0; k < 3; ++k) rgb.pixels[i * 3 + k] = src[i * c + (c == 1 ? 0 : k)];
+    // The source's own description (a pil mode, FFCV raw) says what the pixels were before it
+    // made them 1, 3 or 4 channels; `c` alone would hide a CMYK or RGBX source.
+    const std::string what = !v.raw_description.empty() ? v.raw_description
+                             : c == 1                   ? "raw 1-channel (grey) pixels"
+                             : c == 3                   ? "raw 3-channel (RGB) pixels"
+                                                        : "raw 4-channel (RGBA, alpha dropped) pixels";
     if (to_yuv420) return store_as_yuv420(v, rgb);
     store_as_jpeg(v, rgb);
     if (restarts) add_restarts(v);
-    out.transcoded_fields.push_back(field);
-    out.transcode_reason = "raw " + std::to_string(c) + "-channel pixels encoded as RGB JPEG q100";
+    out.transcoded.emplace_back(field, what + " encoded as RGB JPEG q100");
     return;
   }
   if (v.bytes.empty()) return problem("empty image (0 bytes)");
@@ -231,8 +240,7 @@ void prepare_image(Value& v, NonJpegPolicy policy, bool to_yuv420, bool restarts
         if (to_yuv420) return store_as_yuv420(v, rgb);
         store_as_jpeg(v, rgb);
         if (restarts) add_restarts(v);
-        out.transcoded_fields.push_back(field);
-        out.transcode_reason = why_not_jpeg + " re-encoded as RGB JPEG q100";
+        out.transcoded.emplace_back(field, why_not_jpeg + " re-encoded as RGB JPEG q100");
       } catch (const Error& e) {
         if (e.code() != Errc::bad_input) throw;
         return problem(why_not_jpeg + " that does not decode: " + e.message());
@@ -425,8 +433,8 @@ void run_pipeline(Source& source, const Schema& schema, const ConvertOptions& op
           }
           for (const auto& [field, why] : s.filled)
             result.ledger.push_back({s.source_index, writer.count(), s.origin, field, "filled", why});
-          for (const std::string& field : p.transcoded_fields) {
-            result.ledger.push_back({s.source_index, writer.count(), s.origin, field, "transcoded", p.transcode_reason});
+          for (const auto& [field, why] : p.transcoded) {
+            result.ledger.push_back({s.source_index, writer.count(), s.origin, field, "transcoded", why});
             ++result.transcoded;
           }
           if (parallel)
@@ -501,6 +509,50 @@ void run_pipeline(Source& source, const Schema& schema, const ConvertOptions& op
   if (error) std::rethrow_exception(error);
 }
 
+// Reuses the cache at `dir` when it is complete (detail::reuse_problem: manifest checksum, file
+// sizes, the tables' checksums; not the payloads), filling `result` with what it holds. A cache
+// there that does not pass is converted again (the new one replaces it), with a warning saying
+// why: a user who runs convert wants a cache that loads, not the damaged one returned.
+bool reuse_existing(const fs::path& dir, const std::string& id, ConvertResult& result) {
+  std::error_code ec;
+  if (!fs::exists(dir / detail::kManifestName, ec)) return false;
+  if (const std::string problem = detail::reuse_problem(dir, id); !problem.empty()) {
+    detail::warn("{}: the cache there is damaged ({}); converting it again", detail::escape_for_terminal(dir.string()), problem);
+    return false;
+  }
+  // Report what the cache holds, not what this run did (it did nothing).
+  result.reused = true;
+  result.cache_path = dir;
+  result.content_id = id;
+  result.reuse_checked = std::string(detail::kReuseChecks);
+  try {
+    const auto manifest = detail::parse_json_bounded(detail::read_text_file(dir / detail::kManifestName, detail::Open::cache_file));
+    const auto& slip = manifest.at("slip");
+    const auto& counts = slip.at("counts");
+    result.source_samples = counts.value("source_samples", uint64_t{0});
+    result.written = counts.value("written", uint64_t{0});
+    result.skipped = counts.value("skipped", uint64_t{0});
+    result.transcoded = counts.value("transcoded", uint64_t{0});
+    const nlohmann::json ledger = slip.value("ledger", nlohmann::json::array());
+    for (const auto& e : ledger) {
+      LedgerEntry l;
+      l.source_index = e.value("source_index", uint64_t{0});
+      if (e.contains("sample") && e["sample"].is_number_unsigned()) l.sample = e["sample"].get<uint64_t>();
+      l.origin = e.value("origin", std::string());
+      l.field = e.value("field", std::string());
+      l.action = e.value("action", std::string());
+      l.reason = e.value("reason", std::string());
+      result.ledger.push_back(std::move(l));
+    }
+    const nlohmann::json sizes = manifest.value("file_sizes", nlohmann::json::object());
+    for (const auto& [file, size] : sizes.items())
+      if (size.is_number_unsigned()) result.bytes_written += size.get<uint64_t>();
+  } catch (const std::exception&) {
+    // A cache that passed the checks but whose counts cannot be read: report none.
+  }
+  return true;
+}
+
 }  // namespace
 
 ConvertResult convert(Source& source, const ConvertOptions& options) {
@@ -535,36 +587,18 @@ ConvertResult convert(Source& source, const ConvertOptions& options) {
   result.cache_path = final_dir;
 
   result.options = canonical_options(options);
-  if (!options.force && detail::is_complete_cache(final_dir, result.content_id)) {
-    // Report what the cache holds, not what this run did (it did nothing).
-    result.reused = true;
-    try {
-      const auto manifest = detail::parse_json_bounded(detail::read_text_file(final_dir / detail::kManifestName, detail::Open::cache_file));
-      const auto& slip = manifest.at("slip");
-      const auto& counts = slip.at("counts");
-      result.source_samples = counts.value("source_samples", uint64_t{0});
-      result.written = counts.value("written", uint64_t{0});
-      result.skipped = counts.value("skipped", uint64_t{0});
-      result.transcoded = counts.value("transcoded", uint64_t{0});
-      const nlohmann::json ledger = slip.value("ledger", nlohmann::json::array());
-      for (const auto& e : ledger) {
-        LedgerEntry l;
-        l.source_index = e.value("source_index", uint64_t{0});
-        if (e.contains("sample") && e["sample"].is_number_unsigned()) l.sample = e["sample"].get<uint64_t>();
-        l.origin = e.value("origin", std::string());
-        l.field = e.value("field", std::string());
-        l.action = e.value("action", std::string());
-        l.reason = e.value("reason", std::string());
-        result.ledger.push_back(std::move(l));
-      }
-      const nlohmann::json sizes = manifest.value("file_sizes", nlohmann::json::object());
-      for (const auto& [file, size] : sizes.items())
-        if (size.is_number_unsigned()) result.bytes_written += size.get<uint64_t>();
-    } catch (const std::exception&) {
-      // A cache that passed is_complete_cache but whose counts cannot be read: report none.
-    }
+  // --on-error skip changes the bytes only when it skips something: the cache of this source
+  // made without it is then the same cache, found under (and published under) its id.
+  std::optional<std::string> plain_id;
+  ConvertOptions plain = options;
+  plain.on_error = OnError::fail;
+  if (options.on_error == OnError::skip && !part) plain_id = content_id(identity, plain);
+  if (!options.force && (reuse_existing(final_dir, result.content_id, result) ||
+                         (plain_id && reuse_existing(root / cache_dir_name(name, *plain_id), *plain_id, result)))) {
+    if (result.cache_path != final_dir) result.options = canonical_options(plain);
     return result;
   }
+  result.cache_path = final_dir;
   detail::StagingDir staging(root, final_name);
   const fs::path tmp = staging.path();
   uint64_t remaining = std::numeric_limits<uint64_t>::max();
@@ -599,11 +633,22 @@ ConvertResult convert(Source& source, const ConvertOptions& options) {
         .with_path(identity.uri);
   const detail::WrittenFiles files = writer.finish();
 
+  // Every skip counts (also a source's own, e.g. tar --missing skip): merge, which cannot tell
+  // them apart in the parts' ledgers, decides the same way, so merged equals single-process.
+  const bool as_plain = plain_id && result.skipped == 0;
+  if (as_plain) {
+    result.content_id = *plain_id;
+    result.options = canonical_options(plain);
+    result.cache_path = root / cache_dir_name(name, *plain_id);
+  }
   const ojson manifest = detail::build_manifest(schema, identity, result, files, part, options.created);
   detail::write_manifest(tmp, manifest);
   throw_if_interrupted();
 
-  staging.publish();
+  if (as_plain)
+    staging.publish_as(result.cache_path.filename().string());
+  else
+    staging.publish();
   for (const auto& [file, size] : files.storage_sizes) result.bytes_written += size;
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return result;

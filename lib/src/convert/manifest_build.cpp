@@ -1,5 +1,6 @@
 #include "convert/manifest_build.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <cerrno>
@@ -163,15 +164,26 @@ ojson build_manifest(const Schema& schema, const SourceIdentity& identity, const
   } else {
     slip["source"] = {{"kind", identity.kind}, {"uri", identity.uri}, {"fingerprint", identity.fingerprint}};
   }
-  // The byte-affecting options (canonical "key=value" lines), part of the content id.
-  ojson opts = ojson::object();
+  // The byte-affecting options (canonical "key=value" lines), part of the content id, and the
+  // stored image format (in the content id too, not as an option line): recorded here so that
+  // `info`, `ls` and Cache.info() show every choice that made these bytes in one place. Sorted
+  // by key (merge reads a part's back and writes the same).
+  std::vector<std::pair<std::string, std::string>> lines;
   for (size_t start = 0; start < result.options.size();) {
     const size_t end = result.options.find('\n', start);
     const std::string line = result.options.substr(start, end - start);
     const size_t eq = line.find('=');
-    if (eq != std::string::npos) opts[line.substr(0, eq)] = line.substr(eq + 1);
+    if (eq != std::string::npos && line.compare(0, eq, "image-format") != 0) lines.emplace_back(line.substr(0, eq), line.substr(eq + 1));
     start = end == std::string::npos ? result.options.size() : end + 1;
   }
+  for (const FieldSpec& spec : schema.fields)
+    if (spec.type == FieldType::image && !spec.image_format.empty() && spec.image_format != "jpeg") {
+      lines.emplace_back("image-format", spec.image_format);
+      break;
+    }
+  std::stable_sort(lines.begin(), lines.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  ojson opts = ojson::object();
+  for (const auto& [key, value] : lines) opts[key] = value;
   slip["options"] = std::move(opts);
   slip["counts"] = {{"source_samples", result.source_samples},
                     {"written", result.written},

@@ -392,9 +392,41 @@ MergeResult merge_parts(const std::vector<fs::path>& inputs, const MergeOptions&
   if (src.contains("uris") && src["uris"].is_array())
     for (const auto& u : src["uris"])
       if (u.is_string()) identity.uris.push_back(u.get<std::string>());
+  // As convert(): --on-error skip that skipped nothing wrote the bytes a run without it writes,
+  // so the cache takes that run's content id and name (and merged equals single-process).
+  std::string plain_options;
+  bool as_plain = false;
+  if (totals.skipped == 0 && totals.options.find("on-error=skip\n") != std::string::npos) {
+    std::string canonical;  // the lines canonical_options() gives without --on-error
+    for (size_t a = 0, b; a < totals.options.size(); a = b + 1) {
+      b = totals.options.find('\n', a);
+      const std::string line = totals.options.substr(a, b - a);
+      if (line != "on-error=skip") plain_options += line + "\n";
+      if (line != "on-error=skip" && line.rfind("image-format=", 0) != 0) canonical += line + "\n";
+    }
+    SourceIdentity hashed = identity;
+    if (!identity.uris.empty()) {
+      hashed.uri.clear();
+      for (const std::string& u : identity.uris) hashed.uri += (hashed.uri.empty() ? "" : "\n") + u;
+    }
+    const bool yuv = std::any_of(schema.fields.begin(), schema.fields.end(), [](const FieldSpec& f) { return f.image_format == "yuv420"; });
+    const std::string base = content_id(hashed, yuv ? StoredFormat::yuv420 : StoredFormat::jpeg);
+    const std::string id = canonical.empty() ? base : sha256_hex(base + "\noptions\n" + canonical);
+    const std::string& whole = first.info.whole_name;
+    const size_t tail = 9 + detail::kCacheSuffix.size();  // "-<id8>.slipstream"
+    if (whole.size() > tail) {
+      as_plain = true;
+      totals.content_id = result.content_id = id;
+      totals.options = plain_options;
+      result.cache_path = root / cache_dir_name(whole.substr(0, whole.size() - tail), id);
+    }
+  }
   detail::write_manifest(out, detail::build_manifest(schema, identity, totals, files, std::nullopt, options.created));
   throw_if_interrupted();
-  staging.publish();
+  if (as_plain)
+    staging.publish_as(result.cache_path.filename().string());
+  else
+    staging.publish();
   if (options.clean) remove_parts(parts);
   forget_shared_scan(first);
   result.samples = n;

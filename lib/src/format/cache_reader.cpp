@@ -178,6 +178,15 @@ Cache Cache::open(const fs::path& dir) {
         }
         p.source_fingerprint = src->value("fingerprint", std::string());
       }
+      if (auto o = s.find("options"); o != s.end() && o->is_object())
+        for (auto& [key, value] : o->items())
+          if (value.is_string()) p.options.emplace_back(key, value.get<std::string>());
+      if (std::none_of(p.options.begin(), p.options.end(), [](const auto& kv) { return kv.first == "image-format"; }))
+        for (const CacheField& f : m.fields)
+          if (f.type == FieldType::image && !f.image_format.empty() && f.image_format != "jpeg") {
+            p.options.emplace_back("image-format", f.image_format);
+            break;
+          }
       if (auto c = s.find("counts"); c != s.end() && c->is_object()) {
         p.source_samples = c->value("source_samples", uint64_t{0});
         p.skipped = c->value("skipped", uint64_t{0});

@@ -170,6 +170,19 @@ std::vector<CacheListing> list_caches(const fs::path& dir) {
             uri = uri.substr(0, nl) + " (and " + std::to_string(std::count(uri.begin(), uri.end(), '\n')) + " more)";
           l.source = src->value("kind", std::string()) + ":" + uri;
         }
+        if (const auto o = slip.is_object() ? slip.find("options") : slip.end(); o != slip.end() && o->is_object())
+          for (auto& [key, value] : o->items())
+            if (value.is_string()) l.options.emplace_back(key, value.get<std::string>());
+        // Caches written before slip.options held the image format: the fields say it.
+        if (std::none_of(l.options.begin(), l.options.end(), [](const auto& kv) { return kv.first == "image-format"; }))
+          if (const auto f = m.find("fields"); f != m.end() && f->is_object())
+            for (auto& [name, spec] : f->items())
+              if (spec.is_object() && spec.value("type", std::string()) == field_type_name(FieldType::image) &&
+                  spec.value("image_format", std::string("jpeg")) != "jpeg") {
+                l.options.emplace_back("image-format", spec.value("image_format", std::string()));
+                std::sort(l.options.begin(), l.options.end());
+                break;
+              }
       } else {
         l.source = "(python slipstream)";
       }
@@ -206,6 +219,13 @@ std::vector<CacheListing> list_caches(const fs::path& dir) {
     out.push_back(std::move(l));
   }
   std::sort(out.begin(), out.end(), [](const CacheListing& a, const CacheListing& b) { return a.name < b.name; });
+  return out;
+}
+
+std::string options_summary(const std::vector<std::pair<std::string, std::string>>& options) {
+  std::string out;
+  for (const auto& [key, value] : options)
+    out += (out.empty() ? "" : ", ") + detail::escape_for_terminal(key) + "=" + detail::escape_for_terminal(value);
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "format/layout.hpp"
 #include "slip/error.hpp"
@@ -100,6 +101,37 @@ bool is_complete_cache(const fs::path& dir, const std::string& id) {
     return true;
   } catch (...) {
     return false;
+  }
+}
+
+std::string reuse_problem(const fs::path& dir, const std::string& id) {
+  try {
+    const std::string text = read_text_file(dir / kManifestName, Open::cache_file);
+    if (!manifest_sum_matches(dir, text)) return "manifest.json does not match manifest.json.xxh3 (or that is missing)";
+    const auto manifest = detail::parse_json_bounded(text);
+    if (manifest.at("slip").at("content_id").get<std::string>() != id) return "its manifest records another content id";
+    for (auto& [name, size] : manifest.at("file_sizes").items()) {
+      if (!file_stem_problem(name).empty()) return "the manifest lists a file named \"" + escape_for_terminal(name) + "\"";
+      std::error_code ec;
+      if (!fs::is_regular_file(fs::symlink_status(dir / name, ec))) return escape_for_terminal(name) + " is missing or not a regular file";
+      const uint64_t want = size.get<uint64_t>(), got = fs::file_size(dir / name, ec);
+      if (ec || got != want)
+        return escape_for_terminal(name) + " is " + std::to_string(got) + " bytes; the manifest says " + std::to_string(want);
+    }
+    // The tables: every listed .npy but an ndarray field's data (which may be as large as
+    // payloads); never a .bin (payloads, strings, YUV420 siblings).
+    std::set<std::string> arrays;
+    for (auto& [name, field] : manifest.at("fields").items())
+      if (field.value("type", std::string()) == field_type_name(FieldType::ndarray)) arrays.insert(name + ".npy");
+    const auto& sums = manifest.at("slip").at("checksums").at("files");
+    for (auto& [name, sum] : sums.items()) {
+      if (!name.ends_with(".npy") || arrays.count(name) || !file_stem_problem(name).empty()) continue;
+      if (hex64(xxh3_64_of_file(dir / name, Open::cache_file).second) != sum.get<std::string>())
+        return escape_for_terminal(name) + " does not match its checksum";
+    }
+    return {};
+  } catch (const std::exception& e) {
+    return std::string("unreadable: ") + e.what();
   }
 }
 

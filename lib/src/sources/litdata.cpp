@@ -604,6 +604,38 @@ class LitDataSource final : public Source {
     v.width = static_cast<uint32_t>(w);
     v.height = static_cast<uint32_t>(h);
     v.raw_channels = channels;
+    v.raw_description = pil_description(mode);
+  }
+
+  // What the ledger says a pil image was: its mode, the mode's channel count and what became
+  // of them on the way to RGB.
+  static std::string pil_description(const std::string& mode) {
+    struct Kind {
+      const char* mode;
+      int channels;
+      const char* what;
+    };
+    static constexpr Kind kKinds[] = {
+        {"RGB", 3, "RGB"},
+        {"RGBA", 4, "alpha dropped"},
+        {"RGBX", 4, "padding dropped"},
+        {"L", 1, "grey"},
+        {"P", 1, "palette indices as grey levels, no palette stored"},
+        {"PA", 2, "palette indices as grey levels, alpha dropped"},
+        {"LA", 2, "grey, alpha dropped"},
+        {"1", 1, "bilevel"},
+        {"I", 1, "32-bit integers clipped to 0..255"},
+        {"F", 1, "32-bit floats clipped to 0..255"},
+        {"I;16", 1, "16-bit integers clipped to 0..255"},
+        {"CMYK", 4, "converted to RGB as Pillow does"},
+        {"YCbCr", 3, "converted to RGB as Pillow does"},
+        {"HSV", 3, "converted to RGB as Pillow does"},
+        {"LAB", 3, "converted to RGB as Pillow does"},
+    };
+    for (const Kind& k : kKinds)
+      if (mode == k.mode)
+        return "pil " + mode + " pixels (" + std::to_string(k.channels) + (k.channels == 1 ? " channel, " : " channels, ") + k.what + ")";
+    return "pil " + detail::escape_for_terminal(mode) + " pixels";
   }
 
   fs::path dir_;

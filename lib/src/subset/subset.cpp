@@ -1,9 +1,11 @@
 #include "slip/subset.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <fstream>
 #include <map>
 #include <set>
+#include <unordered_map>
 
 #include "slip/error.hpp"
 #include "slip/hash.hpp"
@@ -11,6 +13,8 @@
 #include "slip/npy.hpp"
 #include "slip/shuffle.hpp"
 #include "util/file_io.hpp"
+#include "util/log.hpp"
+#include "util/untrusted.hpp"
 
 namespace slip {
 
@@ -66,9 +70,93 @@ std::vector<int64_t> names_to_values(const Cache& cache, const SubsetSelection& 
   return values;
 }
 
+// Marks the keys named by the lines of sel.values_file in `chosen`, reading the file in blocks:
+// memory is the index's (bounded by the cache) plus one block and one value, whatever the
+// file's size (a 200 MB file of ids once held every line as a string: 5.75 GB).
+void mark_values_file(const FieldIndex& idx, const SubsetSelection& sel, std::vector<uint8_t>& chosen,
+                      SubsetReport& report) {
+  const fs::path& file = sel.values_file;
+  detail::check_input_file(file);  // a FIFO or device would block the open below
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw Error(Errc::io, "cannot read values file").with_path(file.string());
+  const bool text = idx.key_type == FieldType::str;
+  // Hashed lookups: FieldIndex::find is linear for str and float keys.
+  std::unordered_map<std::string_view, size_t> str_keys;
+  std::unordered_map<double, size_t> float_keys;
+  size_t longest = 32;  // an int64 has at most 20 characters: longer lines cannot parse
+  if (text) {
+    str_keys.reserve(idx.str_keys.size());
+    for (size_t k = 0; k < idx.str_keys.size(); ++k) {
+      str_keys.emplace(idx.str_keys[k], k);
+      longest = std::max(longest, idx.str_keys[k].size() + 1);
+    }
+  } else if (idx.key_type == FieldType::float64) {
+    for (size_t k = 0; k < idx.float_keys.size(); ++k) float_keys.emplace(idx.float_keys[k], k);
+  }
+  detail::RepeatedWarning not_found("values of field \"" + sel.field + "\" not found in " + detail::escape_for_terminal(file.string()));
+  uint64_t line_no = 0;
+  auto take = [&](std::string_view v, bool overlong) {
+    ++line_no;
+    if (!v.empty() && v.back() == '\r') v.remove_suffix(1);
+    if (v.empty() && !overlong) return;
+    ++report.values_read;
+    std::optional<size_t> key;
+    if (text) {
+      if (!overlong)
+        if (auto it = str_keys.find(v); it != str_keys.end()) key = it->second;
+    } else {
+      int64_t value = 0;
+      const auto [end, error] = std::from_chars(v.data(), v.data() + v.size(), value);
+      if (overlong || error != std::errc() || end != v.data() + v.size())
+        throw Error(Errc::usage, "line " + std::to_string(line_no) + ": not an integer value (or beyond 64 bits): \"" +
+                                     detail::escape_for_terminal(v.substr(0, 64)) + (overlong || v.size() > 64 ? "...\"" : "\""))
+            .with_path(file.string());
+      if (idx.key_type == FieldType::float64) {
+        if (auto it = float_keys.find(static_cast<double>(value)); it != float_keys.end()) key = it->second;
+      } else {
+        key = idx.find(value);
+      }
+    }
+    if (key) {
+      chosen[*key] = 1;
+      return;
+    }
+    ++report.values_not_found;
+    not_found.warn("{}: line {}: field \"{}\" has no sample with value \"{}{}\"", detail::escape_for_terminal(file.string()), line_no,
+                   sel.field, detail::escape_for_terminal(v.substr(0, 64)), overlong || v.size() > 64 ? "..." : "");
+  };
+  std::vector<char> block(size_t{1} << 20);
+  std::string partial;  // a line cut by a block boundary, at most `longest` bytes kept
+  bool overlong = false;
+  while (in) {
+    in.read(block.data(), static_cast<std::streamsize>(block.size()));
+    const auto got = static_cast<size_t>(in.gcount());
+    if (got == 0) break;
+    std::string_view rest(block.data(), got);
+    for (size_t nl; (nl = rest.find('\n')) != std::string_view::npos; rest.remove_prefix(nl + 1)) {
+      const std::string_view piece = rest.substr(0, nl);
+      if (partial.empty() && !overlong) {
+        take(piece, false);
+      } else {
+        if (partial.size() + piece.size() > longest) overlong = true;
+        if (!overlong) partial.append(piece);
+        take(partial, overlong);
+        partial.clear();
+        overlong = false;
+      }
+    }
+    if (partial.size() + rest.size() > longest) overlong = true;
+    if (!overlong) partial.append(rest);
+  }
+  if (in.bad()) throw Error(Errc::io, "cannot read values file").with_path(file.string());
+  if (!partial.empty() || overlong) take(partial, overlong);
+}
+
 }  // namespace
 
-std::vector<uint64_t> select_samples(const Cache& cache, const SubsetSelection& sel) {
+std::vector<uint64_t> select_samples(const Cache& cache, const SubsetSelection& sel) { return select_samples(cache, sel, nullptr); }
+
+std::vector<uint64_t> select_samples(const Cache& cache, const SubsetSelection& sel, SubsetReport* report) {
   // The selection is derived from the field's values (or its stored index): check them first.
   if (const auto fi = cache.field_index(sel.field)) cache.check_checksums(*fi);
   cache.check_file_checksums(csr_index_names(sel.field));
@@ -91,6 +179,18 @@ std::vector<uint64_t> select_samples(const Cache& cache, const SubsetSelection& 
     auto k = idx->find(std::string_view(s));
     if (!k) throw Error(Errc::usage, "field \"" + sel.field + "\" has no sample with value \"" + s + "\"").with_path(cache.path().string());
     keys.push_back(*k);
+  }
+  if (!sel.values_file.empty()) {
+    SubsetReport local;
+    SubsetReport& r = report ? *report : local;
+    std::vector<uint8_t> chosen(idx->num_keys(), 0);
+    mark_values_file(*idx, sel, chosen, r);
+    const size_t before = keys.size();
+    for (size_t k = 0; k < chosen.size(); ++k)
+      if (chosen[k]) keys.push_back(k);
+    if (keys.size() == before && r.values_read > 0)
+      throw Error(Errc::usage, "none of the " + std::to_string(r.values_read) + " values is a value of field \"" + sel.field + "\"")
+          .with_path(sel.values_file.string());
   }
   std::sort(keys.begin(), keys.end());
   keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
