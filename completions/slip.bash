@@ -24,7 +24,7 @@ _slip() {
       --max-image-pixels) return ;;
       --shard) return ;;
       --fingerprint) COMPREPLY=($(compgen -W "stat content" -- "$cur")); return ;;
-      --io-depth) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+      --io-depth) return ;;
       --max-sample-bytes) return ;;
       --field) return ;;
       --image-field) return ;;
@@ -112,10 +112,11 @@ _slip() {
   merge)
     case $prev in
       --from) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+      --source) COMPREPLY=($(compgen -f -- "$cur")); return ;;
       --status) COMPREPLY=($(compgen -f -- "$cur")); return ;;
       --output|-o) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     esac
-    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version -V --verbose -v --quiet -q --progress --no-progress --from --status --output -o --link --force -f --clean --json" -- "$cur")); return; fi
+    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version -V --verbose -v --quiet -q --progress --no-progress --from --source --status --output -o --link --force -f --clean --json" -- "$cur")); return; fi
     COMPREPLY=($(compgen -f -- "$cur")) ;;
   bench)
     case $prev in

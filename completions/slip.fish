@@ -35,7 +35,7 @@ complete -c slip -n "__fish_seen_subcommand_from convert" -l max-in-flight -x -d
 complete -c slip -n "__fish_seen_subcommand_from convert" -l max-image-pixels -x -d 'Refuse images whose header claims more pixels (decompression bombs); accepts K/M/G suffixes'
 complete -c slip -n "__fish_seen_subcommand_from convert" -l shard -x -d 'Convert only slice I of N (I/N, or '\''auto'\'' inside a SLURM job array) into a part cache; join with slip merge'
 complete -c slip -n "__fish_seen_subcommand_from convert" -l fingerprint -x -a 'stat content' -d 'Source fingerprint for the content id: '\''stat'\'' (sizes + mtimes, default) or '\''content'\'' (SHA-256 of the data)'
-complete -c slip -n "__fish_seen_subcommand_from convert" -l io-depth -r -F -d 'ImageFolder: files read at once while reads wait on the storage, 1-1024 (default 32): hides the latency of network file systems (from the page cache, files are read one after another)'
+complete -c slip -n "__fish_seen_subcommand_from convert" -l io-depth -x -d 'ImageFolder: files read at once while reads wait on the storage, 1-1024 (default 32): hides the latency of network file systems (from the page cache, files are read one after another)'
 complete -c slip -n "__fish_seen_subcommand_from convert" -l max-sample-bytes -x -d 'Tar: largest member read into memory (default 256MiB; K/M/G/KiB/MiB/GiB); a larger or sparse member makes its sample bad (--on-error)'
 complete -c slip -n "__fish_seen_subcommand_from convert" -l allow-truncated -d 'Tar: convert a shard that ends without tar'\''s end-of-archive blocks (cut short) instead of failing (exit 3)'
 complete -c slip -n "__fish_seen_subcommand_from convert" -l field -x -d 'Tar: type of a member extension, EXT=image|int|float|str|bytes (repeatable)'
@@ -109,6 +109,7 @@ complete -c slip -n "__fish_seen_subcommand_from order" -l output -s o -r -F -d 
 complete -c slip -n "__fish_seen_subcommand_from order" -F
 complete -c slip -n "__fish_seen_subcommand_from merge" -l help -s h -d 'Print this help message and exit'
 complete -c slip -n "__fish_seen_subcommand_from merge" -l from -r -F -d 'Work directory holding the parts (<name>-<id8>.parts)'
+complete -c slip -n "__fish_seen_subcommand_from merge" -l source -r -F -d 'The source(s) given to convert --shard (with the same -o): merge the work directory of that conversion, found without reading the source'
 complete -c slip -n "__fish_seen_subcommand_from merge" -l status -r -F -d 'List done / missing / incomplete parts of a work directory; exit 1 unless all are done'
 complete -c slip -n "__fish_seen_subcommand_from merge" -l output -s o -r -F -d 'Directory to write the merged cache into (default: beside the work directory)'
 complete -c slip -n "__fish_seen_subcommand_from merge" -l link -d 'Hard-link instead of copying where possible (one part on the same filesystem)'

@@ -107,10 +107,8 @@ std::string describe_parse_error(CLI::App& root, const CLI::ParseError& e) {
       if (app != nullptr && type.empty())
         for (const CLI::Option* o : app->get_options())
           if (o->check_name(name)) type = o->get_type_name().substr(0, o->get_type_name().find(':'));
-    const std::string wants = type == "UINT"    ? "a non-negative integer"
-                              : type == "INT"   ? "an integer"
-                              : type == "FLOAT" ? "a number"
-                                                : "a valid value";
+    // Placeholders (typed_placeholders): N an integer (a signed one's sign is checked before), NUM a number.
+    const std::string wants = type == "N" ? "a non-negative integer" : type == "NUM" ? "a number" : "a valid value";
     return name + " wants " + wants + ", got '" + value + "'";
   }
   // CLI11: "--mode: 1 required TEXT:{copy,ids} missing" -> "--mode needs a value: copy, ids".

@@ -5,11 +5,12 @@
 namespace slip::cli {
 
 namespace {
-// Options whose values are paths get file completion.
-bool looks_like_path(const std::string& name, const std::string& help) {
-  for (const char* key : {"output", "cache", "source", "dir", "file", "parts", "from"})
-    if (name.find(key) != std::string::npos) return true;
-  return help.find("directory") != std::string::npos || help.find("file") != std::string::npos;
+// Values that name files complete file names; the placeholder says which (typed_placeholders):
+// numbers, sizes, seconds, URLs and field names complete nothing.
+bool is_path_placeholder(const std::string& type) {
+  for (const char* t : {"DIR", "FILE", "PATH", "CACHE", "SOURCE"})
+    if (type == t) return true;
+  return false;
 }
 }  // namespace
 
@@ -42,9 +43,8 @@ std::vector<OptionInfo> describe_options(const CLI::App& app, bool positionals) 
           start = comma + 1;
         }
       }
-      o.type = type.substr(0, type.find(':'));  // "UINT:POSITIVE" -> "UINT"
-      const std::string name = positionals ? o.positional : (o.long_names.empty() ? "" : o.long_names[0]);
-      o.is_path = o.choices.empty() && (type == "TEXT" || type.empty()) && looks_like_path(name, o.help);
+      o.type = type.substr(0, type.find(':'));  // "N:POSITIVE" -> "N"
+      o.is_path = o.choices.empty() && is_path_placeholder(o.type);
     }
     out.push_back(std::move(o));
   }

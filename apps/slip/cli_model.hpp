@@ -13,13 +13,13 @@ struct OptionInfo {
   std::vector<std::string> short_names;  // without "-"
   std::string positional;                // name, for positionals
   std::string help;
-  std::string type;                  // "TEXT", "UINT", ... empty for flags
+  std::string type;                  // the placeholder: "N", "DIR", "SIZE", ... empty for flags and choices
   std::vector<std::string> choices;  // from IsMember checks
   std::string default_value;
   std::string envname;
   bool takes_value = false;
   bool required = false;
-  bool is_path = false;  // complete file names
+  bool is_path = false;  // complete file names (DIR, FILE, PATH, CACHE, SOURCE)
 };
 
 struct CommandInfo {

@@ -79,7 +79,7 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
     std::string kernels;
   };
   auto a = std::make_shared<Args>();
-  sub.add_option("cache", a->cache, "Cache directory")->required();
+  sub.add_option("cache", a->cache, "Cache directory")->type_name("CACHE")->required();
   sub.add_option("-p,--pipeline", a->options.pipeline, "raw, decode, center, rrc, direct-rrc or multicrop")
       ->check(CLI::IsMember({"raw", "decode", "center", "rrc", "direct-rrc", "multicrop"}))
       ->default_val("rrc");
@@ -91,7 +91,8 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
       ->check(CLI::IsMember({"sequential", "shuffle"}))
       ->default_val("sequential");
   sub.add_option("--seed", a->options.decode.seed, "Seed of crops, flips and shuffle")->default_val(0);
-  sub.add_option("--crops", a->options.crops, "multicrop: crop groups, e.g. 2x224@0.32-1,8x96@0.05-0.32 (default: dino)");
+  sub.add_option("--crops", a->options.crops, "multicrop: crop groups, e.g. 2x224@0.32-1,8x96@0.05-0.32 (default: dino)")
+      ->type_name("SPEC");
   sub.add_option("--flip", a->options.decode.flip_probability, "Horizontal flip probability")->default_val(0.5);
   sub.add_option("--layout", a->layout, "hwc or chw")->check(CLI::IsMember({"hwc", "chw"}))->default_val("hwc");
   sub.add_option("--dtype", a->dtype, "uint8, or float32 with ImageNet normalisation")
@@ -106,14 +107,15 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
       ->check(CLI::IsMember({"auto", "rgb", "planar"}))
       ->default_val("auto");
   sub.add_flag("--no-crop-aware", a->no_crop_aware, "Decode whole images, then crop (to measure what crop-aware decoding gains)");
-  sub.add_option("--field", a->options.decode.field, "Image field (default: the first)");
+  sub.add_option("--field", a->options.decode.field, "Image field (default: the first)")->type_name("FIELD");
   sub.add_option("--max-samples", a->options.max_samples, "Use only the first N samples");
   sub.add_flag("--no-limit", a->no_limit, "Skip the limit measurement");
   sub.add_flag("--yuv420-siblings", a->options.decode.yuv420_siblings,
                "Measure the field's YUV420 sibling files (slip yuv420) instead of its JPEGs");
   sub.add_option("--compare", a->compare,
                  "Run the same pipeline on a second storage of the same images (a YUV420 cache, or 'siblings' for this "
-                 "cache's YUV420 sibling files) and print the speed and storage ratios");
+                 "cache's YUV420 sibling files) and print the speed and storage ratios")
+      ->type_name("CACHE");
   sub.add_flag("--scaling", a->scaling,
                "Run once per thread count (1, 2, 4, ... up to the CPUs) and print one row each: rate, measured and ideal "
                "limits, efficiency, speed-up over one thread");
@@ -125,6 +127,7 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
                "Print a hash of every output pixel of every epoch (equal at every --kernels level; hashing is not timed)");
   sub.add_flag("--json", a->json, "Print one JSON report object");
   return [a, &global]() -> int {
+    set_error_subject(a->cache);  // --json failures name it
     if (!a->kernels.empty()) set_simd_level(a->kernels);
     BenchOptions options = a->options;
     options.decode.threads = resolve_threads(options.decode.threads);

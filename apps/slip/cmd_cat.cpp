@@ -19,10 +19,10 @@ Action setup_cat(CLI::App& sub, const GlobalOptions&) {
     std::string output;
   };
   auto a = std::make_shared<Args>();
-  sub.add_option("cache", a->cache, "Cache directory")->required();
+  sub.add_option("cache", a->cache, "Cache directory")->type_name("CACHE")->required();
   sub.add_option("index", a->index, "Sample id (0-based)")->required();
-  sub.add_option("-F,--field", a->field, "Field to print (default: the first image field, else the first field)");
-  sub.add_option("-o,--output", a->output, "Write to this file instead of stdout (- for stdout)");
+  sub.add_option("-F,--field", a->field, "Field to print (default: the first image field, else the first field)")->type_name("FIELD");
+  sub.add_option("-o,--output", a->output, "Write to this file instead of stdout (- for stdout)")->type_name("FILE");
   return [a]() -> int {
     const Cache cache = Cache::open(a->cache);
     size_t fi = 0;

@@ -11,6 +11,7 @@
 #include "output.hpp"
 #include "source_flags.hpp"
 #include "slip/convert.hpp"
+#include "slip/merge.hpp"
 #include "slip/remote.hpp"
 #include "slip/source.hpp"
 
@@ -43,11 +44,13 @@ Action setup_convert(CLI::App& sub, const GlobalOptions& global) {
                  "Dataset to convert: an ImageFolder directory, an FFCV .beton, tar shards (several, "
                  "shard-{000..009}.tar, globs, @list.txt, - for stdin), a LitData directory; local, or at an "
                  "http://, https:// or s3:// URI")
+      ->type_name("SOURCE")
       ->required();
   sub.add_option("-o,--output", a->output, "Directory to write the cache into")
+      ->type_name("DIR")
       ->envname("SLIPSTREAM_CACHE_DIR")
       ->default_str("$SLIPSTREAM_CACHE_DIR or ~/.slipstream");
-  sub.add_option("--name", a->name, "Name part of <name>-<id8>.slipstream (default: the source's name)");
+  sub.add_option("--name", a->name, "Name part of <name>-<id8>.slipstream (default: the source's name)")->type_name("NAME");
   sub.add_option("-j,--threads", a->threads, "Worker threads (default: CPUs available to the process)");
   sub.add_flag("-f,--force", a->force, "Rebuild even if a complete cache of this source exists");
   sub.add_option("--non-jpeg", a->non_jpeg,
@@ -72,15 +75,20 @@ Action setup_convert(CLI::App& sub, const GlobalOptions& global) {
   sub.add_flag("--json", a->json, "Print one JSON summary object instead of the path");
   sub.add_option("--max-in-flight", a->max_in_flight,
                  "Sample bytes held between reading and writing (read ahead, preparing, writing); K, M, G, KiB, MiB, GiB")
+      ->type_name("SIZE")
       ->capture_default_str();
   sub.add_option("--max-image-pixels", a->max_image_pixels,
                  "Refuse images whose header claims more pixels (decompression bombs); accepts K/M/G suffixes")
+      ->type_name("N")
       ->capture_default_str();
   sub.add_option("--shard", a->shard,
-                 "Convert only slice I of N (I/N, or 'auto' inside a SLURM job array) into a part cache; join with slip merge");
+                 "Convert only slice I of N (I/N, or 'auto' inside a SLURM job array) into a part cache; join with slip merge")
+      ->type_name("I/N");
   add_source_flags(sub, a->source_options);
 
   return [a, &global]() -> int {
+    // --json failures name the source (one; several: the file the error names).
+    if (a->sources.size() == 1) set_error_subject(is_remote_uri(a->sources[0]) ? redact_uri(a->sources[0]) : a->sources[0]);
     reject_stdout(a->output, "-o");
     // A dry run of a remote source fetches nothing: the content id needs the data (or its
     // index), so it says what would be fetched and where instead.
@@ -159,6 +167,8 @@ Action setup_convert(CLI::App& sub, const GlobalOptions& global) {
     options.progress = [&](const ProgressUpdate& p) { progress.update(p.done, p.total); };
     const ConvertResult r = convert(*source, options);
     progress.finish();
+    // The merge step finds the work directory from these arguments (slip merge --source).
+    if (options.shard) record_part_sources(r.cache_path.parent_path(), a->sources);
     // A reused cache's ledger is what an earlier run did, not this one: `slip info` lists it.
     if (!r.reused)
       for (const LedgerEntry& e : r.ledger) spdlog::debug("{} sample {} ({}): {}", e.action, e.source_index, e.origin, e.reason);

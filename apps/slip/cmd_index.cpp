@@ -16,11 +16,12 @@ Action setup_index(CLI::App& sub, const GlobalOptions&) {
     bool force = false;
   };
   auto a = std::make_shared<Args>();
-  sub.add_option("cache", a->cache, "Cache directory")->required();
-  sub.add_option("-F,--field", a->fields, "Field to index (int, float or str; repeatable)")->required();
+  sub.add_option("cache", a->cache, "Cache directory")->type_name("CACHE")->required();
+  sub.add_option("-F,--field", a->fields, "Field to index (int, float or str; repeatable)")->type_name("FIELD")->required();
   sub.add_flag("--json", a->json, "Print one JSON object");
   sub.add_flag("--force", a->force, "Index a field even when its values are nearly unique (one id array per sample)");
   return [a]() -> int {
+    set_error_subject(a->cache);  // --json failures name it
     nlohmann::ordered_json written = nlohmann::ordered_json::array();
     if (!a->force) {  // check every field before writing any index
       const Cache cache = Cache::open(a->cache);

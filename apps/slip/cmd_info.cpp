@@ -1,4 +1,5 @@
 // slip info CACHE [--json]
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
@@ -10,8 +11,19 @@
 namespace slip::cli {
 
 namespace {
-// Histograms with more values than this are summarised on one line in the text output.
-constexpr size_t kHistogramLines = 50;
+// Histograms with more values than this are summarised on one line in the text output (a
+// screenful is not a summary; the full histogram is in --json).
+constexpr size_t kHistogramLines = 20;
+// Columns for names from the cache: UTF-8 sequences count as one.
+size_t display_width(const std::string& text) {
+  size_t n = 0;
+  for (const char c : text) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+std::string pad(const std::string& text, size_t width) {
+  const size_t w = display_width(text);
+  return w >= width ? text : text + std::string(width - w, ' ');
+}
 nlohmann::ordered_json dist_json(const Distribution& d) { return {{"min", d.min}, {"median", d.median}, {"max", d.max}, {"mean", d.mean}}; }
 }  // namespace
 
@@ -21,7 +33,9 @@ Action setup_info(CLI::App& sub, const GlobalOptions&) {
     bool json = false;
   };
   auto a = std::make_shared<Args>();
-  sub.add_option("cache", a->caches, "Cache directories (several: one report each; the exit status is the worst)")->required();
+  sub.add_option("cache", a->caches, "Cache directories (several: one report each; the exit status is the worst)")
+      ->type_name("CACHE")
+      ->required();
   sub.add_flag("--json", a->json, "Print one JSON object per cache (one per line)");
   auto reports = std::make_shared<size_t>(0);  // text reports printed so far (blank line between)
   const auto one = [a, reports](const std::string& path) -> int {
@@ -94,8 +108,15 @@ Action setup_info(CLI::App& sub, const GlobalOptions&) {
     std::printf("samples:  %llu\n", static_cast<unsigned long long>(s.samples));
     std::printf("size:     %s\n", human_bytes(s.total_bytes).c_str());
     std::printf("fields:\n");
+    // Columns as wide as the longest name and type (names are the source's: any length).
+    size_t name_width = 12, type_width = 11;
     for (const FieldSummary& f : s.fields) {
-      std::printf("  %-12s %-11s %10s", printable(f.name).c_str(), printable(f.type).c_str(), human_bytes(f.bytes).c_str());
+      name_width = std::max(name_width, display_width(printable(f.name)));
+      type_width = std::max(type_width, display_width(printable(f.type)));
+    }
+    for (const FieldSummary& f : s.fields) {
+      std::printf("  %s %s %10s", pad(printable(f.name), name_width).c_str(), pad(printable(f.type), type_width).c_str(),
+                  human_bytes(f.bytes).c_str());
       if (!f.dtype.empty()) std::printf("  dtype %s", printable(f.dtype).c_str());
       if (!f.image_format.empty())
         std::printf("  format %s, payload bytes min/median/max %llu/%llu/%llu (max_size %llu)", printable(f.image_format).c_str(),
@@ -103,13 +124,19 @@ Action setup_info(CLI::App& sub, const GlobalOptions&) {
                     static_cast<unsigned long long>(f.payload_size.max), static_cast<unsigned long long>(f.max_size));
       std::printf("\n");
       if (f.type == "ImageBytes" || f.type == "HFImageDict")
-        std::printf("  %-12s width min/median/max %llu/%llu/%llu, height %llu/%llu/%llu\n", "",
+        std::printf("  %s width min/median/max %llu/%llu/%llu, height %llu/%llu/%llu\n", std::string(name_width, ' ').c_str(),
                     static_cast<unsigned long long>(f.width.min), static_cast<unsigned long long>(f.width.median),
                     static_cast<unsigned long long>(f.width.max), static_cast<unsigned long long>(f.height.min),
                     static_cast<unsigned long long>(f.height.median), static_cast<unsigned long long>(f.height.max));
     }
     for (const FieldSummary& f : s.fields) {
       if (f.distinct == 0) continue;
+      // Every value once (an id, an index, a path hash): its histogram says nothing but that.
+      if (f.distinct > 1 && !f.most_frequent.empty() && f.most_frequent.front().second == 1) {
+        std::printf("%s: %llu distinct values, min %lld, max %lld (unique)\n", printable(f.name).c_str(),
+                    static_cast<unsigned long long>(f.distinct), static_cast<long long>(f.value_min), static_cast<long long>(f.value_max));
+        continue;
+      }
       if (!f.histogram_truncated && f.histogram.size() <= kHistogramLines) {
         std::printf("%s histogram (%zu values):\n", printable(f.name).c_str(), f.histogram.size());
         for (auto [v, c] : f.histogram) std::printf("  %8lld %8llu\n", static_cast<long long>(v), static_cast<unsigned long long>(c));
@@ -121,6 +148,7 @@ Action setup_info(CLI::App& sub, const GlobalOptions&) {
       for (size_t i = 0; i < f.most_frequent.size() && i < 5; ++i)
         std::printf("%s %lld (%llu)", i ? "," : "", static_cast<long long>(f.most_frequent[i].first),
                     static_cast<unsigned long long>(f.most_frequent[i].second));
+      if (f.distinct > 5) std::printf(" and %llu more", static_cast<unsigned long long>(f.distinct - std::min<uint64_t>(f.distinct, 5)));
       std::printf(f.histogram_truncated ? "\n" : "; full histogram: slip info --json\n");
     }
     if (p.present) {

@@ -22,8 +22,9 @@ namespace fs = std::filesystem;
 struct Row {
   CacheListing listing;
   std::string kind;    // "cache", "temporary", "parts"
-  std::string status;  // one word: complete, damaged, converting, abandoned, parts
+  std::string status;  // one word: complete, damaged, converting, abandoned, parts, merged
   std::string detail;  // the source, the damage, the pid, "3/8 parts done"
+  bool all_parts_done = false;
 };
 
 Row row_of(const CacheListing& c) {
@@ -60,6 +61,7 @@ Row parts_row(const fs::path& dir) {
       ++total;
       if (p.state == "done") ++done;
     }
+    r.all_parts_done = done == total && total > 0;
     r.detail = std::to_string(done) + "/" + std::to_string(total) + " parts done" +
                (done == total && total > 0 ? "; join with slip merge --from" : "");
   } catch (const Error& e) {
@@ -83,6 +85,18 @@ std::vector<Row> rows_in(const fs::path& dir) {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec))
     if (is_parts_dir(e.path())) rows.push_back(parts_row(e.path()));
+  // Parts whose merged cache is here (merged without --clean): done with, not waiting for a merge.
+  for (Row& r : rows) {
+    if (r.kind != "parts" || !r.all_parts_done) continue;
+    const std::string whole = r.listing.name.substr(0, r.listing.name.size() - 6) + ".slipstream";
+    const bool merged = std::any_of(rows.begin(), rows.end(), [&](const Row& c) {
+      return c.kind == "cache" && c.status == "complete" && c.listing.path.filename() == whole;
+    });
+    if (merged) {
+      r.status = "merged";
+      r.detail = "merged into " + whole + "; the parts can go (rm -r, or slip merge --clean next time)";
+    }
+  }
   std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.listing.name < b.listing.name; });
   return rows;
 }
@@ -96,6 +110,7 @@ Action setup_ls(CLI::App& sub, const GlobalOptions&) {
   };
   auto a = std::make_shared<Args>();
   sub.add_option("dir", a->dir, "Directory holding caches, or one cache (or .parts work directory) to show")
+      ->type_name("DIR")
       ->default_str("$SLIPSTREAM_CACHE_DIR or ~/.slipstream");
   sub.add_flag("--json", a->json, "Print one JSON object");
   return [a]() -> int {

@@ -185,7 +185,8 @@ Action setup_man(CLI::App& sub, const GlobalOptions&) {
   sub.add_option("command", a->command, "Print only this command's page (default: write every page into -o DIR)")
       ->check(CLI::IsMember(names));
   sub.add_option("-o,--output", a->output,
-                 "Man directory to write man1/slip.1 and man1/slip-<command>.1 into, as MANPATH expects (- for stdout: one page)");
+                 "Man directory to write man1/slip.1 and man1/slip-<command>.1 into, as MANPATH expects (- for stdout: one page)")
+      ->type_name("DIR");
   return [a, &sub]() -> int {
     const CLI::App& root = *sub.get_parent();
     const auto cmds = describe_commands(root);

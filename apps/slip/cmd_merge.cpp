@@ -1,4 +1,4 @@
-// slip merge PARTS... | --from WORKDIR [-o DIR] [--link] [--force] [--json]
+// slip merge PARTS... | --from WORKDIR | --source SRC... [-o DIR] [--link] [--force] [--clean] [--json]
 // slip merge --status WORKDIR
 #include <iostream>
 
@@ -12,15 +12,21 @@ namespace slip::cli {
 
 Action setup_merge(CLI::App& sub, const GlobalOptions& global) {
   struct Args {
-    std::vector<std::string> parts;
+    std::vector<std::string> parts, sources;
     std::string from, status, output;
     bool link = false, force = false, json = false, clean = false;
   };
   auto a = std::make_shared<Args>();
-  sub.add_option("parts", a->parts, "Part cache directories (from convert --shard I/N)");
-  sub.add_option("--from", a->from, "Work directory holding the parts (<name>-<id8>.parts)");
-  sub.add_option("--status", a->status, "List done / missing / incomplete parts of a work directory; exit 1 unless all are done");
-  sub.add_option("-o,--output", a->output, "Directory to write the merged cache into (default: beside the work directory)");
+  sub.add_option("parts", a->parts, "Part cache directories (from convert --shard I/N)")->type_name("DIR");
+  sub.add_option("--from", a->from, "Work directory holding the parts (<name>-<id8>.parts)")->type_name("DIR");
+  sub.add_option("--source", a->sources,
+                 "The source(s) given to convert --shard (with the same -o): merge the work directory of that conversion, "
+                 "found without reading the source")
+      ->type_name("SOURCE");
+  sub.add_option("--status", a->status, "List done / missing / incomplete parts of a work directory; exit 1 unless all are done")
+      ->type_name("DIR");
+  sub.add_option("-o,--output", a->output, "Directory to write the merged cache into (default: beside the work directory)")
+      ->type_name("DIR");
   sub.add_flag("--link", a->link, "Hard-link instead of copying where possible (one part on the same filesystem)");
   sub.add_flag("-f,--force", a->force, "Rebuild even if the merged cache exists");
   sub.add_flag("--clean", a->clean, "Remove the parts (and their work directory) once the merged cache is published");
@@ -41,6 +47,11 @@ Action setup_merge(CLI::App& sub, const GlobalOptions& global) {
     }
     std::vector<std::filesystem::path> inputs;
     if (!a->from.empty()) inputs.emplace_back(a->from);
+    if (!a->sources.empty()) {
+      if (!inputs.empty() || !a->parts.empty())
+        throw Error(Errc::usage, "--source names the work directory; give no --from or parts with it");
+      inputs.push_back(find_workdir(output_root(a->output), a->sources));
+    }
     for (const auto& p : a->parts) inputs.emplace_back(p);
     if (inputs.empty()) throw Error(Errc::usage, "give part directories, --from WORKDIR or --status WORKDIR");
     MergeOptions options;

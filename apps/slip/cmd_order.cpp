@@ -22,7 +22,7 @@ Action setup_order(CLI::App& sub, const GlobalOptions&) {
     std::string output;
   };
   auto a = std::make_shared<Args>();
-  sub.add_option("cache", a->cache, "Cache directory (only its sample count is read)")->required();
+  sub.add_option("cache", a->cache, "Cache directory (only its sample count is read)")->type_name("CACHE")->required();
   sub.add_option("--seed", a->spec.seed, "Shuffle seed")->default_val(0);
   sub.add_option("--epoch", a->spec.epoch, "Epoch number (each epoch is a different order)")->default_val(0);
   sub.add_option("--rank", a->spec.rank, "This process's rank")->default_val(0);
@@ -35,7 +35,8 @@ Action setup_order(CLI::App& sub, const GlobalOptions&) {
   sub.add_option("--format", a->format, "text (one id per line) or npy (int64 array)")
       ->check(CLI::IsMember({"text", "npy"}))
       ->default_val("text");
-  sub.add_option("-o,--output", a->output, "Write to this file instead of stdout (- for stdout); npy is never written to a terminal");
+  sub.add_option("-o,--output", a->output, "Write to this file instead of stdout (- for stdout); npy is never written to a terminal")
+      ->type_name("FILE");
   return [a]() -> int {
     const Cache cache = Cache::open(a->cache);
     ShuffleSpec spec = a->spec;

@@ -26,12 +26,15 @@ Action setup_subset(CLI::App& sub, const GlobalOptions& global) {
     bool dry_run = false;
   };
   auto a = std::make_shared<Args>();
-  sub.add_option("cache", a->cache, "Parent cache directory")->required();
-  sub.add_option("-F,--field", a->sel.field, "Field whose values select samples")->default_val("label");
-  auto* values = sub.add_option("--values", a->values, "Values to keep (comma-separated)")->delimiter(',');
-  auto* values_file = sub.add_option("--values-file", a->values_file, "File with one value per line");
-  auto* names = sub.add_option("--names", a->sel.names, "Class names to keep (comma-separated), via the path field")->delimiter(',');
-  sub.add_option("--classes-file", a->classes_file, "Class names, one per line, line i = label i (instead of the path field)");
+  sub.add_option("cache", a->cache, "Parent cache directory")->type_name("CACHE")->required();
+  sub.add_option("-F,--field", a->sel.field, "Field whose values select samples")->type_name("FIELD")->default_val("label");
+  auto* values = sub.add_option("--values", a->values, "Values to keep (comma-separated)")->type_name("VALUES")->delimiter(',');
+  auto* values_file = sub.add_option("--values-file", a->values_file, "File with one value per line")->type_name("FILE");
+  auto* names = sub.add_option("--names", a->sel.names, "Class names to keep (comma-separated), via the path field")
+                    ->type_name("NAME")
+                    ->delimiter(',');
+  sub.add_option("--classes-file", a->classes_file, "Class names, one per line, line i = label i (instead of the path field)")
+      ->type_name("FILE");
   values->excludes(values_file);
   sub.add_option("--per-class", a->sel.per_class, "Keep K samples per value (few-shot), chosen by --seed")->default_val(0);
   sub.add_option("--seed", a->sel.seed, "Seed for --per-class")->default_val(0);
@@ -39,12 +42,14 @@ Action setup_subset(CLI::App& sub, const GlobalOptions& global) {
       ->check(CLI::IsMember({"copy", "ids"}))
       ->default_val("copy");
   sub.add_option("-o,--output", a->output, "Output directory (copy) or .npy file (ids; - for stdout)")
+      ->type_name("PATH")
       ->default_str("$SLIPSTREAM_CACHE_DIR or ~/.slipstream; ids: ./<cache>-<n>.ids.npy");
-  sub.add_option("--name", a->name, "Name part of the subset cache (default: <parent>-subset)");
+  sub.add_option("--name", a->name, "Name part of the subset cache (default: <parent>-subset)")->type_name("NAME");
   sub.add_flag("--json", a->json, "Print one JSON object");
   sub.add_flag("-n,--dry-run", a->dry_run, "Say what would be selected and written where; write nothing");
   (void)names;
   return [a, &global]() -> int {
+    set_error_subject(a->cache);  // --json failures name it
     if (a->mode == "copy") reject_stdout(a->output, "-o (with --mode copy)");
     if (a->values.empty() && a->values_file.empty() && a->sel.names.empty())
       throw Error(Errc::usage, "give --values, --values-file or --names");

@@ -22,7 +22,9 @@ Action setup_verify(CLI::App& sub, const GlobalOptions& global) {
     std::string kernels;
   };
   auto a = std::make_shared<Args>();
-  sub.add_option("cache", a->caches, "Cache directories (several: one report each; the exit status is the worst)")->required();
+  sub.add_option("cache", a->caches, "Cache directories (several: one report each; the exit status is the worst)")
+      ->type_name("CACHE")
+      ->required();
   sub.add_option("-j,--threads", a->threads, "Worker threads (default: CPUs available to the process)");
   sub.add_option("--max-issues", a->max_issues, "Issues to list in detail")->default_val(100);
   sub.add_flag("--json", a->json, "Print one JSON report object per cache (one per line)");

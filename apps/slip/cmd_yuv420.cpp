@@ -23,13 +23,14 @@ struct Yuv420Args {
 
 Action setup_yuv420(CLI::App& sub, const GlobalOptions& global) {
   auto a = std::make_shared<Yuv420Args>();
-  sub.add_option("cache", a->cache, "The JPEG cache directory")->required();
-  sub.add_option("--field", a->field, "Image field to convert (default: every JPEG image field)");
+  sub.add_option("cache", a->cache, "The JPEG cache directory")->type_name("CACHE")->required();
+  sub.add_option("--field", a->field, "Image field to convert (default: every JPEG image field)")->type_name("FIELD");
   sub.add_option("-j,--threads", a->threads, "Decoding threads (default: CPUs available to the process)");
   sub.add_flag("-f,--force", a->force, "Rebuild the sibling files even when valid ones exist");
   sub.add_flag("--json", a->json,
                "Print one JSON object (the cache path and, per field, its files, sizes and time) instead of the file names");
   return [a, &global]() -> int {
+    set_error_subject(a->cache);  // --json failures name it
     SiblingOptions options;
     options.field = a->field;
     options.threads = resolve_threads(a->threads);

@@ -39,6 +39,25 @@ const Command kCommands[] = {
     {"man", "Print or write the man pages", setup_man},
 };
 
+namespace {
+// The subcommand that was given --json, if any: its failures are also a JSON object on stdout,
+// so a script reading stdout sees why instead of nothing (docs/JSON.md).
+const CLI::App* json_command(const CLI::App& app) {
+  for (const CLI::App* sub : app.get_subcommands()) {
+    const CLI::Option* json = sub->get_option_no_throw("--json");
+    if (json != nullptr && json->count() > 0) return sub;
+  }
+  return nullptr;
+}
+
+// The stderr line, and with --json the object on stdout; the exit status.
+int report_failure(const CLI::App& app, const slip::Error& e) {
+  spdlog::error("{}", e.describe());
+  if (const CLI::App* sub = json_command(app)) print_json(error_json(sub->get_name(), e, error_subject()));
+  return exit_code(e.code());
+}
+}  // namespace
+
 bool GlobalOptions::show_progress() const {
   if (quiet || no_progress) return false;
   return progress || stderr_is_terminal();
@@ -82,6 +101,7 @@ int main(int argc, char** argv) {
   GlobalOptions global;
   CLI::App app{"slip — prepare vision datasets as slipstream caches for fast training"};
   app.name("slip");
+  app.formatter(std::make_shared<HelpFormatter>());  // before the subcommands: they copy it
   app.set_version_flag("-V,--version", [] {
     try {
       slip::apply_simd_environment(slip::process_environment());  // the level SLIP_SIMD asks for, if the CPU has it
@@ -108,6 +128,7 @@ int main(int argc, char** argv) {
   }
   // Integer options: decimal digits within the type's range ("-1" is not 2^64-1, "010" not 8).
   strict_integer_options(app);
+  typed_placeholders(app);
 
   // Bare `slip`: the help (what a newcomer needs), on stderr so scripts capturing stdout get
   // nothing, and the usage-error exit status.
@@ -125,13 +146,11 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     // One line, naming the bad word (README: every usage error is `slip: error: ...`, exit 2).
-    spdlog::error("{}", describe_parse_error(app, e));
-    return kExitUsage;
+    return report_failure(app, slip::Error(slip::Errc::usage, describe_parse_error(app, e)));
   } catch (const slip::Error& e) {
     // An option's own parser (--max-sample-bytes 99999999999999999999999) ran inside CLI11:
     // without this the error ended the process through std::terminate (exit 134).
-    spdlog::error("{}", e.describe());
-    return exit_code(e.code());
+    return report_failure(app, e);
   }
   if (global.quiet)
     spdlog::set_level(spdlog::level::err);
@@ -145,14 +164,11 @@ int main(int argc, char** argv) {
       slip::apply_simd_environment(slip::process_environment());
       return actions.at(sub)();
     } catch (const slip::Error& e) {
-      spdlog::error("{}", e.describe());
-      return exit_code(e.code());
+      return report_failure(app, e);
     } catch (const std::bad_alloc&) {
-      spdlog::error("out of memory");
-      return kExitIo;
+      return report_failure(app, slip::Error(slip::Errc::io, "out of memory"));
     } catch (const std::exception& e) {
-      spdlog::error("internal error: {}", e.what());
-      return kExitIo;
+      return report_failure(app, slip::Error(slip::Errc::io, std::string("internal error: ") + e.what()));
     }
   }
   return 0;

@@ -68,6 +68,27 @@ void strict_integer_options(CLI::App& app) {
   for (CLI::App* sub : app.get_subcommands({})) strict_integer_options(*sub);
 }
 
+void typed_placeholders(CLI::App& app) {
+  for (CLI::Option* opt : app.get_options()) {
+    if (opt->get_type_size() == 0) continue;  // a flag
+    const std::string full = opt->get_type_name();
+    const std::string type = full.substr(0, full.find_first_of(": "));
+    if (type == "UINT" || type == "INT")
+      opt->type_name("N");
+    else if (type == "FLOAT")
+      opt->type_name("NUM");
+    else if (type == "TEXT" && full.find(":{") != std::string::npos)
+      opt->type_name("");  // the choices say it
+  }
+  for (CLI::App* sub : app.get_subcommands({})) typed_placeholders(*sub);
+}
+
+std::string HelpFormatter::make_option_opts(const CLI::Option* opt) const {
+  std::string out = CLI::Formatter::make_option_opts(opt);
+  if (out.rfind(" :{", 0) == 0) out.erase(1, 1);
+  return out;
+}
+
 uint64_t parse_unsigned(std::string_view text, std::string_view what) {
   std::string copy(text);
   if (const std::string problem = strict_integer(copy, false); !problem.empty())
@@ -167,7 +188,10 @@ std::string human_bytes(uint64_t bytes) {
 
 int for_each_cache(const std::vector<std::string>& caches, bool json, const std::string& command,
                    const std::function<int(const std::string&)>& one) {
-  if (caches.size() == 1) return one(caches.front());
+  if (caches.size() == 1) {
+    set_error_subject(caches.front());
+    return one(caches.front());
+  }
   int worst = 0;
   for (const std::string& cache : caches) {
     try {
@@ -175,7 +199,7 @@ int for_each_cache(const std::vector<std::string>& caches, bool json, const std:
     } catch (const Error& e) {
       if (e.code() == Errc::interrupted) throw;
       spdlog::error("{}", e.describe());
-      if (json) print_json({{"command", command}, {"path", cache}, {"error", e.describe()}, {"exit_code", exit_code(e.code())}});
+      if (json) print_json(error_json(command, e, cache));
       worst = std::max(worst, exit_code(e.code()));
     }
   }
@@ -186,6 +210,29 @@ nlohmann::ordered_json options_json(const std::vector<std::pair<std::string, std
   nlohmann::ordered_json out = nlohmann::ordered_json::object();
   for (const auto& [key, value] : options) out[key] = value;
   return out;
+}
+
+namespace {
+std::string& subject_storage() {
+  static std::string subject;
+  return subject;
+}
+}  // namespace
+
+void set_error_subject(std::string subject) { subject_storage() = std::move(subject); }
+const std::string& error_subject() { return subject_storage(); }
+
+nlohmann::ordered_json error_json(const std::string& command, const Error& e, const std::string& subject) {
+  using J = nlohmann::ordered_json;
+  const std::string& path = subject.empty() ? e.path() : subject;
+  return {{"command", command},
+          {"path", path.empty() ? J(nullptr) : J(path)},
+          {"error", e.describe()},
+          {"class", errc_name(e.code())},
+          {"exit_code", exit_code(e.code())},
+          {"file", e.path().empty() ? J(nullptr) : J(e.path())},
+          {"sample", e.sample() ? J(*e.sample()) : J(nullptr)},
+          {"offset", e.offset() ? J(*e.offset()) : J(nullptr)}};
 }
 
 void print_json(const nlohmann::ordered_json& object) {

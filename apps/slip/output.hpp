@@ -27,6 +27,16 @@ uint64_t parse_count(const std::string& text);
 // only ("-" first for signed ones), within the type's range. CLI11 alone goes through strtoull
 // with base 0, so "-1" became 18446744073709551615, "0x10" 16 and "010" 8. Call after setup.
 void strict_integer_options(CLI::App& app);
+// Placeholders that say what a value is: UINT/INT become N, FLOAT NUM, and a choice shows its
+// values alone ({a,b}, not TEXT:{a,b}); text options name theirs where declared (DIR, FILE,
+// SIZE, SECONDS, URL, ...), which also decides which ones complete file names (cli_model.hpp).
+// Call after strict_integer_options (it finds integer options by CLI11's type names).
+void typed_placeholders(CLI::App& app);
+// CLI11's help formatter, showing a choice as {a,b} rather than :{a,b} (its empty type name).
+class HelpFormatter : public CLI::Formatter {
+ public:
+  std::string make_option_opts(const CLI::Option* opt) const override;
+};
 // The same rule for text parsed later (values files): throws Error(usage) naming `what`.
 uint64_t parse_unsigned(std::string_view text, std::string_view what);
 
@@ -65,6 +75,14 @@ class OutputFile {
 void reject_stdout(const std::string& path, const std::string& option);
 bool stderr_is_terminal();
 std::string human_bytes(uint64_t bytes);
+// A failure as a JSON object (--json): {"command", "path", "error" (the stderr line), "class"
+// (usage, bad_input, io, retryable, interrupted), "exit_code", "file", "sample", "offset"}.
+// "path" is what the command was working on (`subject`: the cache, the source), else the
+// file the error names; the last three are null when the error does not say.
+nlohmann::ordered_json error_json(const std::string& command, const Error& e, const std::string& subject);
+// The subject of the failure main() reports with --json (set by for_each_cache and convert).
+void set_error_subject(std::string subject);
+const std::string& error_subject();
 // Runs `one` for each cache in turn (slip verify A B ..., slip info A B ...). The exit status
 // is the worst (highest) of the caches'. With several caches an error in one is reported
 // (a `slip: error:` line; with --json also an object {"command", "path", "error", "exit_code"})

@@ -143,3 +143,45 @@ done
 grep -q '^demo-caches/' .gitignore || fail "demo-caches/ (written by the quick start) is not in .gitignore"
 ! grep -q 'closing note\|issue note' docs/SLURM.md || fail "docs/SLURM.md points at an issue note instead of stating its figures"
 pass "docs stand on their own: no private spec, FORMAT.md anchors resolve"
+
+# Typed placeholders (issue 38): no option or positional of any command shows CLI11's generic
+# TEXT, UINT, INT or FLOAT; counts say N, byte sizes SIZE, durations SECONDS, files DIR, FILE,
+# PATH, CACHE or SOURCE. The placeholder is the part of a --help line before the description.
+specs() { "$SLIP" $1 --help | grep -E '^  [-a-z]' | sed -E 's/^  //; s/ {2,}.*//'; }
+for c in "" $commands; do
+  bad=$(specs "$c" | grep -wE 'TEXT|UINT|INT|FLOAT' || true)
+  [ -z "$bad" ] || fail "slip $c --help shows a generic placeholder: $bad"
+done
+specs convert | grep -qE -- '--jobs N\b' || fail "convert --jobs is not shown as N: $(specs convert | grep -- --jobs)"
+specs convert | grep -qE -- '--max-in-flight SIZE=256MiB' || fail "convert --max-in-flight is not shown as SIZE"
+specs convert | grep -qE -- '--timeout SECONDS' || fail "convert --timeout is not shown as SECONDS"
+specs convert | grep -qE -- '--non-jpeg \{transcode,keep,fail\}=transcode' || fail "a choice does not show its values alone"
+specs cat | grep -qE '^index N REQUIRED' || fail "cat's index positional is not N"
+pass "--help of every command: typed placeholders (N, SIZE, SECONDS, DIR, ...), no TEXT/UINT/FLOAT"
+
+# ... and the completions offer no file names after a numeric option (there are files to offer
+# here), in bash, zsh and fish; a DIR option still completes file names.
+mkdir -p "$WORK/cwd" && touch "$WORK/cwd/a-file" "$WORK/cwd/12345"
+cd "$WORK/cwd"
+numeric=0
+for c in $commands; do
+  for f in $(specs "$c" | grep -E -- '--[a-z][a-z0-9-]* (N|SIZE|SECONDS|NUM|BYTES/S|I/N)\b' | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u); do
+    numeric=$((numeric + 1))
+    got=$(bash -c "source '$WORK/comp.bash'; COMP_WORDS=(slip $c $f ''); COMP_CWORD=3; _slip; echo \${COMPREPLY[*]}")
+    [ -z "$got" ] || fail "bash: slip $c $f <TAB> offers '$got'"
+    ! grep -E -- "[{'\"]$f[],}'\"]" "$WORK/comp.zsh" | grep -q '_files' || fail "zsh completes files after $c $f"
+    ! grep -E -- "__fish_seen_subcommand_from $c\".* -l ${f#--}( |$)" "$WORK/comp.fish" | grep -qE -- ' -(r|F) ' ||
+      fail "fish completes files after $c $f"
+    if command -v fish >/dev/null; then
+      got=$(fish -c "source '$WORK/comp.fish'; complete -C 'slip $c $f '" | cut -f1 | tr '\n' ' ')
+      [ -z "$got" ] || fail "fish: slip $c $f <TAB> offers '$got'"
+    fi
+  done
+done
+[ "$numeric" -ge 30 ] || fail "only $numeric numeric options found in --help (the placeholders changed?)"
+got=$(bash -c "source '$WORK/comp.bash'; COMP_WORDS=(slip convert -o a-); COMP_CWORD=3; _slip; echo \${COMPREPLY[*]}")
+[ "$got" = a-file ] || fail "bash: slip convert -o a-<TAB> gave '$got', not the file"
+got=$(bash -c "source '$WORK/comp.bash'; COMP_WORDS=(slip convert --download-dir a-); COMP_CWORD=3; _slip; echo \${COMPREPLY[*]}")
+[ "$got" = a-file ] || fail "bash: slip convert --download-dir a-<TAB> gave '$got'"
+cd "$SRC"
+pass "no file names after any of the $numeric numeric options (--jobs, --io-depth, ...) in bash, zsh, fish; DIR options complete files"

@@ -35,6 +35,7 @@ doc=$WORK/doc-json && mkdir -p "$doc"
 "$SLIP" verify "$cache" --json > "$doc/verify"
 "$SLIP" info "$cache" --json > "$doc/info"
 "$SLIP" ls "$WORK/c" --json > "$doc/ls"
+"$SLIP" convert "$WORK/no-such-source" -o "$WORK/c" --json > "$doc/convert (failure)" 2>/dev/null || true
 "$SLIP" index "$cache" --field label --json > "$doc/index"
 "$SLIP" subset "$cache" --values 1 --json -o "$WORK/s3" > "$doc/subset"
 "$SLIP" subset "$cache" --values 1 --mode ids -o "$WORK/ids1.npy" --json > "$doc/subset --mode ids"

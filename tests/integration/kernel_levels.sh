@@ -22,8 +22,12 @@ echo "levels on this CPU: ${levels[*]}"
 # A mix of the corpus: three images of each kind (format, colour, subsampling, progressive),
 # the restart-marker ones, and the tiny and very tall ones.
 mkdir -p "$WORK/mix/a"
-awk -F'\t' 'NR>1 { kind = $5 "|" $6 "|" $7 "|" $8; if (n[kind]++ < 3 || $9 ~ /restart|tiny|very tall/) print $1 }' \
-  "$SLIP_SHARED_DIR/corpus/imagenet_like.manifest.tsv" | while read -r f; do cp "$CORPUS/$f" "$WORK/mix/a/"; done
+if have_shared "the corpus's mix of kinds (all of examples/sample instead)"; then
+  awk -F'\t' 'NR>1 { kind = $5 "|" $6 "|" $7 "|" $8; if (n[kind]++ < 3 || $9 ~ /restart|tiny|very tall/) print $1 }' \
+    "$SLIP_SHARED_DIR/corpus/imagenet_like.manifest.tsv" | while read -r f; do cp "$CORPUS/$f" "$WORK/mix/a/"; done
+else
+  find "$CORPUS" -type f -iname '*.jpeg' -exec cp {} "$WORK/mix/a/" \;
+fi
 cache=$("$SLIP" convert "$WORK/mix" -o "$WORK/c" -q)
 restarts=$("$SLIP" convert "$WORK/mix" -o "$WORK/c" -q --jpeg-restarts)
 "$SLIP" yuv420 "$cache" -q >/dev/null

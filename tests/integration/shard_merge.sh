@@ -164,3 +164,40 @@ cleaned=$("$SLIP" merge --from "$cw" --clean -q)
 [ ! -e "$cw" ] || { ls -la "$cw"; fail "merge --clean left the work directory"; }
 diff -r "$small_single" "$cleaned" >/dev/null || fail "merge --clean: merged cache differs"
 pass "merge --clean: parts removed after the merged cache is published"
+
+# Merged without --clean, the parts are listed as merged, not as waiting for a merge.
+"$SLIP" ls "$WORK/n2" > "$WORK/ls-n2"
+grep -E '\.parts ' "$WORK/ls-n2" | grep -qE ' merged +merged into .*\.slipstream' || { cat "$WORK/ls-n2"; fail "slip ls: merged parts not shown as merged"; }
+! grep -q 'join with slip merge' "$WORK/ls-n2" || { cat "$WORK/ls-n2"; fail "slip ls still says to join merged parts"; }
+pass "slip ls after a merge without --clean: the parts are 'merged', not 'join with slip merge'"
+
+# The documented SLURM scripts (docs/slurm/), run as SLURM runs them, in the directory the job
+# was submitted from: four array tasks (SLURM_ARRAY_* set) with a relative source, then the
+# merge job. The merge finds the work directory from the same source and -o without reading the
+# source (moved away first), writes the single-process cache, and --clean leaves no parts.
+recipe=$WORK/recipe && mkdir -p "$recipe" && cp -a "$SMALL" "$recipe/src"
+cd "$recipe"
+recipe_single=$("$SLIP" convert src -o single -q)
+export PATH=$(dirname "$SLIP"):$PATH
+for t in 0 1 2 3; do
+  SLURM_ARRAY_TASK_ID=$t SLURM_ARRAY_TASK_MIN=0 SLURM_ARRAY_TASK_COUNT=4 bash "$SRC/docs/slurm/convert-array.sbatch" src out >/dev/null
+done
+[ "$(ls -d out/*.parts/part-* | wc -l)" = 4 ] || fail "the array tasks did not write 4 parts"
+mv src src-moved
+recipe_merged=$(bash "$SRC/docs/slurm/merge.sbatch" src out | tail -n 1) || fail "docs/slurm/merge.sbatch failed"
+diff -r "$recipe_single" "$recipe_merged" >/dev/null || fail "the recipe's merged cache differs from the single-process build"
+[ -z "$(ls -d out/*.parts 2>/dev/null)" ] || fail "the recipe left the parts (--clean)"
+"$SLIP" ls out --json | $PY -c '
+import json, sys
+c = json.load(sys.stdin)["caches"]
+assert [(x["kind"], x["status"]) for x in c] == [("cache", "complete")], c' || fail "slip ls after the recipe: $("$SLIP" ls out)"
+# No work directory of these sources left, or two of them: refused (usage), naming what to do.
+expect_status 2 "$SLIP" merge --source src -o out
+grep -q 'no work directory of a `convert --shard` of these sources' "$WORK/err" || { cat "$WORK/err"; fail "merge --source without parts"; }
+mv src-moved src
+for o in "" "--name other"; do "$SLIP" convert src -o two --shard 0/1 $o -q >/dev/null; done
+expect_status 2 "$SLIP" merge --source src -o two
+grep -q 'several work directories hold parts of these sources (other-.*\.parts, src-.*\.parts); choose one with --from' "$WORK/err" ||
+  { cat "$WORK/err"; fail "merge --source with two work directories"; }
+cd "$WORK"
+pass "docs/slurm recipe: merge --source finds the parts without the source; --clean; slip ls shows the one cache"

@@ -52,5 +52,17 @@ struct PartState {
 // The parts of a work directory, by index, for `slip merge --status` (count read from any part).
 std::vector<PartState> part_status(const std::filesystem::path& workdir);
 
+// The merge step of a job array finds its work directory from the arguments the tasks were
+// given (`slip convert SRC... -o OUT --shard ...`, then `slip merge --source SRC... -o OUT`)
+// instead of opening the source again: the work directory is named by the content id, which
+// for an ImageFolder needs a scan. Each task records its source arguments in
+// <workdir>/sources.json (the first task's record stays; every task of one conversion gives the
+// same); local paths are made absolute, so the merge may run from another directory.
+void record_part_sources(const std::filesystem::path& workdir, const std::vector<std::string>& sources);
+// The work directory under `root` whose recorded sources are `sources`. Throws Error(usage)
+// when none is there, or several are (the source changed between conversions: each has its own
+// content id), naming them.
+std::filesystem::path find_workdir(const std::filesystem::path& root, const std::vector<std::string>& sources);
+
 }  // namespace slip
 SLIP_API_END

@@ -21,6 +21,8 @@
 #include "slip/runtime.hpp"
 #include "util/file_io.hpp"
 #include "util/cancel.hpp"
+#include "util/atomic_file.hpp"
+#include "slip/remote.hpp"
 #include "sources/scan_snapshot.hpp"
 
 namespace slip {
@@ -32,6 +34,7 @@ namespace {
 
 // SLURM's largest job array (MaxArraySize is at most 4,000,001): more parts is a forged number.
 constexpr uint64_t kMaxParts = 4'000'001;
+constexpr const char* kSourcesRecord = "sources.json";  // record_part_sources()
 
 struct Part {
   fs::path dir;
@@ -140,7 +143,7 @@ void remove_parts(const std::vector<Part>& parts) {
   bool only_bookkeeping = true;
   for (const auto& e : fs::directory_iterator(workdir, ec)) {
     const std::string name = e.path().filename().string();
-    if (name != "array.json" && !name.ends_with(".lock")) only_bookkeeping = false;
+    if (name != "array.json" && name != kSourcesRecord && !name.ends_with(".lock")) only_bookkeeping = false;
   }
   if (only_bookkeeping && workdir.filename().string().ends_with(".parts")) fs::remove_all(workdir, ec);
 }
@@ -478,6 +481,59 @@ std::vector<PartState> part_status(const fs::path& workdir) {
     out.push_back(it != states.end() ? it->second : PartState{i, "missing", workdir});
   }
   return out;
+}
+
+namespace {
+// The sources as recorded: local paths absolute and normalised (also after @ for a list file),
+// URIs with their credentials redacted, "-" (a list on stdin) as given.
+ojson normalized_sources(const std::vector<std::string>& sources) {
+  ojson out = ojson::array();
+  for (const std::string& s : sources) {
+    if (s == "-" || is_remote_uri(s))
+      out.push_back(s == "-" ? s : redact_uri(s));
+    else if (s.size() > 1 && s[0] == '@')
+      out.push_back("@" + fs::absolute(s.substr(1)).lexically_normal().string());
+    else
+      out.push_back(fs::absolute(s).lexically_normal().string());
+  }
+  return out;
+}
+}  // namespace
+
+void record_part_sources(const fs::path& workdir, const std::vector<std::string>& sources) {
+  const fs::path record = workdir / kSourcesRecord;
+  std::error_code ec;
+  if (fs::exists(record, ec)) return;
+  const detail::TempLock tmp(workdir, kSourcesRecord);
+  detail::write_text_file(tmp.path(), ojson{{"sources", normalized_sources(sources)}}.dump() + "\n");
+  // link(), not rename(): tasks starting together race, and the first record stays.
+  if (::link(tmp.path().c_str(), record.c_str()) != 0 && errno != EEXIST)
+    throw_errno("cannot record the sources of the job array", record.string(), errno);
+}
+
+fs::path find_workdir(const fs::path& root, const std::vector<std::string>& sources) {
+  const ojson wanted = normalized_sources(sources);
+  std::vector<fs::path> found;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(root, ec)) {
+    const std::string name = e.path().filename().string();
+    if (!name.ends_with(".parts") || !e.is_directory(ec) || !fs::exists(e.path() / kSourcesRecord, ec)) continue;
+    try {
+      const auto j = detail::parse_json_bounded(detail::read_text_file(e.path() / kSourcesRecord, detail::Open::cache_file));
+      if (j.at("sources").dump() == wanted.dump()) found.push_back(e.path());
+    } catch (const std::exception&) {
+      // Not a record of ours (or damaged): not a match.
+    }
+  }
+  std::sort(found.begin(), found.end());
+  if (found.size() == 1) return found.front();
+  if (found.empty())
+    throw Error(Errc::usage, "no work directory of a `convert --shard` of these sources here (or its parts were merged with --clean)")
+        .with_path(root.string());
+  std::string names;
+  for (const auto& f : found) names += (names.empty() ? "" : ", ") + detail::escape_for_terminal(f.filename().string());
+  throw Error(Errc::usage, "several work directories hold parts of these sources (" + names + "); choose one with --from")
+      .with_path(root.string());
 }
 
 }  // namespace slip
