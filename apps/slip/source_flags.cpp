@@ -94,6 +94,7 @@ void add_source_flags(CLI::App& sub, SourceOptions& options) {
          [&options](const std::string& text) { options.set("max-download-bytes", std::to_string(parse_count(text))); },
          "Remote: largest file downloaded (default 64GiB; K/M/G/KiB/MiB/GiB): a larger announced length is refused before "
          "writing, a body without one is cut off there (exit 3)")
+      ->type_name("SIZE")
       ->group("Remote sources");
 }
 
