@@ -7,8 +7,11 @@
 source "$(dirname "$0")/common.bash"
 
 # The levels, from /proc/cpuinfo (as libgcc probes them; AVX-512 needs F, BW, VNNI and VBMI).
-read -r -a levels <<<"$($PY - <<'PY'
+# A build for another processor (arm64 under qemu-user: SLIP_TARGET_ARCH) has the scalar kernels only.
+read -r -a levels <<<"$(SLIP_TARGET_ARCH=${SLIP_TARGET_ARCH:-x86_64} $PY - <<'PY'
+import os
 flags = set(next(l for l in open("/proc/cpuinfo") if l.startswith("flags")).split(":")[1].split())
+if os.environ["SLIP_TARGET_ARCH"] not in ("x86_64", "AMD64", "amd64"): flags = set()
 levels = ["scalar"]
 if {"sse4_1", "ssse3"} <= flags: levels.append("sse4")
 if len(levels) == 2 and "avx2" in flags: levels.append("avx2")

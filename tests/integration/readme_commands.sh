@@ -17,9 +17,10 @@ open(sys.argv[2] + "/quickstart.sh", "w").write(blocks["sh"])
 open(sys.argv[2] + "/quickstart.py", "w").write(blocks["python"])
 PY
 checkout=$WORK/checkout
-mkdir -p "$checkout/build/apps"
+mkdir -p "$checkout/build/apps/slip"
 ln -s "$SRC/examples" "$checkout/examples"
-ln -s "$(cd "$(dirname "$SLIP")" && pwd)" "$checkout/build/apps/slip"
+# build/apps/slip/slip: the slip under test (under qemu-user, the wrapper that runs the arm64 build).
+ln -s "$(cd "$(dirname "$SLIP")" && pwd)/$(basename "$SLIP")" "$checkout/build/apps/slip/slip"
 [ -n "${SLIP_BUILD_DIR:-}" ] && [ -d "$SLIP_BUILD_DIR/python" ] && ln -s "$SLIP_BUILD_DIR/python" "$checkout/build/python"
 (cd "$checkout" && bash -euo pipefail "$WORK/quickstart.sh") >"$WORK/qs.out" 2>"$WORK/qs.err" ||
   { cat "$WORK/qs.out" "$WORK/qs.err"; fail "the README's quick start (shell) failed"; }
