@@ -2,7 +2,6 @@
 // the Python slipstream's fixture, and the refusals.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cmath>
 #include <string>
 
@@ -169,11 +168,9 @@ TEST(PickledIndex, RefusesEveryTruncationOfAValidFileWithoutCrashing) {
 // plus 65,536; slip's own index of as many keys as samples (25 objects a key, freed as it goes)
 // reads within it.
 TEST(PickledIndex, BombsAreRefusedWithinTheCachesBudgetAndLargeIndexesRead) {
-  const auto t0 = std::chrono::steady_clock::now();
   expect_refused_for(std::string("\x80\x03") + std::string(8 << 20, '\x88') + ".", 40,
                      "holds more than 65618 objects at once (an index of a cache of 40 samples needs fewer)");
   expect_refused_for(std::string("\x80\x03") + std::string(8 << 20, '(') + ".", 40, "holds more than");
-  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 2.0);
   expect_refused_for("\x80\x03K\x01q\x05.", 1, "memoizes at index 5");
   FieldIndex idx;
   idx.key_type = FieldType::int64;
