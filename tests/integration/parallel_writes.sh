@@ -7,6 +7,7 @@
 # I/O error naming the file (exit 4), never a SIGBUS from the mapping.
 source "$(dirname "$0")/common.bash"
 export SOURCE_DATE_EPOCH=1700000000
+export SLIP_PARALLEL_WRITES=1  # the mapped writers are opt-in (from -j 8 up)
 have_shared "the 800-image corpus (examples/sample's 40 images are converted instead)" || true
 
 same_files() {  # same_files A B WHAT: the same file names, each file equal byte for byte
@@ -71,10 +72,15 @@ pass "tar shards: the bytes field is the members' bytes in shard order"
 
 # A disk that fills up while the workers write through the mapping: exit 4 naming the file.
 mkdir -p "$WORK/small"
-if mount -t tmpfs -o size=2m tmpfs "$WORK/small" 2>/dev/null; then
-  expect_status 4 "$SLIP" convert "$WORK"/s{0..2}.tar -o "$WORK/small" --non-jpeg keep -j 8
-  grep -q "No space left on device" "$WORK/err" && grep -q "dat.bin\|image.bin" "$WORK/err" ||
-    { cat "$WORK/err"; umount "$WORK/small"; fail "disk full mid-window: message"; }
+if [ "$(basename "$SLIP")" = slip-emulated ]; then
+  # qemu-user accepts MADV_POPULATE_WRITE without doing it, so a full disk is found by the page
+  # fault (SIGBUS), as without that call; a real arm64 kernel (5.14+) populates as x86-64 does.
+  echo "skip: the full-disk case under qemu-user (madvise is not emulated)"
+elif mount -t tmpfs -o size=2m tmpfs "$WORK/small" 2>/dev/null; then
+  status=0
+  "$SLIP" convert "$WORK"/s{0..2}.tar -o "$WORK/small" --non-jpeg keep -j 8 >"$WORK/out" 2>"$WORK/err" || status=$?
+  [ "$status" -eq 4 ] && grep -q "No space left on device" "$WORK/err" && grep -q "dat.bin\|image.bin" "$WORK/err" ||
+    { cat "$WORK/err"; umount "$WORK/small"; fail "disk full mid-window: exit $status, want 4 naming the file"; }
   leftovers=$(ls -A "$WORK/small"); umount "$WORK/small"
   [ -z "$leftovers" ] || fail "disk full left $leftovers"
   pass "disk full while writing in parallel: exit 4, the file and 'No space left on device', nothing left"

@@ -616,12 +616,14 @@ ConvertResult convert(Source& source, const ConvertOptions& options) {
   }
 
   const unsigned threads = options.threads ? options.threads : available_cpus();
-  // From kParallelWriteThreads up, the workers write the payloads through a shared mapping
-  // (PlacedWriter); below, the writer thread writes them, in order: on 2 cores (ext4, Linux
+  // With SLIP_PARALLEL_WRITES=1 and from kParallelWriteThreads up, the workers write the
+  // payloads through a shared mapping (PlacedWriter); otherwise the writer thread writes them,
+  // in order. Opt-in until measured where it should pay (16+ cores): on 2 cores (ext4, Linux
   // 6.18) the mapping's page faults cost twice the CPU time of write() and made -j 2 2.2x
-  // slower, pwrite from the workers 1.2x; with many threads one writer bounds the run.
+  // slower, pwrite from the workers 1.2x (docs/PERFORMANCE.md, "Parallel writes").
   constexpr unsigned kParallelWriteThreads = 8;
-  const bool parallel = threads >= kParallelWriteThreads;
+  const char* parallel_env = std::getenv("SLIP_PARALLEL_WRITES");
+  const bool parallel = parallel_env != nullptr && std::string_view(parallel_env) == "1" && threads >= kParallelWriteThreads;
   detail::CacheWriter writer(tmp, schema, parallel);
   run_pipeline(source, schema, options, threads, parallel, remaining, writer, result);
   throw_if_interrupted();
