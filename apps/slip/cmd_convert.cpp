@@ -173,9 +173,10 @@ Action setup_convert(CLI::App& sub, const GlobalOptions& global) {
     if (!r.reused)
       for (const LedgerEntry& e : r.ledger) spdlog::debug("{} sample {} ({}): {}", e.action, e.source_index, e.origin, e.reason);
     if (r.reused)
-      spdlog::info("a cache of this source is already there ({}; its payloads were not read: slip verify checks them); "
-                   "nothing to do (--force rebuilds)",
-                   r.reuse_checked);
+      spdlog::info(
+          "a cache of this source is already there ({}; its payloads were not read: slip verify checks them); "
+          "nothing to do (--force rebuilds)",
+          r.reuse_checked);
     else if (!global.quiet)
       spdlog::info("{} samples written, {} skipped, {} transcoded, {} in {:.2f} s", r.written, r.skipped, r.transcoded,
                    human_bytes(r.bytes_written), r.seconds);

@@ -377,7 +377,7 @@ TEST(ImageJpegHeader, SpecWalkRules) {
     ByteVector b = lit("\xFF\xD8\xFF");
     b.push_back(std::byte(m));
     for (const ByteVector& part : {lit("\x00\x0A\x08\x00\x10\x00\x20\x03\x00\x00"), lit("\xFF\xCA\x00\x0B\x08\x00\x05\x00\x06\x01"
-                                                                                   "xx")})
+                                                                                        "xx")})
       b.insert(b.end(), part.begin(), part.end());
     std::tie(ok, h) = parse(b);
     ASSERT_TRUE(ok) << int(uint8_t(m));
@@ -677,7 +677,7 @@ TEST(ImageDecode, SurvivesMutatedInputs) {
   SLIP_REQUIRE_SHARED();
   std::mt19937 rng(42);
   const std::vector<ByteVector> seeds = {load(imagenet(kTiny)), load(imagenet(kExif)), load(imagenet(kCmyk[2])), load(imagenet(kPng[5])),
-                                    load(imagenet(kGrayProgressive))};
+                                         load(imagenet(kGrayProgressive))};
   int decoded = 0, failed = 0;
   for (int iter = 0; iter < 1500; ++iter) {
     ByteVector b = seeds[iter % seeds.size()];

@@ -100,7 +100,7 @@ struct ConvertResult {
   // When reused: what was checked before the cache was taken as complete (its payloads are not
   // read: `slip verify` checks them). A cache there that fails these checks is converted again.
   std::string reuse_checked;
-  std::string options;     // canonical_options(): the byte-affecting options, recorded in the manifest
+  std::string options;  // canonical_options(): the byte-affecting options, recorded in the manifest
   uint64_t source_samples = 0, written = 0, skipped = 0, transcoded = 0;
   uint64_t bytes_written = 0;
   double seconds = 0;

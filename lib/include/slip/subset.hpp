@@ -29,8 +29,8 @@ struct SubsetSelection {
   // not hold are warned about (the first 5, then a count) and counted, not errors (those in
   // `values` / `str_values` are); a file none of whose values is held is Error(usage).
   std::filesystem::path values_file;
-  uint64_t per_class = 0;              // 0: every sample of each value; K: K per value
-  uint64_t seed = 0;                   // chooses the K per value, deterministically
+  uint64_t per_class = 0;  // 0: every sample of each value; K: K per value
+  uint64_t seed = 0;       // chooses the K per value, deterministically
 };
 
 // Ascending sample ids matching the selection. Uses the field's CSR index when the cache has

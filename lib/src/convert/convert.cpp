@@ -356,8 +356,8 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-void run_pipeline(Source& source, const Schema& schema, const ConvertOptions& options, unsigned threads, bool parallel,
-                  uint64_t remaining, detail::CacheWriter& writer, ConvertResult& result) {
+void run_pipeline(Source& source, const Schema& schema, const ConvertOptions& options, unsigned threads, bool parallel, uint64_t remaining,
+                  detail::CacheWriter& writer, ConvertResult& result) {
   const size_t batch_size = std::max<size_t>(64, threads * 32);
   const uint64_t batch_bytes_limit = std::max<uint64_t>(options.max_bytes_in_flight / 4, 1);
   detail::BoundedQueue<Batch> read_queue(2), write_queue(1), free_batches(8);

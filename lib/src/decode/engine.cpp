@@ -161,7 +161,8 @@ struct BatchDecoder::Impl {
     return std::make_exception_ptr(e);
   }
   std::string payload_file() const {
-    return siblings ? siblings->bin_path().string() : (cache.path() / detail::field_file(cache.fields()[field].name, detail::FileKind::bin)).string();
+    return siblings ? siblings->bin_path().string()
+                    : (cache.path() / detail::field_file(cache.fields()[field].name, detail::FileKind::bin)).string();
   }
 
   // Fills w.windows / w.sizes: one window per crop (or the whole image when `full`).

@@ -19,9 +19,9 @@ struct CacheWriter::Column {
   std::unique_ptr<FileWriter> data;      // str: <f>.bin; ndarray: <f>.npy.part, the element bytes
   std::unique_ptr<PlacedWriter> placed;  // image/bytes: <f>.bin
   uint64_t appended_end = 0;             // image/bytes: where the next record must start
-  std::vector<MetaRecord> meta;      // image/bytes
-  std::vector<uint64_t> offsets;     // str: (offset, length) pairs
-  std::vector<uint64_t> sums;        // image/bytes: XXH3-64 per payload
+  std::vector<MetaRecord> meta;          // image/bytes
+  std::vector<uint64_t> offsets;         // str: (offset, length) pairs
+  std::vector<uint64_t> sums;            // image/bytes: XXH3-64 per payload
   std::vector<int64_t> ints;
   std::vector<double> floats;
   uint64_t ndarray_sample_bytes = 0;
@@ -58,7 +58,8 @@ CacheWriter::CacheWriter(fs::path dir, Schema schema, bool parallel_payloads) : 
       if (parallel_payloads)
         col->placed = std::make_unique<PlacedWriter>(dir_ / field_file(spec.name, FileKind::bin));
       else
-        col->data = std::make_unique<FileWriter>(dir_ / field_file(spec.name, FileKind::bin), size_t{256} << 10, FileWriter::Checksum::none);
+        col->data =
+            std::make_unique<FileWriter>(dir_ / field_file(spec.name, FileKind::bin), size_t{256} << 10, FileWriter::Checksum::none);
     } else if (spec.type == FieldType::str) {
       col->data = std::make_unique<FileWriter>(dir_ / field_file(spec.name, FileKind::bin));
     } else if (spec.type == FieldType::ndarray) {

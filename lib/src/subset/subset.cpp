@@ -73,8 +73,7 @@ std::vector<int64_t> names_to_values(const Cache& cache, const SubsetSelection& 
 // Marks the keys named by the lines of sel.values_file in `chosen`, reading the file in blocks:
 // memory is the index's (bounded by the cache) plus one block and one value, whatever the
 // file's size (a 200 MB file of ids once held every line as a string: 5.75 GB).
-void mark_values_file(const FieldIndex& idx, const SubsetSelection& sel, std::vector<uint8_t>& chosen,
-                      SubsetReport& report) {
+void mark_values_file(const FieldIndex& idx, const SubsetSelection& sel, std::vector<uint8_t>& chosen, SubsetReport& report) {
   const fs::path& file = sel.values_file;
   detail::check_input_file(file);  // a FIFO or device would block the open below
   std::ifstream in(file, std::ios::binary);

@@ -109,7 +109,8 @@ UniqueFd open_for_writing(const std::filesystem::path& path, Create how, mode_t 
   if (!fd) {
     const int err = errno;
     if (err == ELOOP) throw Error(Errc::io, "is a symbolic link (slip never writes through a link it did not make)").with_path(name);
-    if (err == EEXIST && (how == Create::fresh || how == Create::fresh_rw)) throw Error(Errc::io, "exists already (slip writes only a new file here)").with_path(name);
+    if (err == EEXIST && (how == Create::fresh || how == Create::fresh_rw))
+      throw Error(Errc::io, "exists already (slip writes only a new file here)").with_path(name);
     if (!(user_output && err == ENXIO)) throw_errno("cannot create", name, err);  // ENXIO: a FIFO without a reader yet
   }
   struct stat st {};
