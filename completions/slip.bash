@@ -45,7 +45,7 @@ _slip() {
       --min-speed-time) return ;;
       --timeout) return ;;
       --max-list-keys) return ;;
-      --max-download-bytes) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+      --max-download-bytes) return ;;
     esac
     if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version -V --verbose -v --quiet -q --progress --no-progress --output -o --name --threads -j --force -f --non-jpeg --image-format --jpeg-restarts --on-error --allow-empty --dry-run -n --json --max-in-flight --max-image-pixels --shard --fingerprint --io-depth --max-sample-bytes --allow-truncated --field --image-field --label-field --missing --fields --layout --rename --raw-field --download-dir --jobs --endpoint-url --no-sign-request --retries --retry-delay --connect-timeout --stall-timeout --min-speed --min-speed-time --timeout --max-list-keys --max-download-bytes" -- "$cur")); return; fi
     COMPREPLY=($(compgen -f -- "$cur")) ;;

@@ -58,7 +58,7 @@ complete -c slip -n "__fish_seen_subcommand_from convert" -l min-speed -x -d 'Re
 complete -c slip -n "__fish_seen_subcommand_from convert" -l min-speed-time -x -d 'Remote: seconds of the --min-speed window (default 30)'
 complete -c slip -n "__fish_seen_subcommand_from convert" -l timeout -x -d 'Remote: seconds a single transfer may take in all (default: no limit)'
 complete -c slip -n "__fish_seen_subcommand_from convert" -l max-list-keys -x -d 'S3: refuse a listing of more keys than this (default 10000000); a listing whose tokens repeat is refused'
-complete -c slip -n "__fish_seen_subcommand_from convert" -l max-download-bytes -r -F -d 'Remote: largest file downloaded (default 64GiB; K/M/G/KiB/MiB/GiB): a larger announced length is refused before writing, a body without one is cut off there (exit 3)'
+complete -c slip -n "__fish_seen_subcommand_from convert" -l max-download-bytes -x -d 'Remote: largest file downloaded (default 64GiB; K/M/G/KiB/MiB/GiB): a larger announced length is refused before writing, a body without one is cut off there (exit 3)'
 complete -c slip -n "__fish_seen_subcommand_from convert" -F
 complete -c slip -n "__fish_seen_subcommand_from info" -l help -s h -d 'Print this help message and exit'
 complete -c slip -n "__fish_seen_subcommand_from info" -l json -d 'Print one JSON object per cache (one per line)'
