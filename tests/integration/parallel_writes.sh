@@ -51,8 +51,17 @@ for i, (img, size) in enumerate(zip(images, sizes)):
     open(os.path.join(stage, key + ".dat"), "wb").write(rng.randbytes(size))
     open(os.path.join(stage, key + ".cls"), "w").write(f"{i % 7}\n")
 PY
-(cd "$stage" && ls | LC_ALL=C sort > "$WORK/members")
-split -n l/3 -d -a 1 "$WORK/members" "$WORK/part-"
+# Three shards of whole samples (a sample's members never straddle two shards), in key order.
+$PY - "$stage" "$WORK" <<'PY'
+import os, sys
+stage, work = sys.argv[1:3]
+keys = sorted({f.split(".")[0] for f in os.listdir(stage)})
+per = -(-len(keys) // 3)
+for p in range(3):
+    with open(os.path.join(work, f"part-{p}"), "w") as out:
+        for k in keys[p * per:(p + 1) * per]:
+            out.writelines(f"{k}.{ext}\n" for ext in ("cls", "dat", "jpg"))
+PY
 for p in 0 1 2; do (cd "$stage" && tar --format=gnu -cf "$WORK/s$p.tar" -T "$WORK/part-$p"); done
 check_all "tar shards (image + bytes of 0 B to 3 MiB)" "$WORK"/s{0..2}.tar --non-jpeg keep
 # The bytes field holds the members' bytes, in order (not only the same as -j 1: right).
