@@ -25,13 +25,8 @@ trap cleanup EXIT
 export SLIPSTREAM_CACHE_DIR=$work/caches
 
 src=$work/tree
-for c in "$SHARED"/corpus/imagenet_like/*/; do
-  c=$(basename "$c")
-  mkdir -p "$src/$c"
-  for k in $(seq -w 0 24); do
-    for f in "$SHARED/corpus/imagenet_like/$c"/*; do ln "$f" "$src/$c/${k}_$(basename "$f")"; done
-  done
-done
+source "$(dirname "$0")/corpus_tree.bash"
+hard_linked_tree "$SHARED" "$src"
 files=$(find "$src" -type f | wc -l)
 bytes=$(find "$src" -type f -printf '%s\n' | awk '{s += $1} END {print s}')
 mkdir -p "$work/shards" "$work/gz"

@@ -22,13 +22,8 @@ trap 'rm -rf "$work"' EXIT
 export SLIPSTREAM_CACHE_DIR=$work/caches
 
 src=$work/tree
-for c in "$SHARED"/corpus/imagenet_like/*/; do
-  c=$(basename "$c")
-  mkdir -p "$src/$c"
-  for k in $(seq -w 0 24); do
-    for f in "$SHARED/corpus/imagenet_like/$c"/*; do ln "$f" "$src/$c/${k}_$(basename "$f")"; done
-  done
-done
+source "$(dirname "$0")/corpus_tree.bash"
+hard_linked_tree "$SHARED" "$src"
 (cd "$src" && find . -type f | LC_ALL=C sort | sed 's|^\./||' > "$work/list")
 split -n l/100 -d -a 3 "$work/list" "$work/part-"
 mkdir -p "$work/shards"

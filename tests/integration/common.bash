@@ -56,6 +56,14 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/slip-it-XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 export SLIPSTREAM_CACHE_DIR=$WORK/cache-root
 
+two_class_folder() {  # two_class_folder DIR: an ImageFolder of the corpus's first 6 JPEGs, alternately in a/ and b/
+  mkdir -p "$1/a" "$1/b"
+  local i=0 f
+  for f in $(find "$CORPUS" -type f -name '*.JPEG' | LC_ALL=C sort | head -6); do
+    cp "$f" "$1/$([ $((i % 2)) = 0 ] && echo a || echo b)/"
+    i=$((i + 1))
+  done
+}
 fail() { echo "FAIL: $*" >&2; exit 1; }
 pass() { echo "ok: $*"; }
 # expect_status WANT CMD... : runs CMD, captures stdout/stderr in $WORK/out, $WORK/err.

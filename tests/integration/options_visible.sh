@@ -7,12 +7,7 @@
 # cache under that content id) instead of a second full copy. `-v` on a reused cache does not
 # log the stored ledger as if this run had transcoded it.
 source "$(dirname "$0")/common.bash"
-r=$WORK/src && mkdir -p "$r/a" "$r/b"
-i=0
-for f in $(find "$CORPUS" -type f -name '*.JPEG' | LC_ALL=C sort | head -6); do
-  cp "$f" "$r/$([ $((i % 2)) = 0 ] && echo a || echo b)/"
-  i=$((i + 1))
-done
+r=$WORK/src && two_class_folder "$r"
 png=$(corpus_png) || fail "no PNG in $CORPUS"
 cp "$CORPUS/$png" "$r/b/png.JPEG"  # one transcoded sample: a ledger entry
 o=$WORK/o

@@ -6,12 +6,7 @@
 # (a payload file cut short, a flipped byte in a table, an edited manifest) is not reused: it
 # is converted again, with a warning naming what did not match, and the new cache replaces it.
 source "$(dirname "$0")/common.bash"
-r=$WORK/src && mkdir -p "$r/a" "$r/b"
-i=0
-for f in $(find "$CORPUS" -type f -name '*.JPEG' | LC_ALL=C sort | head -6); do
-  cp "$f" "$r/$([ $((i % 2)) = 0 ] && echo a || echo b)/"
-  i=$((i + 1))
-done
+r=$WORK/src && two_class_folder "$r"
 cache=$("$SLIP" convert "$r" -o "$WORK/o" -q)
 convert_again() { expect_status 0 "$SLIP" convert "$r" -o "$WORK/o" --json; }
 
