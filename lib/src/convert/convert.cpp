@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <nlohmann/json.hpp>
@@ -622,8 +621,7 @@ ConvertResult convert(Source& source, const ConvertOptions& options) {
   // 6.18) the mapping's page faults cost twice the CPU time of write() and made -j 2 2.2x
   // slower, pwrite from the workers 1.2x (docs/PERFORMANCE.md, "Parallel writes").
   constexpr unsigned kParallelWriteThreads = 8;
-  const char* parallel_env = std::getenv("SLIP_PARALLEL_WRITES");
-  const bool parallel = parallel_env != nullptr && std::string_view(parallel_env) == "1" && threads >= kParallelWriteThreads;
+  const bool parallel = env_value(process_environment(), "SLIP_PARALLEL_WRITES") == "1" && threads >= kParallelWriteThreads;
   detail::CacheWriter writer(tmp, schema, parallel);
   run_pipeline(source, schema, options, threads, parallel, remaining, writer, result);
   throw_if_interrupted();
