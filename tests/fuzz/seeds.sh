@@ -7,6 +7,7 @@ mkdir -p "$1"; out=$(cd "$1" && pwd)  # absolute: the tar seeds are made from an
 shared=$SLIP_SHARED_DIR src=$SLIP_SOURCE_DIR py=${SLIP_PYTHON:-/usr/bin/python3}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+first_lines() { awk -v n="$1" 'NR <= n'; }  # not `| head -N`: its SIGPIPE fails a pipefail pipeline
 # Without the reference data: seeds from examples/sample alone (its files stand in for the few
 # corpus files named below; no bad files or fixtures), so the replay still runs every target
 # over seeds and every regression input.
@@ -22,8 +23,8 @@ if [ ! -d "$shared/corpus/imagenet_like" ]; then
 fi
 for t in $(grep -o '^fuzz_[a-z0-9_]*' "$src/tests/fuzz/targets.txt"); do mkdir -p "$out/$t"; done
 for f in "$shared"/fixtures/ffcv/*.beton; do if [ "$(stat -c %s "$f")" -lt 60000 ]; then cp "$f" "$out/fuzz_ffcv/"; fi; done
-find "$shared/fixtures/pyslipstream" -name '*.npy' | head -40 | while read -r f; do cp "$f" "$out/fuzz_npy_header/$(echo "$f" | md5sum | cut -c1-12).npy"; done
-for f in "$shared"/corpus/bad/* $(find "$src/examples/sample" -type f | LC_ALL=C sort | head -20); do
+find "$shared/fixtures/pyslipstream" -name '*.npy' | first_lines 40 | while read -r f; do cp "$f" "$out/fuzz_npy_header/$(echo "$f" | md5sum | cut -c1-12).npy"; done
+for f in "$shared"/corpus/bad/* $(find "$src/examples/sample" -type f | LC_ALL=C sort | first_lines 20); do
   cp "$f" "$out/fuzz_jpeg_header/$(basename "$f")"
 done
 # Small images only for full decodes (fast iterations): the tiny corpus files and bad files.
@@ -34,7 +35,7 @@ done
 # The engine's JPEG paths: a control byte (path, scale, window) before small JPEGs of every
 # sampling the corpus has (4:2:0, 4:4:4, grayscale, progressive).
 for f in "$shared/corpus/imagenet_like/n02979186/n02979186_11501.JPEG" "$shared/corpus/imagenet_like/n03888605/n03888605_7974.JPEG" \
-         $(find "$src/examples/sample" -type f | LC_ALL=C sort | head -4); do
+         $(find "$src/examples/sample" -type f | LC_ALL=C sort | first_lines 4); do
   for control in 00 05 0e 36 4b 7c; do
     { printf "\x$control"; cat "$f"; } > "$out/fuzz_engine_jpeg/$control-$(basename "$f")"
   done
@@ -43,7 +44,7 @@ done
 # the corpus photos written with restart markers (one interval per MCU row; 5 MCUs).
 for f in "$shared/corpus/imagenet_like/n02979186/n02979186_11501.JPEG" "$shared/corpus/imagenet_like/n03888605/n03888605_7974.JPEG" \
          "$shared/corpus/imagenet_like/n03417042/n03417042_11319.JPEG" "$shared/corpus/imagenet_like/n03888605/n03888605_13171.JPEG" \
-         $(find "$src/examples/sample" -type f | LC_ALL=C sort | head -4); do
+         $(find "$src/examples/sample" -type f | LC_ALL=C sort | first_lines 4); do
   for control in 80 9b e5 2d; do
     { printf "\x$control"; cat "$f"; } > "$out/fuzz_restart_cut/$control-$(basename "$f")"
   done
@@ -51,7 +52,7 @@ done
 # slip's Huffman decoder against libjpeg's: the same small JPEGs (and the restart photos) with
 # control bytes for re-encoding, DCT scale and the RGB region path.
 for f in "$shared/corpus/imagenet_like/n02979186/n02979186_11501.JPEG" "$shared/corpus/imagenet_like/n03888605/n03888605_7974.JPEG" \
-         "$shared/corpus/imagenet_like/n03417042/n03417042_11319.JPEG" $(find "$src/examples/sample" -type f | LC_ALL=C sort | head -4); do
+         "$shared/corpus/imagenet_like/n03417042/n03417042_11319.JPEG" $(find "$src/examples/sample" -type f | LC_ALL=C sort | first_lines 4); do
   for control in 00 05 83 86; do
     { printf "\x$control"; cat "$f"; } > "$out/fuzz_huffman_decoder/$control-$(basename "$f")"
   done

@@ -1,5 +1,7 @@
 # Sourced by the integration tests: environment, temp dir, assertions.
 set -euo pipefail
+# set -e ends a test silently; say where (ctest shows this line in the failure's output).
+trap 'echo "FAIL: ${BASH_SOURCE[0]##*/} line $LINENO: \`$BASH_COMMAND\` exited $?" >&2' ERR
 : "${SLIP:?SLIP must point at the slip binary}"
 PY=${SLIP_PYTHON:-/usr/bin/python3}
 SRC=${SLIP_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
@@ -13,6 +15,11 @@ if [ -d "$SLIP_SHARED_DIR/corpus/imagenet_like" ]; then
 else
   CORPUS=$SRC/examples/sample
 fi
+first_lines() {  # first_lines N: the first N lines of stdin, reading all of it. `| head -N` under
+  # pipefail fails the pipeline (and set -e ends the test, silently) when the producer is still
+  # writing as head exits: SIGPIPE, once a listing outgrows the 64 KiB pipe buffer.
+  awk -v n="$1" 'NR <= n'
+}
 have_shared() {  # have_shared WHAT: true with the reference data, else prints why WHAT is not checked
   [ -d "$SLIP_SHARED_DIR/corpus/imagenet_like" ] && return 0
   echo "skip: $* (needs the reference data: $SLIP_SHARED_DIR not found; see -DSLIP_SHARED_DIR)"
@@ -59,7 +66,7 @@ export SLIPSTREAM_CACHE_DIR=$WORK/cache-root
 two_class_folder() {  # two_class_folder DIR: an ImageFolder of the corpus's first 6 JPEGs, alternately in a/ and b/
   mkdir -p "$1/a" "$1/b"
   local i=0 f
-  for f in $(find "$CORPUS" -type f -name '*.JPEG' | LC_ALL=C sort | head -6); do
+  for f in $(find "$CORPUS" -type f -name '*.JPEG' | LC_ALL=C sort | first_lines 6); do
     cp "$f" "$1/$([ $((i % 2)) = 0 ] && echo a || echo b)/"
     i=$((i + 1))
   done

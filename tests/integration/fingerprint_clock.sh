@@ -6,7 +6,7 @@ source "$(dirname "$0")/common.bash"
 
 mkdir -p "$WORK/src/a" "$WORK/src/b"
 cp "$SRC"/examples/sample/*/* "$WORK/src/a/" 2>/dev/null || true
-find "$SRC/examples/sample" -type f | head -4 | while read -r f; do cp "$f" "$WORK/src/b/"; done
+find "$SRC/examples/sample" -type f | first_lines 4 | while read -r f; do cp "$f" "$WORK/src/b/"; done
 (cd "$WORK/src" && tar -cf "$WORK/shard-0.tar" a && tar -cf "$WORK/shard-1.tar" b)
 touch -d '2021-03-04 05:06:07.123456789 UTC' "$WORK/shard-0.tar"
 touch -d '1999-12-31 23:59:59.5 UTC' "$WORK/shard-1.tar"
@@ -24,7 +24,7 @@ assert got == want, (got, want)
 PY
 pass "tar shards: stat-shards fingerprint of Unix-ns mtimes"
 
-beton=$(ls "$SLIP_SHARED_DIR"/fixtures/ffcv/*.beton 2>/dev/null | head -1 || true)
+beton=$(ls "$SLIP_SHARED_DIR"/fixtures/ffcv/*.beton 2>/dev/null | first_lines 1 || true)
 if [ -z "$beton" ]; then
   echo "skipped: the FFCV part (no fixtures/ffcv/*.beton under $SLIP_SHARED_DIR)"
   exit 0

@@ -31,9 +31,9 @@ fi
 
 # Tar shards: the second of three is a FIFO, then /dev/null's kind (a character device).
 shards=$WORK/shards && mkdir -p "$shards"
-for c in $(cd "$CORPUS" && ls -d */ | head -3 | tr -d /); do
+for c in $(cd "$CORPUS" && ls -d */ | first_lines 3 | tr -d /); do
   n=$(ls "$shards" | wc -l)
-  (cd "$CORPUS" && tar -cf "$shards/shard-00000$n.tar" $(ls -d "$c"/* | head -3))
+  (cd "$CORPUS" && tar -cf "$shards/shard-00000$n.tar" $(ls -d "$c"/* | first_lines 3))
 done
 rm "$shards/shard-000001.tar" && mkfifo "$shards/shard-000001.tar"
 refused "tar shard FIFO" shard-000001.tar "$SLIP" convert "$shards/shard-{000000..000002}.tar" -o "$WORK/out-tar"

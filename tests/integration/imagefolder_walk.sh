@@ -18,7 +18,7 @@ $PY -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['written'] == 
 pass "symlink loops walked once: 3 images, 4 warnings"
 
 # Byte-identical output for every depth and thread count.
-mkdir -p "$WORK/src" && for c in $(ls "$CORPUS" | LC_ALL=C sort | head -2); do ln -s "$CORPUS/$c" "$WORK/src/$c"; done
+mkdir -p "$WORK/src" && for c in $(ls "$CORPUS" | LC_ALL=C sort | first_lines 2); do ln -s "$CORPUS/$c" "$WORK/src/$c"; done
 ref=""
 for opts in "--io-depth 1 -j 1" "--io-depth 7 -j 2" "--io-depth 64 -j 2"; do
   dir=$WORK/id-${opts// /}

@@ -18,7 +18,7 @@ echo "an uninterrupted convert takes ${full_ms} ms"
 
 # A staging directory whose files are all written (a run killed between its last fsync and the
 # rename) is still not a cache: verify rejects it by its name, abandoned or in progress.
-timing_cache=$(ls -d "$WORK"/timing/*/ | head -n1)
+timing_cache=$(ls -d "$WORK"/timing/*/ | first_lines 1)
 staged=$WORK/staged/.$(basename "$timing_cache").tmp-99999-0badf00d
 mkdir -p "$WORK/staged" && cp -r "$timing_cache" "$staged"
 expect_status 0 "$SLIP" verify "$timing_cache"

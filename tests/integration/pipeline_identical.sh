@@ -16,7 +16,7 @@ pass "ImageFolder: identical caches for -j 1/2, --io-depth 1/64, --max-in-flight
 # Tar shards (and the skip ledger): the same across settings.
 mkdir -p "$WORK/shards"
 i=0
-for c in $(ls "$CORPUS" | LC_ALL=C sort | head -4); do
+for c in $(ls "$CORPUS" | LC_ALL=C sort | first_lines 4); do
   (cd "$CORPUS/$c" && ls | LC_ALL=C sort | sed -n 1,40p | tar cf "$WORK/shards/s$i.tar" -T -)
   i=$((i + 1))
 done

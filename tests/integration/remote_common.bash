@@ -28,7 +28,7 @@ same_cache() {
 # the first N images of one of the corpus's first three classes.
 class_shards() {
   local i=0 c
-  for c in $(cd "$CORPUS" && ls -d */ | head -3 | tr -d /); do
+  for c in $(cd "$CORPUS" && ls -d */ | first_lines 3 | tr -d /); do
     (cd "$CORPUS" && tar --format=gnu -cf "$1/shard-$(printf %06d $i).tar" $(ls -d "$c"/* | head -"$2"))
     i=$((i + 1))
   done

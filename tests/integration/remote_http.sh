@@ -15,7 +15,7 @@ cp "$SLIP_SHARED_DIR/fixtures/ffcv/imagenet_like.beton" "$www/ffcv/"
 cp -r "$SLIP_SHARED_DIR/fixtures/litdata/all_types" "$www/litdata"
 # Three small tar shards (ImageFolder layout) and one big one, with GNU tar.
 class_shards "$www/shards" 20
-(cd "$CORPUS" && tar --format=gnu -cf "$www/big/all.tar" $(ls -d */ | head -40 | tr -d /))
+(cd "$CORPUS" && tar --format=gnu -cf "$www/big/all.tar" $(ls -d */ | first_lines 40 | tr -d /))
 [ "$(stat -c %s "$www/big/all.tar")" -gt 4000000 ] || fail "the big shard is too small to kill the server mid-transfer"
 
 start_http() {  # start_http PORT [options...]

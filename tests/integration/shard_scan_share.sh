@@ -12,7 +12,7 @@ export SOURCE_DATE_EPOCH=1700000000
 r=$WORK/tree
 # Three classes of four images (the corpus's first three classes, named as below).
 names=(n01440764 n02102040 n02979186) i=0
-for c in $(ls "$CORPUS" | LC_ALL=C sort | head -3); do
+for c in $(ls "$CORPUS" | LC_ALL=C sort | first_lines 3); do
   mkdir -p "$r/${names[i]}/sub"
   find "$CORPUS/$c" -type f | LC_ALL=C sort | sed -n 1,4p | xargs -I{} cp {} "$r/${names[i]}/"
   i=$((i + 1))

@@ -7,7 +7,7 @@
 # a line that is not an integer is exit 2 naming its line number.
 source "$(dirname "$0")/common.bash"
 r=$WORK/src && mkdir -p "$r"
-files=$(find "$CORPUS" -type f | LC_ALL=C sort | head -12)
+files=$(find "$CORPUS" -type f | LC_ALL=C sort | first_lines 12)
 i=0
 for f in $files; do
   d=$r/c$((i % 4)) && mkdir -p "$d" && cp "$f" "$d/"

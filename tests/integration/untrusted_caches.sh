@@ -8,9 +8,9 @@ source "$(dirname "$0")/common.bash"
 
 # A small slip-written cache: 3 classes x 3 images, with a label index.
 root=$WORK/src
-for c in $(ls "$CORPUS" | LC_ALL=C sort | head -3); do
+for c in $(ls "$CORPUS" | LC_ALL=C sort | first_lines 3); do
   mkdir -p "$root/$c"
-  for f in $(find "$CORPUS/$c" -type f -name '*.JPEG' | LC_ALL=C sort | head -3); do cp "$f" "$root/$c/"; done
+  for f in $(find "$CORPUS/$c" -type f -name '*.JPEG' | LC_ALL=C sort | first_lines 3); do cp "$f" "$root/$c/"; done
 done
 expect_status 0 "$SLIP" convert "$root" -o "$WORK/caches" -q
 base=$(tail -n1 "$WORK/out")
