@@ -3,13 +3,17 @@
 torchvision's ImageFolder + DataLoader (2 workers), RandomResizedCrop(224) + flip, on the same
 images in one run, for both outputs a training loop takes: uint8 HWC images (torchvision's
 PILToTensor) and normalised float32 CHW (ToTensor + Normalize). Prints images/s (best of EPOCHS
-epochs) and the ratios.
+epochs) and the ratios, one table per thread count.
 
-Usage: bench/python_loader.py SLIP IMAGEFOLDER [EPOCHS]
+Usage: bench/python_loader.py SLIP IMAGEFOLDER [EPOCHS] [--threads 1,2,4,...|scaling] [--no-torchvision]
+  --threads: the loader's threads and the DataLoader's workers (default 2); "scaling": 1, 2, 4, ...
+  up to the CPUs, then the CPUs (issue 39's Loader >= 0.95x `slip bench` at N threads).
+  --no-torchvision: the Loader against `slip bench` only (torchvision takes most of the run).
   The images of IMAGEFOLDER of at most 10 MPix (the set the peer figures use: docs/PERFORMANCE.md's
   "Against the peers"), as a symlinked ImageFolder, converted by SLIP into a temporary cache.
   slipcache must be importable (installed, or PYTHONPATH=build/python); torchvision is Debian's
   python3-torchvision."""
+import argparse
 import json
 import os
 import subprocess
@@ -21,9 +25,20 @@ from PIL import Image
 
 import slipcache
 
-slip_bin, source = sys.argv[1:3]
-epochs = int(sys.argv[3]) if len(sys.argv) > 3 else 3
-threads, batch, max_pixels = 2, 64, 10_000_000
+parser = argparse.ArgumentParser(usage=__doc__.split("Usage: ")[1].split("\n")[0])
+parser.add_argument("slip")
+parser.add_argument("imagefolder")
+parser.add_argument("epochs", nargs="?", type=int, default=3)
+parser.add_argument("--threads", default="2")
+parser.add_argument("--no-torchvision", action="store_true")
+args = parser.parse_args()
+slip_bin, source, epochs = args.slip, args.imagefolder, args.epochs
+cpus = len(os.sched_getaffinity(0))
+if args.threads == "scaling":
+    thread_counts = [1 << i for i in range(cpus.bit_length()) if 1 << i < cpus] + [cpus]
+else:
+    thread_counts = [int(t) for t in args.threads.split(",")]
+batch, max_pixels = 64, 10_000_000
 
 work = tempfile.TemporaryDirectory()
 folder = os.path.join(work.name, "set")
@@ -52,7 +67,7 @@ def best(run):
     return max(rates)
 
 
-def module_rate(**kw):
+def module_rate(threads, **kw):
     loader = slipcache.Loader(cache, batch_size=batch, pipeline="rrc", size=224, flip=True, threads=threads, shuffle=True, **kw)
 
     def epoch(e):
@@ -62,7 +77,7 @@ def module_rate(**kw):
     return best(epoch)
 
 
-def bench_rate(*flags):
+def bench_rate(threads, *flags):
     out = subprocess.run([slip_bin, "bench", cache, "-p", "rrc", "-j", str(threads), "-b", str(batch), "-e", str(epochs), "--order",
                           "shuffle", "--no-limit", "--json", *flags], check=True, capture_output=True).stdout
     return json.loads(out)["best_images_per_second"]
@@ -73,20 +88,25 @@ import torchvision.datasets as datasets  # noqa: E402
 import torchvision.transforms as T  # noqa: E402
 
 
-def torchvision_rate(*to_tensor):
+def torchvision_rate(threads, *to_tensor):
+    if args.no_torchvision:
+        return float("nan")
     dataset = datasets.ImageFolder(folder, T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), *to_tensor]))
     loader = torch.utils.data.DataLoader(dataset, batch_size=batch, shuffle=True, num_workers=threads, persistent_workers=True)
     return best(lambda _: sum(x.shape[0] for x, _ in loader))
 
 
 norm = T.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
-rows = [
-    ("uint8 NHWC / PILToTensor", module_rate(), bench_rate(), torchvision_rate(T.PILToTensor())),
-    ("float32 NCHW normalised / ToTensor+Normalize", module_rate(layout="NCHW", dtype="float32"),
-     bench_rate("--layout", "chw", "--dtype", "float32"), torchvision_rate(T.ToTensor(), norm)),
-]
-print(f"{kept} images of at most {max_pixels:,} pixels; RandomResizedCrop(224) + flip, {threads} threads / workers, batch {batch}, "
-      f"best of {epochs} epochs (img/s)")
-print(f"{'output':46} {'Loader':>11} {'slip bench':>10} {'torchvision':>11} {'Loader/bench':>12} {'Loader/torchvision':>18}")
-for name, ours, cli, tv in rows:
-    print(f"{name:46} {ours:11.1f} {cli:10.1f} {tv:11.1f} {ours / cli:12.2f} {ours / tv:17.1f}x")
+print(f"{kept} images of at most {max_pixels:,} pixels; RandomResizedCrop(224) + flip, batch {batch}, best of {epochs} epochs "
+      f"(img/s); {cpus} CPUs")
+for threads in thread_counts:
+    rows = [
+        ("uint8 NHWC / PILToTensor", module_rate(threads), bench_rate(threads), torchvision_rate(threads, T.PILToTensor())),
+        ("float32 NCHW normalised / ToTensor+Normalize", module_rate(threads, layout="NCHW", dtype="float32"),
+         bench_rate(threads, "--layout", "chw", "--dtype", "float32"), torchvision_rate(threads, T.ToTensor(), norm)),
+    ]
+    print(f"\n{threads} threads / workers")
+    print(f"{'output':46} {'Loader':>11} {'slip bench':>10} {'torchvision':>11} {'Loader/bench':>12} {'Loader/torchvision':>18}")
+    for name, ours, cli, tv in rows:
+        vs_tv = "-" if args.no_torchvision else f"{ours / tv:.1f}x"
+        print(f"{name:46} {ours:11.1f} {cli:10.1f} {tv:11.1f} {ours / cli:12.2f} {vs_tv:>18}")
