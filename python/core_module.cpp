@@ -168,6 +168,9 @@ class Loader {
         throw slip::Error(slip::Errc::usage, "the decode pipeline reads encoded images; this field is YUV420 planes");
       if (config_.decode.type != slip::PixelType::uint8 || config_.decode.layout != slip::PixelLayout::hwc)
         throw slip::Error(slip::Errc::usage, "the decode pipeline returns uint8 HWC images");
+      slip::DecodeOptions whole = config_.decode;  // (the Loader's own groups stay empty: no crop buffers)
+      whole.groups = slip::pipeline_crop_groups("decode");
+      decoder_ = std::make_unique<slip::BatchDecoder>(*cache_, std::move(whole));
     } else {
       decoder_ = std::make_unique<slip::BatchDecoder>(*cache_, config_.decode);
     }
@@ -390,28 +393,23 @@ class Loader {
   // a time, keeping those that decode (packed to the front), and returns how many were kept.
   size_t decode_into(Buffer& b, std::span<uint64_t> batch, uint64_t epoch) {
     if (config_.full_decode) {
+      // The engine's threads and buffers (as slip bench -p decode); a recycled buffer's images
+      // keep their pixel storage for this batch's.
       b.full.resize(batch.size());
-      std::vector<std::optional<std::string>> failed(batch.size());
-      slip::parallel_for(batch.size(), config_.decode.threads ? config_.decode.threads : slip::available_cpus(), [&](size_t i) {
-        try {
-          b.full[i] = slip::engine_decode_full(cache_->payload(image_field_, batch[i]));
-        } catch (slip::Error& e) {
-          e.with_sample(batch[i]).with_path((cache_->path() / (cache_->fields()[image_field_].name + ".bin")).string());
-          if (!config_.skip_errors) throw;
-          failed[i] = e.describe();
-        }
-      });
+      try {
+        decoder_->decode_images(batch, b.full);
+        return batch.size();
+      } catch (const slip::Error&) {
+        if (!config_.skip_errors) throw;
+      }
       size_t kept = 0;
       for (size_t i = 0; i < batch.size(); ++i) {
-        if (failed[i]) {
-          record_skip(batch[i], *failed[i]);
-          continue;
+        try {
+          decoder_->decode_images(batch.subspan(i, 1), std::span<slip::RgbImage>(b.full).subspan(kept, 1));
+          batch[kept++] = batch[i];
+        } catch (const slip::Error& e) {
+          record_skip(batch[i], e.describe());
         }
-        if (kept != i) {  // (a self-move would empty the image)
-          batch[kept] = batch[i];
-          b.full[kept] = std::move(b.full[i]);
-        }
-        ++kept;
       }
       b.full.resize(kept);
       return kept;

@@ -469,6 +469,70 @@ TEST(DecodeEngine, DamagedRestartJpegDecodesThroughACutAsItDoesWhole) {
 }
 
 // Flip mirrors the unflipped crop exactly.
+// The loader's "decode" pipeline: whole images on the engine's threads into the caller's
+// images, reused batch after batch (larger, smaller and non-JPEG images in the same slots), each
+// exactly engine_decode_full's.
+TEST(DecodeEngine, DecodeImagesIntoReusedImagesIsTheSingleImagePath) {
+  SampleCache c(fs::path(SLIP_SOURCE_DIR) / "examples/sample");
+  DecodeOptions o;
+  o.groups = pipeline_crop_groups("decode");
+  o.threads = 2;
+  BatchDecoder engine(*c.cache, o);
+  const size_t n = c.cache->size();
+  ASSERT_GE(n, 8u);
+  std::vector<uint64_t> forward(n), backward(n);
+  for (size_t i = 0; i < n; ++i) forward[i] = i, backward[i] = n - 1 - i;
+  std::vector<RgbImage> images(n);
+  for (const auto* ids : {&forward, &backward, &forward}) {
+    engine.decode_images(*ids, images);
+    for (size_t slot = 0; slot < n; ++slot) {
+      const RgbImage want = engine_decode_full(c.cache->payload(0, (*ids)[slot]));
+      ASSERT_EQ(images[slot].width, want.width) << (*ids)[slot];
+      ASSERT_EQ(images[slot].height, want.height) << (*ids)[slot];
+      ASSERT_TRUE(images[slot].pixels == want.pixels) << "sample " << (*ids)[slot] << " in slot " << slot;
+    }
+  }
+  std::vector<RgbImage> too_few(1);
+  EXPECT_THROW(engine.decode_images(forward, too_few), Error);
+}
+
+// A slot that once held a large image does not keep its storage for the small ones after it;
+// storage that fits is reused, not reallocated.
+TEST(DecodeEngine, DecodeImagesLetsGoOfALargeImagesStorage) {
+  test::TempDir tmp;
+  fs::create_directories(tmp.path() / "src/c");
+  constexpr int kW = 1600, kH = 1200;  // 5.8 MB of RGB
+  std::vector<uint8_t> rgb(static_cast<size_t>(kW) * kH * 3);
+  for (size_t i = 0; i < rgb.size(); ++i) rgb[i] = static_cast<uint8_t>((i / 3 % kW) ^ (i / 3 / kW) ^ (i % 3 * 85));
+  for (const auto& [name, width, height] : {std::tuple{"a_big.jpg", kW, kH}, std::tuple{"b_small.jpg", 64, 48}}) {
+    tjhandle h = tjInitCompress();
+    unsigned char* jpeg = nullptr;
+    unsigned long size = 0;
+    ASSERT_EQ(tjCompress2(h, rgb.data(), width, kW * 3, height, TJPF_RGB, &jpeg, &size, TJSAMP_420, 90, 0), 0);
+    std::ofstream(tmp.path() / "src/c" / name, std::ios::binary)
+        .write(reinterpret_cast<const char*>(jpeg), static_cast<std::streamsize>(size));
+    tjFree(jpeg);
+    tjDestroy(h);
+  }
+  SampleCache c(tmp.path() / "src");
+  ASSERT_EQ(c.cache->size(), 2u);
+  DecodeOptions o;
+  o.groups = pipeline_crop_groups("decode");
+  BatchDecoder engine(*c.cache, o);
+  std::vector<RgbImage> slot(1);
+  const uint64_t big = 0, small = 1;
+  engine.decode_images({&big, 1}, slot);
+  ASSERT_EQ(slot[0].width, static_cast<uint32_t>(kW));
+  EXPECT_GE(slot[0].pixels.capacity(), rgb.size());
+  engine.decode_images({&small, 1}, slot);
+  EXPECT_EQ(slot[0].width, 64u);
+  EXPECT_LT(slot[0].pixels.capacity(), size_t{4} << 20) << "the large image's storage was kept";
+  EXPECT_TRUE(slot[0].pixels == engine_decode_full(c.cache->payload(0, small)).pixels);
+  const uint8_t* storage = slot[0].pixels.data();
+  engine.decode_images({&small, 1}, slot);
+  EXPECT_EQ(slot[0].pixels.data(), storage) << "storage that fits was reallocated";
+}
+
 TEST(DecodeEngine, FlipMirrorsTheCrop) {
   SampleCache c(fs::path(SLIP_SOURCE_DIR) / "examples/sample");
   DecodeOptions o;

@@ -114,6 +114,8 @@ ResampleMode effective_resample_mode(const DecodeOptions& options);
 // Bytes one sample occupies in the output buffer of group g.
 size_t crop_group_sample_bytes(const CropGroup& group, PixelType type);
 
+struct RgbImage;  // slip/image.hpp
+
 class BatchDecoder {
  public:
   // Throws Error(usage) when the field is not an image field or the options are invalid.
@@ -135,6 +137,11 @@ class BatchDecoder {
   uint64_t decode_full(std::span<const uint64_t> ids);
   // ... and digests[i] = XXH3-64 of ids[i]'s decoded RGB rows (digests.size() == ids.size()).
   uint64_t decode_full(std::span<const uint64_t> ids, std::span<uint64_t> digests);
+  // Whole images: images[i] = ids[i]'s decoded image (what engine_decode_full gives), on the decoder's
+  // threads and buffers. Each image's pixel storage is reused when the image fits it (and is at
+  // most twice as large or 4 MiB), so a caller that passes the same images batch after batch
+  // allocates only for larger images. Throws as decode() (images' contents then unspecified).
+  void decode_images(std::span<const uint64_t> ids, std::span<RgbImage> images);
 
  private:
 #ifdef SLIP_UNSTABLE_API
@@ -144,7 +151,6 @@ class BatchDecoder {
   std::unique_ptr<Impl> impl_;
 };
 
-struct RgbImage;
 // One sample's full image decoded by the engine's single-image path (what verify --decode
 // compares against an accurate TurboJPEG decode). Throws Error(bad_input) on a corrupt image.
 RgbImage engine_decode_full(std::span<const std::byte> payload);

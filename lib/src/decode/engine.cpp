@@ -653,6 +653,37 @@ uint64_t BatchDecoder::decode_full(std::span<const uint64_t> ids, std::span<uint
   return total;
 }
 
+void BatchDecoder::decode_images(std::span<const uint64_t> ids, std::span<RgbImage> images) {
+  throw_if_interrupted();
+  Impl& impl = *impl_;
+  if (images.size() != ids.size()) throw Error(Errc::usage, "decode_images needs one image per id");
+  for (uint64_t id : ids)
+    if (id >= impl.cache.size()) throw Error(Errc::usage, "sample id " + std::to_string(id) + " is out of range");
+  const detail::WorkerPool::Body body = [&](unsigned thread, size_t slot) {
+    Worker& w = impl.workers[thread];
+    try {
+      RgbView view;
+      double s, ox, oy;
+      if (!impl.prepare(w, slot, ids[slot], true, view, s, ox, oy)) return;  // failed: recorded
+      RgbImage& image = images[slot];
+      const size_t row = static_cast<size_t>(view.width) * 3, bytes = row * static_cast<size_t>(view.height);
+      // Reused storage, but not a huge image's for every later one: a slot that once held a
+      // 50-MPix photo would otherwise keep 150 MB for the rest of the run.
+      constexpr size_t kAlwaysKeep = size_t{4} << 20;
+      if (image.pixels.capacity() > kAlwaysKeep && image.pixels.capacity() / 2 > bytes) std::vector<uint8_t>().swap(image.pixels);
+      image.pixels.resize(bytes);
+      image.width = static_cast<uint32_t>(view.width);
+      image.height = static_cast<uint32_t>(view.height);
+      for (int y = 0; y < view.height; ++y)
+        std::memcpy(image.pixels.data() + static_cast<size_t>(y) * row, view.data + static_cast<size_t>(y) * view.stride, row);
+    } catch (...) {
+      impl.fail(w, slot, ids[slot]);
+    }
+  };
+  impl.pool.run(ids.size(), body);
+  impl.rethrow_first_error();
+}
+
 namespace detail {
 
 std::vector<uint8_t> decode_crops_for_test(const Cache& cache, uint64_t sample, const DecodeOptions& options,
