@@ -10,6 +10,7 @@
 #include "command.hpp"
 #include "output.hpp"
 #include "source_flags.hpp"
+#include "slip/cache.hpp"
 #include "slip/convert.hpp"
 #include "slip/merge.hpp"
 #include "slip/remote.hpp"
@@ -187,6 +188,8 @@ Action setup_convert(CLI::App& sub, const GlobalOptions& global) {
       j["content_id"] = r.content_id;
       j["reused"] = r.reused;
       if (r.reused) j["reuse_checked"] = r.reuse_checked;
+      // What the manifest records (the reused cache's own when reused), as info and ls show it.
+      j["options"] = options_json(Cache::open(r.cache_path).provenance().options);
       j["source_samples"] = r.source_samples;
       j["written"] = r.written;
       j["skipped"] = r.skipped;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The options that changed a cache's bytes are shown wherever the cache is described: four
 # caches of one folder (defaults, --jpeg-restarts, --max-image-pixels, --image-format yuv420)
-# once looked identical in `info`, `info --json`, `ls` and Cache.info() but for the id. Each now
+# once looked identical in `convert --json`, `info`, `info --json`, `ls` and Cache.info() but for the id. Each now
 # shows its manifest's slip.options (image-format included). `--on-error skip` with nothing to
 # skip writes the bytes a run without it writes: it reuses that cache (or, first, writes the
 # cache under that content id) instead of a second full copy. `-v` on a reused cache does not
@@ -12,18 +12,30 @@ png=$(corpus_png) || fail "no PNG in $CORPUS"
 cp "$CORPUS/$png" "$r/b/png.JPEG"  # one transcoded sample: a ledger entry
 o=$WORK/o
 
-plain=$("$SLIP" convert "$r" -o "$o" -q)
-restarts=$("$SLIP" convert "$r" -o "$o" -q --jpeg-restarts)
-pixels=$("$SLIP" convert "$r" -o "$o" -q --max-image-pixels 100000000)
-yuv=$("$SLIP" convert "$r" -o "$o" -q --image-format yuv420)
+convert_json() {  # convert_json NAME [OPTION...]: the cache's path; its --json summary in $WORK/NAME.json
+  local name=$1
+  shift
+  "$SLIP" convert "$r" -o "$o" -q --json "$@" >"$WORK/$name.json"
+  json_get "$WORK/$name.json" "['path']"
+}
+plain=$(convert_json plain)
+restarts=$(convert_json restarts --jpeg-restarts)
+pixels=$(convert_json pixels --max-image-pixels 100000000)
+yuv=$(convert_json yuv --image-format yuv420)
 # --on-error skip, nothing to skip: the plain cache, reused.
 expect_status 0 "$SLIP" convert "$r" -o "$o" --on-error skip --json
 [ "$(json_get "$WORK/out" "['path']")" = "$plain" ] || fail "--on-error skip with nothing skipped made another cache: $(cat "$WORK/out")"
 [ "$(json_get "$WORK/out" "['reused']")" = True ] || fail "--on-error skip did not reuse the plain cache"
+[ "$(json_get "$WORK/out" "['options']")" = "{}" ] || fail "the reused plain cache's convert --json options: $(cat "$WORK/out")"
 [ "$(ls "$o" | wc -l)" = 4 ] || fail "$(ls "$o" | wc -l) caches, want 4: $(ls "$o")"
 
-check() {  # check CACHE WANT(options as "k=v, k=v" or "")
-  local cache=$1 want=$2
+check() {  # check NAME CACHE WANT(options as "k=v, k=v" or "")
+  local name=$1 cache=$2 want=$3
+  $PY - "$WORK/$name.json" "$want" <<'PY' || fail "convert --json options of $name"
+import json, sys
+d = json.load(open(sys.argv[1])); want = dict(kv.split("=") for kv in sys.argv[2].split(", ") if kv)
+assert d["options"] == want, (d["options"], want)
+PY
   expect_status 0 "$SLIP" info "$cache"
   local line
   line=$(sed -n 's/^  options:     //p' "$WORK/out")
@@ -52,12 +64,12 @@ assert slipcache.Cache(sys.argv[1]).info()["options"] == want, slipcache.Cache(s
 PY
   fi
 }
-check "$plain" ""
-check "$restarts" "jpeg-restarts=1"
-check "$pixels" "max-image-pixels=100000000"
-check "$yuv" "image-format=yuv420"
+check plain "$plain" ""
+check restarts "$restarts" "jpeg-restarts=1"
+check pixels "$pixels" "max-image-pixels=100000000"
+check yuv "$yuv" "image-format=yuv420"
 [ -d "${SLIP_BUILD_DIR:-/nonexistent}/python/slipcache" ] || echo "skip: Cache.info() (the Python module is not built)"
-pass "info, info --json, ls, ls --json and Cache.info() show each cache's options"
+pass "convert --json, info, info --json, ls, ls --json and Cache.info() show each cache's options"
 
 # First run with --on-error skip and nothing to skip: the cache takes the plain content id.
 expect_status 0 "$SLIP" convert "$r" -o "$WORK/o2" --on-error skip --json
@@ -73,7 +85,8 @@ head -c 300 /dev/urandom > "$r/a/broken.JPEG"
 expect_status 0 "$SLIP" convert "$r" -o "$WORK/o2" --on-error skip --json
 skipped=$(json_get "$WORK/out" "['path']")
 [ "$(json_get "$WORK/out" "['skipped']")" = 1 ] || fail "broken file not skipped"
-check "$skipped" "on-error=skip"
+cp "$WORK/out" "$WORK/skipped.json"
+check skipped "$skipped" "on-error=skip"
 rm "$r/a/broken.JPEG"
 pass "--on-error skip: nothing skipped gives the plain cache (reused or written under its id); a skip gives its own"
 
