@@ -2,6 +2,8 @@
 // slip merge --status WORKDIR
 #include <iostream>
 
+#include <spdlog/spdlog.h>
+
 #include "command.hpp"
 #include "exit_codes.hpp"
 #include "output.hpp"
@@ -64,17 +66,22 @@ Action setup_merge(CLI::App& sub, const GlobalOptions& global) {
     options.progress = [&](uint64_t done, uint64_t total) { progress.update(done, total); };
     const MergeResult r = merge_parts(inputs, options);
     progress.finish();
-    if (a->json)
-      print_json({{"command", "merge"},
-                  {"path", r.cache_path.string()},
-                  {"content_id", r.content_id},
-                  {"reused", r.reused},
-                  {"parts", r.parts},
-                  {"samples", r.samples},
-                  {"bytes", r.bytes},
-                  {"seconds", r.seconds}});
-    else
+    if (r.reused)
+      spdlog::info(
+          "the merged cache is already there ({}; its payloads were not read: slip verify checks them); nothing to do (--force merges "
+          "again)",
+          r.reuse_checked);
+    if (a->json) {
+      nlohmann::ordered_json j{{"command", "merge"}, {"path", r.cache_path.string()}, {"content_id", r.content_id}, {"reused", r.reused}};
+      if (r.reused) j["reuse_checked"] = r.reuse_checked;
+      j["parts"] = r.parts;
+      j["samples"] = r.samples;
+      j["bytes"] = r.bytes;
+      j["seconds"] = r.seconds;
+      print_json(j);
+    } else {
       std::cout << r.cache_path.string() << "\n";
+    }
     return 0;
   };
 }

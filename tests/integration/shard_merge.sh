@@ -155,7 +155,21 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["reused"] is True and d["samples"] == 40 and d["bytes"] > 0 and d["parts"] == 3, d
 PY
-pass "a reused merge reports the cache's samples and bytes"
+grep -q "payloads were not read" "$WORK/err" || { cat "$WORK/err"; fail "a reused merge does not say what was checked"; }
+json_get "$WORK/out" "['reuse_checked']" | grep -q "the tables' checksums" || fail "merge --json reuse_checked"
+pass "a reused merge reports the cache's samples and bytes, and what was checked"
+
+# A merged cache damaged where convert's reuse would look (a table's byte, a file cut short) is
+# merged again, with a warning naming the damage, not reused (the check was sizes only).
+merged=$(json_get "$WORK/out" "['path']")
+for damage in 'printf "\x07" | dd of="$merged/label.npy" bs=1 seek=130 conv=notrunc status=none' 'truncate -s -10 "$merged/image.bin"'; do
+  eval "$damage"
+  expect_status 0 "$SLIP" merge --from "$w" --json
+  [ "$(json_get "$WORK/out" "['reused']")" = False ] || fail "a damaged merged cache was reused ($damage)"
+  grep -q "the cache there is damaged (.*); merging it again" "$WORK/err" || { cat "$WORK/err"; fail "no warning naming the damage ($damage)"; }
+  expect_status 0 "$SLIP" verify "$merged"
+done
+pass "a damaged merged cache (a table's byte, a file cut short) is merged again, with a warning"
 
 # merge --clean removes the parts (and the work directory) once the merged cache is published.
 for i in 0 1; do "$SLIP" convert "$SMALL" -o "$WORK/clean" --shard "$i/2" -q >/dev/null; done

@@ -31,6 +31,7 @@ struct MergeResult {
   std::filesystem::path cache_path;
   std::string content_id;
   bool reused = false;
+  std::string reuse_checked;  // when reused: what was checked (as ConvertResult::reuse_checked)
   uint64_t parts = 0, samples = 0, bytes = 0;
   double seconds = 0;
 };

@@ -20,6 +20,7 @@
 #include "slip/npy.hpp"
 #include "slip/runtime.hpp"
 #include "util/file_io.hpp"
+#include "util/log.hpp"
 #include "util/cancel.hpp"
 #include "util/atomic_file.hpp"
 #include "slip/remote.hpp"
@@ -211,9 +212,20 @@ MergeResult merge_parts(const std::vector<fs::path>& inputs, const MergeOptions&
   const fs::path root = options.output_dir.empty() ? first.dir.parent_path().parent_path() : options.output_dir;
   result.content_id = first.info.whole_content_id;
   result.cache_path = root / first.info.whole_name;
-  if (!options.force && detail::is_complete_cache(result.cache_path, result.content_id)) {
+  // A merged cache already there is reused after convert's checks (manifest checksum, file
+  // sizes, the tables' checksums); one failing them is merged again, with a warning saying why.
+  bool reuse = false;
+  if (std::error_code ec; !options.force && fs::exists(result.cache_path / detail::kManifestName, ec)) {
+    const std::string problem = detail::reuse_problem(result.cache_path, result.content_id);
+    reuse = problem.empty();
+    if (!reuse)
+      detail::warn("{}: the cache there is damaged ({}); merging it again", detail::escape_for_terminal(result.cache_path.string()),
+                   problem);
+  }
+  if (reuse) {
     // Report what the existing cache holds, not what this run did (nothing).
     result.reused = true;
+    result.reuse_checked = std::string(detail::kReuseChecks);
     result.parts = parts.size();
     const Cache existing = Cache::open(result.cache_path);
     result.samples = existing.size();
