@@ -50,7 +50,9 @@ rc=$(cut_while_reading "$WORK/big.beton" "$SLIP" convert "$WORK/big.beton" -o "$
 [ "$rc" != finished-before-cut ] || fail "the conversion ended before the test could truncate its source"
 [ "$rc" != -7 ] && [ "$rc" != 135 ] || fail "SIGBUS reading an FFCV file truncated by another process"
 [ "$rc" = 3 ] || { cat "$WORK/err"; fail "a truncated FFCV file gave exit $rc, want 3"; }
-grep -q "big.beton.*truncated while being read" "$WORK/err" || { cat "$WORK/err"; fail "the error does not name the file and the cause"; }
+# Cut mid-read: "truncated while being read"; cut between the open and the header checks (a slow,
+# sanitized build): the table pointer past the end, "(truncated file?)". Both name file and cause.
+grep -q "big.beton.*truncated" "$WORK/err" || { cat "$WORK/err"; fail "the error does not name the file and the cause"; }
 [ "$(wc -l < "$WORK/err")" -eq 1 ] || { cat "$WORK/err"; fail "more than one error line"; }
 [ -z "$(ls "$WORK/o" 2>/dev/null | grep -v '^\.')" ] || fail "a cache was left from a truncated source"
 pass "an FFCV file truncated while read: exit 3, $(cut -c1-160 "$WORK/err")"
