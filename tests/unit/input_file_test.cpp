@@ -29,6 +29,10 @@ TEST(InputFile, ReadsAtOffsetsAndHashesLikeTheBytes) {
   f.read_at(2'000'000, got);
   EXPECT_EQ(0, std::memcmp(got.data(), data.data() + 2'000'000, got.size()));
   EXPECT_EQ(f.sha256_hex(), sha256_hex(std::as_bytes(std::span(data.data(), data.size()))));
+  EXPECT_EQ(f.md5_hex(), md5_hex(std::as_bytes(std::span(data.data(), data.size()))));
+  const auto abc = dir.path() / "abc";
+  std::ofstream(abc, std::ios::binary) << "abc";
+  EXPECT_EQ(InputFile(abc).md5_hex(), "900150983cd24fb0d6963f7d28e17f72");  // RFC 1321's test suite
 }
 
 TEST(InputFile, TruncatedWhileOpenIsBadInputNamingFileAndOffset) {
@@ -47,6 +51,7 @@ TEST(InputFile, TruncatedWhileOpenIsBadInputNamingFileAndOffset) {
     EXPECT_NE(e.describe().find("cut.beton"), std::string::npos) << e.describe();
     EXPECT_NE(e.describe().find("truncated while being read"), std::string::npos) << e.describe();
   }
+  EXPECT_THROW((void)f.md5_hex(), Error);  // (the S3 download check: an error, not SIGBUS)
 }
 
 }  // namespace

@@ -72,7 +72,7 @@ std::string unquote(std::string s) {
 
 bool is_md5_hex(const std::string& s) { return s.size() == 32 && s.find_first_not_of("0123456789abcdef") == std::string::npos; }
 
-std::string md5_hex_of_file(const fs::path& path) { return md5_hex(detail::MappedFile(path).bytes()); }
+std::string md5_hex_of_file(const fs::path& path) { return detail::InputFile(path).md5_hex(); }
 
 uint64_t file_size_or_zero(const fs::path& p) {
   std::error_code ec;

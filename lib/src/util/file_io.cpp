@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <openssl/evp.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -216,6 +217,21 @@ std::string InputFile::sha256_hex() const {
     hash.update(chunk);
   }
   return hash.hex_digest();
+}
+
+std::string InputFile::md5_hex() const {
+  const std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> md5(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
+  if (!md5 || EVP_DigestInit_ex(md5.get(), EVP_md5(), nullptr) != 1) throw Error(Errc::io, "OpenSSL: MD5 failed");
+  std::vector<std::byte> block(1 << 20);
+  for (uint64_t at = 0; at < size_; at += block.size()) {
+    const auto chunk = std::span(block).first(static_cast<size_t>(std::min<uint64_t>(block.size(), size_ - at)));
+    read_at(at, chunk);
+    if (EVP_DigestUpdate(md5.get(), chunk.data(), chunk.size()) != 1) throw Error(Errc::io, "OpenSSL: MD5 failed");
+  }
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  if (EVP_DigestFinal_ex(md5.get(), digest, &length) != 1) throw Error(Errc::io, "OpenSSL: MD5 failed");
+  return to_hex(std::as_bytes(std::span(digest, length)));
 }
 
 MappedFile::MappedFile(const std::filesystem::path& path, Open mode) : path_(path.string()) {

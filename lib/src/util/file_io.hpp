@@ -94,8 +94,10 @@ class InputFile {
   // Fills `out` from `offset`. Throws Error(bad_input) naming the file and the offset when it
   // ends first (it shrank since it was opened), Error(io) on a read error.
   void read_at(uint64_t offset, std::span<std::byte> out) const;
-  // SHA-256 of the whole file, read in 1 MiB blocks (hex).
+  // SHA-256 / MD5 of the whole file, read in 1 MiB blocks (hex): a file cut short meanwhile is
+  // read_at's error, never the SIGBUS a mapping would take.
   std::string sha256_hex() const;
+  std::string md5_hex() const;
 
  private:
   UniqueFd fd_;
