@@ -210,6 +210,17 @@ PixelDiff compare(const std::vector<uint8_t>& ours, const RgbImage& ref) {
 
 RgbImage read_png(const fs::path& p) { return decode_to_rgb(file_bytes(p)); }
 
+// RGB rows (pitch 0: packed) encoded by TurboJPEG into `path`.
+void write_jpeg(const fs::path& path, const uint8_t* rgb, int width, int pitch, int height, int sampling, int quality) {
+  tjhandle h = tjInitCompress();
+  unsigned char* jpeg = nullptr;
+  unsigned long size = 0;
+  ASSERT_EQ(tjCompress2(h, rgb, width, pitch, height, TJPF_RGB, &jpeg, &size, sampling, quality, 0), 0) << tjGetErrorStr2(h);
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(jpeg), static_cast<std::streamsize>(size));
+  tjFree(jpeg);
+  tjDestroy(h);
+}
+
 // Full decode + crop + resize (the engine's reference path) is Pillow's crop().resize() to the
 // byte, for bilinear and bicubic, downscaling and upscaling, grayscale and 4:4:4 included:
 // both decode with libjpeg-turbo's ISLOW IDCT and fancy upsampling, and the resampler is
@@ -505,14 +516,7 @@ TEST(DecodeEngine, DecodeImagesLetsGoOfALargeImagesStorage) {
   std::vector<uint8_t> rgb(static_cast<size_t>(kW) * kH * 3);
   for (size_t i = 0; i < rgb.size(); ++i) rgb[i] = static_cast<uint8_t>((i / 3 % kW) ^ (i / 3 / kW) ^ (i % 3 * 85));
   for (const auto& [name, width, height] : {std::tuple{"a_big.jpg", kW, kH}, std::tuple{"b_small.jpg", 64, 48}}) {
-    tjhandle h = tjInitCompress();
-    unsigned char* jpeg = nullptr;
-    unsigned long size = 0;
-    ASSERT_EQ(tjCompress2(h, rgb.data(), width, kW * 3, height, TJPF_RGB, &jpeg, &size, TJSAMP_420, 90, 0), 0);
-    std::ofstream(tmp.path() / "src/c" / name, std::ios::binary)
-        .write(reinterpret_cast<const char*>(jpeg), static_cast<std::streamsize>(size));
-    tjFree(jpeg);
-    tjDestroy(h);
+    write_jpeg(tmp.path() / "src/c" / name, rgb.data(), width, kW * 3, height, TJSAMP_420, 90);
   }
   SampleCache c(tmp.path() / "src");
   ASSERT_EQ(c.cache->size(), 2u);
@@ -751,16 +755,8 @@ TEST(DecodeEngine, PlanarPathOnEveryChromaSubsampling) {
   const std::pair<const char*, int> samplings[] = {{"s420", TJSAMP_420}, {"s422", TJSAMP_422},   {"s444", TJSAMP_444},
                                                    {"s440", TJSAMP_440}, {"sgray", TJSAMP_GRAY}, {"s411", TJSAMP_411}};
   for (const auto& [name, samp] : samplings) {
-    tjhandle h = tjInitCompress();
-    unsigned char* jpeg = nullptr;
-    unsigned long size = 0;
-    ASSERT_EQ(tjCompress2(h, photo.pixels.data(), static_cast<int>(photo.width), 0, static_cast<int>(photo.height), TJPF_RGB, &jpeg, &size,
-                          samp, 92, 0),
-              0);
-    std::ofstream(tmp.path() / "src/c" / (std::string(name) + ".jpg"), std::ios::binary)
-        .write(reinterpret_cast<const char*>(jpeg), static_cast<std::streamsize>(size));
-    tjFree(jpeg);
-    tjDestroy(h);
+    write_jpeg(tmp.path() / "src/c" / (std::string(name) + ".jpg"), photo.pixels.data(), static_cast<int>(photo.width), 0,
+               static_cast<int>(photo.height), samp, 92);
   }
   SampleCache c(tmp.path() / "src");
   ASSERT_EQ(c.cache->size(), 6u);

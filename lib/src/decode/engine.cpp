@@ -542,6 +542,27 @@ struct BatchDecoder::Impl {
     }
   }
 
+  // visit(worker, slot, view) for each id's whole decoded image, on the pool (the full-decode
+  // paths); a sample that fails is recorded for its slot and the first failure rethrown.
+  template <class Visit>
+  void for_each_whole_image(std::span<const uint64_t> ids, Visit&& visit) {
+    throw_if_interrupted();
+    for (uint64_t id : ids)
+      if (id >= cache.size()) throw Error(Errc::usage, "sample id " + std::to_string(id) + " is out of range");
+    const detail::WorkerPool::Body body = [&](unsigned thread, size_t slot) {
+      Worker& w = workers[thread];
+      try {
+        RgbView view;
+        double inv_scale, origin_x, origin_y;
+        if (prepare(w, slot, ids[slot], true, view, inv_scale, origin_x, origin_y)) visit(w, slot, view);  // else: recorded
+      } catch (...) {
+        fail(w, slot, ids[slot]);
+      }
+    };
+    pool.run(ids.size(), body);
+    rethrow_first_error();
+  }
+
   void rethrow_first_error() {
     Worker* first = nullptr;
     for (Worker& w : workers)
@@ -622,66 +643,37 @@ void BatchDecoder::decode(std::span<const uint64_t> ids, uint64_t epoch, std::sp
 uint64_t BatchDecoder::decode_full(std::span<const uint64_t> ids) { return decode_full(ids, {}); }
 
 uint64_t BatchDecoder::decode_full(std::span<const uint64_t> ids, std::span<uint64_t> digests) {
-  throw_if_interrupted();
-  Impl& impl = *impl_;
   if (!digests.empty() && digests.size() != ids.size()) throw Error(Errc::usage, "decode_full needs one digest slot per id");
-  for (uint64_t id : ids)
-    if (id >= impl.cache.size()) throw Error(Errc::usage, "sample id " + std::to_string(id) + " is out of range");
-  for (Worker& w : impl.workers) w.decoded_bytes = 0;
-  const detail::WorkerPool::Body body = [&](unsigned thread, size_t slot) {
-    Worker& w = impl.workers[thread];
-    try {
-      RgbView view;
-      double s, ox, oy;
-      if (!impl.prepare(w, slot, ids[slot], true, view, s, ox, oy)) return;  // failed: recorded
-      w.decoded_bytes += static_cast<uint64_t>(view.width) * static_cast<uint64_t>(view.height) * 3;
-      if (!digests.empty()) {
-        Xxh3 rows;
-        for (int y = 0; y < view.height; ++y)
-          rows.update(
-              {reinterpret_cast<const std::byte*>(view.data) + static_cast<size_t>(y) * view.stride, static_cast<size_t>(view.width) * 3});
-        digests[slot] = rows.digest();
-      }
-    } catch (...) {
-      impl.fail(w, slot, ids[slot]);
-    }
-  };
-  impl.pool.run(ids.size(), body);
-  impl.rethrow_first_error();
+  for (Worker& w : impl_->workers) w.decoded_bytes = 0;
+  impl_->for_each_whole_image(ids, [&](Worker& w, size_t slot, const RgbView& view) {
+    w.decoded_bytes += static_cast<uint64_t>(view.width) * static_cast<uint64_t>(view.height) * 3;
+    if (digests.empty()) return;
+    Xxh3 rows;
+    for (int y = 0; y < view.height; ++y)
+      rows.update(
+          {reinterpret_cast<const std::byte*>(view.data) + static_cast<size_t>(y) * view.stride, static_cast<size_t>(view.width) * 3});
+    digests[slot] = rows.digest();
+  });
   uint64_t total = 0;
-  for (const Worker& w : impl.workers) total += w.decoded_bytes;
+  for (const Worker& w : impl_->workers) total += w.decoded_bytes;
   return total;
 }
 
 void BatchDecoder::decode_images(std::span<const uint64_t> ids, std::span<RgbImage> images) {
-  throw_if_interrupted();
-  Impl& impl = *impl_;
   if (images.size() != ids.size()) throw Error(Errc::usage, "decode_images needs one image per id");
-  for (uint64_t id : ids)
-    if (id >= impl.cache.size()) throw Error(Errc::usage, "sample id " + std::to_string(id) + " is out of range");
-  const detail::WorkerPool::Body body = [&](unsigned thread, size_t slot) {
-    Worker& w = impl.workers[thread];
-    try {
-      RgbView view;
-      double s, ox, oy;
-      if (!impl.prepare(w, slot, ids[slot], true, view, s, ox, oy)) return;  // failed: recorded
-      RgbImage& image = images[slot];
-      const size_t row = static_cast<size_t>(view.width) * 3, bytes = row * static_cast<size_t>(view.height);
-      // Reused storage, but not a huge image's for every later one: a slot that once held a
-      // 50-MPix photo would otherwise keep 150 MB for the rest of the run.
-      constexpr size_t kAlwaysKeep = size_t{4} << 20;
-      if (image.pixels.capacity() > kAlwaysKeep && image.pixels.capacity() / 2 > bytes) std::vector<uint8_t>().swap(image.pixels);
-      image.pixels.resize(bytes);
-      image.width = static_cast<uint32_t>(view.width);
-      image.height = static_cast<uint32_t>(view.height);
-      for (int y = 0; y < view.height; ++y)
-        std::memcpy(image.pixels.data() + static_cast<size_t>(y) * row, view.data + static_cast<size_t>(y) * view.stride, row);
-    } catch (...) {
-      impl.fail(w, slot, ids[slot]);
-    }
-  };
-  impl.pool.run(ids.size(), body);
-  impl.rethrow_first_error();
+  impl_->for_each_whole_image(ids, [&](Worker&, size_t slot, const RgbView& view) {
+    RgbImage& image = images[slot];
+    const size_t row = static_cast<size_t>(view.width) * 3, bytes = row * static_cast<size_t>(view.height);
+    // Reused storage, but not a huge image's for every later one: a slot that once held a
+    // 50-MPix photo would otherwise keep 150 MB for the rest of the run.
+    constexpr size_t kAlwaysKeep = size_t{4} << 20;
+    if (image.pixels.capacity() > kAlwaysKeep && image.pixels.capacity() / 2 > bytes) std::vector<uint8_t>().swap(image.pixels);
+    image.pixels.resize(bytes);
+    image.width = static_cast<uint32_t>(view.width);
+    image.height = static_cast<uint32_t>(view.height);
+    for (int y = 0; y < view.height; ++y)
+      std::memcpy(image.pixels.data() + static_cast<size_t>(y) * row, view.data + static_cast<size_t>(y) * view.stride, row);
+  });
 }
 
 namespace detail {
