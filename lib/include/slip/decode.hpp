@@ -137,10 +137,11 @@ class BatchDecoder {
   uint64_t decode_full(std::span<const uint64_t> ids);
   // ... and digests[i] = XXH3-64 of ids[i]'s decoded RGB rows (digests.size() == ids.size()).
   uint64_t decode_full(std::span<const uint64_t> ids, std::span<uint64_t> digests);
-  // Whole images: images[i] = ids[i]'s decoded image (what engine_decode_full gives), on the decoder's
-  // threads and buffers. Each image's pixel storage is reused when the image fits it (and is at
-  // most twice as large or 4 MiB), so a caller that passes the same images batch after batch
-  // allocates only for larger images. Throws as decode() (images' contents then unspecified).
+  // Whole images: images[i] = ids[i]'s decoded image (what engine_decode_full gives), on the
+  // decoder's threads and buffers. Each image keeps its pixel storage when the new image fits
+  // (unless that storage is over 4 MiB and over twice what it needs), so a caller passing the
+  // same images batch after batch allocates only for larger images. Throws as decode() (the
+  // images' contents are then unspecified).
   void decode_images(std::span<const uint64_t> ids, std::span<RgbImage> images);
 
  private:

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <utility>
 
@@ -208,26 +209,27 @@ void InputFile::read_at(uint64_t offset, std::span<std::byte> out) const {
   }
 }
 
-std::string InputFile::sha256_hex() const {
-  Sha256 hash;
+void InputFile::for_each_block(const std::function<void(std::span<const std::byte>)>& consume) const {
   std::vector<std::byte> block(1 << 20);
   for (uint64_t at = 0; at < size_; at += block.size()) {
     const auto chunk = std::span(block).first(static_cast<size_t>(std::min<uint64_t>(block.size(), size_ - at)));
     read_at(at, chunk);
-    hash.update(chunk);
+    consume(chunk);
   }
+}
+
+std::string InputFile::sha256_hex() const {
+  Sha256 hash;
+  for_each_block([&](std::span<const std::byte> chunk) { hash.update(chunk); });
   return hash.hex_digest();
 }
 
 std::string InputFile::md5_hex() const {
   const std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> md5(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
   if (!md5 || EVP_DigestInit_ex(md5.get(), EVP_md5(), nullptr) != 1) throw Error(Errc::io, "OpenSSL: MD5 failed");
-  std::vector<std::byte> block(1 << 20);
-  for (uint64_t at = 0; at < size_; at += block.size()) {
-    const auto chunk = std::span(block).first(static_cast<size_t>(std::min<uint64_t>(block.size(), size_ - at)));
-    read_at(at, chunk);
+  for_each_block([&](std::span<const std::byte> chunk) {
     if (EVP_DigestUpdate(md5.get(), chunk.data(), chunk.size()) != 1) throw Error(Errc::io, "OpenSSL: MD5 failed");
-  }
+  });
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
   if (EVP_DigestFinal_ex(md5.get(), digest, &length) != 1) throw Error(Errc::io, "OpenSSL: MD5 failed");

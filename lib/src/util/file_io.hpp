@@ -10,6 +10,7 @@
 #include <sys/uio.h>
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -100,6 +101,8 @@ class InputFile {
   std::string md5_hex() const;
 
  private:
+  void for_each_block(const std::function<void(std::span<const std::byte>)>& consume) const;
+
   UniqueFd fd_;
   uint64_t size_ = 0;
   std::string path_;
