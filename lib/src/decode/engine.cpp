@@ -661,16 +661,26 @@ uint64_t BatchDecoder::decode_full(std::span<const uint64_t> ids, std::span<uint
 
 void BatchDecoder::decode_images(std::span<const uint64_t> ids, std::span<RgbImage> images) {
   if (images.size() != ids.size()) throw Error(Errc::usage, "decode_images needs one image per id");
-  impl_->for_each_whole_image(ids, [&](Worker&, size_t slot, const RgbView& view) {
+  impl_->for_each_whole_image(ids, [&](Worker& w, size_t slot, const RgbView& view) {
     RgbImage& image = images[slot];
     const size_t row = static_cast<size_t>(view.width) * 3, bytes = row * static_cast<size_t>(view.height);
-    // Reused storage, but not a huge image's for every later one: a slot that once held a
+    // Storage is reused, but not a huge image's for every later one: a slot that once held a
     // 50-MPix photo would otherwise keep 150 MB for the rest of the run.
     constexpr size_t kAlwaysKeep = size_t{4} << 20;
-    if (image.pixels.capacity() > kAlwaysKeep && image.pixels.capacity() / 2 > bytes) std::vector<uint8_t>().swap(image.pixels);
-    image.pixels.resize(bytes);
+    const auto oversized = [&](const std::vector<uint8_t>& v) { return v.capacity() > kAlwaysKeep && v.capacity() / 2 > bytes; };
     image.width = static_cast<uint32_t>(view.width);
     image.height = static_cast<uint32_t>(view.height);
+    // A whole image decoded packed at the start of a worker buffer (JPEG's region, the other
+    // formats' image) changes hands instead of being copied: the worker takes the slot's old
+    // storage for its next decode.
+    for (std::vector<uint8_t>* decoded : {&w.region, &w.fallback.pixels})
+      if (view.data == decoded->data() && view.stride == row && decoded->size() >= bytes && !oversized(*decoded)) {
+        std::swap(image.pixels, *decoded);
+        image.pixels.resize(bytes);
+        return;
+      }
+    if (oversized(image.pixels)) std::vector<uint8_t>().swap(image.pixels);
+    image.pixels.resize(bytes);
     for (int y = 0; y < view.height; ++y)
       std::memcpy(image.pixels.data() + static_cast<size_t>(y) * row, view.data + static_cast<size_t>(y) * view.stride, row);
   });
