@@ -448,6 +448,14 @@ void write_behind(int fd, uint64_t on_disk, uint64_t& writeback, uint64_t& synce
   syncer->request(on_disk, flush);
 }
 
+// Waits for the write-behind thread, if one started; its fsync error is the file's.
+void finish_write_behind(std::unique_ptr<BackgroundSync>& syncer, const std::string& path) {
+  if (!syncer) return;
+  const int err = syncer->finish();
+  syncer.reset();
+  if (err != 0) throw_errno("cannot fsync", path, err);
+}
+
 }  // namespace
 
 void FileWriter::write_behind() noexcept { detail::write_behind(fd_, written_ - pending_bytes_, writeback_, synced_, syncer_); }
@@ -455,11 +463,7 @@ void FileWriter::write_behind() noexcept { detail::write_behind(fd_, written_ - 
 void FileWriter::close() {
   if (fd_ < 0) return;
   flush();
-  if (syncer_) {
-    const int err = syncer_->finish();
-    syncer_.reset();
-    if (err != 0) throw_errno("cannot fsync", path_, err);
-  }
+  finish_write_behind(syncer_, path_);
   if (::fsync(fd_) != 0 && errno != EINVAL) throw_errno("cannot fsync", path_, errno);  // EINVAL: a FIFO, /dev/null
   const int fd = std::exchange(fd_, -1);
   if (::close(fd) != 0) throw_errno("cannot close", path_, errno);
@@ -548,11 +552,7 @@ void PlacedWriter::close_window() {
 void PlacedWriter::close() {
   if (fd_ < 0) return;
   close_window();
-  if (syncer_) {
-    const int err = syncer_->finish();
-    syncer_.reset();
-    if (err != 0) throw_errno("cannot fsync", path_, err);
-  }
+  finish_write_behind(syncer_, path_);
   if (::fsync(fd_) != 0) throw_errno("cannot fsync", path_, errno);
   const int fd = std::exchange(fd_, -1);
   if (::close(fd) != 0) throw_errno("cannot close", path_, errno);
