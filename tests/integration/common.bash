@@ -81,3 +81,25 @@ expect_status() {
   [ "$got" -eq "$want" ] || { cat "$WORK/err" >&2; fail "'$*' exited $got, want $want"; }
 }
 json_get() { $PY -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval('d'+sys.argv[2]))" "$1" "$2"; }
+# cpu_seconds CMD...: runs CMD (stdout/stderr to $WORK/out, $WORK/err; any exit status) and prints
+# the CPU time (user + system) it and its children used. CPU time, unlike wall time, hardly moves
+# with the machine's load: a test compares the CPU times of two sizes of the same work in one run
+# (linear: ~10x for 10x the input; quadratic: ~100x), never a time against a fixed bound.
+cpu_seconds() {
+  $PY - "$WORK/out" "$WORK/err" "$@" <<'PY'
+import resource, subprocess, sys
+with open(sys.argv[1], "wb") as out, open(sys.argv[2], "wb") as err:
+    subprocess.run(sys.argv[3:], stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
+print("%.3f" % (r.ru_utime + r.ru_stime))
+PY
+}
+# linear_ratio WHAT SMALL LARGE FACTOR: fails unless LARGE CPU seconds are within 4x of FACTOR
+# times SMALL (a quadratic cost shows as FACTOR^2: 100x for 10x the input). Small runs are
+# floored at 0.05 s so that start-up noise cannot inflate the ratio.
+linear_ratio() {
+  local what=$1 small=$2 large=$3 factor=$4
+  $PY -c "import sys; s, l, f = max(float(sys.argv[1]), 0.05), float(sys.argv[2]), float(sys.argv[3]); r = l / s
+print('%s: %.2f s CPU for %gx the input of %.2f s: %.1fx' % (sys.argv[4], l, f, s, r)); sys.exit(0 if r <= 4 * f else 1)" \
+    "$small" "$large" "$factor" "$what" || fail "$what: CPU time grows faster than the input (quadratic?)"
+}

@@ -26,8 +26,9 @@ pass "tar shards: stat-shards fingerprint of Unix-ns mtimes"
 
 beton=$(ls "$SLIP_SHARED_DIR"/fixtures/ffcv/*.beton 2>/dev/null | first_lines 1 || true)
 if [ -z "$beton" ]; then
-  echo "skipped: the FFCV part (no fixtures/ffcv/*.beton under $SLIP_SHARED_DIR)"
-  exit 0
+  # Part of the test did not run: a skip (77), which ctest reports, not a pass.
+  echo "skip: the FFCV part (no fixtures/ffcv/*.beton under $SLIP_SHARED_DIR); the tar part passed"
+  exit 77
 fi
 cp "$beton" "$WORK/x.beton"
 touch -d '2020-01-02 03:04:05.987654321 UTC' "$WORK/x.beton"

@@ -24,7 +24,7 @@ victim_intact() { [ "$(cat "$victim")" = precious ] || fail "$1: the link's targ
 dl=$WORK/dl1 && mkdir -p "$dl/$host_dir"
 reset_victim
 ln -s "$victim" "$dl/$host_dir/shard-000000.tar.part"
-expect_status 4 timeout -k 5 60 "$SLIP" convert "$url" --download-dir "$dl" -o "$WORK/caches" --retries 0
+expect_status 4 timeout -k 5 300 "$SLIP" convert "$url" --download-dir "$dl" -o "$WORK/caches" --retries 0
 victim_intact ".part link"
 grep -q "symbolic link" "$WORK/err" || { cat "$WORK/err"; fail "the refusal does not name the link"; }
 pass "a .part planted as a link is refused, its target untouched"
@@ -32,14 +32,14 @@ pass "a .part planted as a link is refused, its target untouched"
 # 2. A lock file planted as a link to a file that does not exist yet: never created.
 dl=$WORK/dl2 && mkdir -p "$dl/$host_dir"
 ln -s "$WORK/made-by-lock" "$dl/$host_dir/shard-000000.tar.lock"
-expect_status 4 timeout -k 5 60 "$SLIP" convert "$url" --download-dir "$dl" -o "$WORK/caches" --retries 0
+expect_status 4 timeout -k 5 300 "$SLIP" convert "$url" --download-dir "$dl" -o "$WORK/caches" --retries 0
 [ ! -e "$WORK/made-by-lock" ] || fail "the lock link's target was created"
 pass "a lock planted as a link is refused, nothing created at its target"
 
 # 3. A directory of the download tree planted as a link elsewhere: nothing written there.
 dl=$WORK/dl3 && mkdir -p "$dl" "$WORK/elsewhere"
 ln -s "$WORK/elsewhere" "$dl/http"
-expect_status 4 timeout -k 5 60 "$SLIP" convert "$url" --download-dir "$dl" -o "$WORK/caches" --retries 0
+expect_status 4 timeout -k 5 300 "$SLIP" convert "$url" --download-dir "$dl" -o "$WORK/caches" --retries 0
 [ -z "$(ls -A "$WORK/elsewhere")" ] || { ls -laR "$WORK/elsewhere"; fail "files were written through a directory link"; }
 pass "a directory planted as a link in the download tree is refused"
 
@@ -47,7 +47,7 @@ pass "a directory planted as a link in the download tree is refused"
 if [ "$(id -u)" = 0 ]; then
   dl=$WORK/dl4 && mkdir -p "$dl/http"
   chown 12345 "$dl/http"
-  expect_status 4 timeout -k 5 60 "$SLIP" convert "$url" --download-dir "$dl" -o "$WORK/caches" --retries 0
+  expect_status 4 timeout -k 5 300 "$SLIP" convert "$url" --download-dir "$dl" -o "$WORK/caches" --retries 0
   grep -q "owned by another user" "$WORK/err" || { cat "$WORK/err"; fail "another user's directory was used"; }
   pass "a download directory owned by another user is refused"
 fi
@@ -75,7 +75,7 @@ pass "cat/order/subset/man outputs that are links are refused"
 "$SLIP" order "$cache" -o /dev/null || fail "order -o /dev/null failed"
 mkfifo "$WORK/fifo"
 cat "$WORK/fifo" > "$WORK/from-fifo" &
-timeout 20 "$SLIP" order "$cache" -o "$WORK/fifo" || fail "order -o FIFO failed"
+timeout 300 "$SLIP" order "$cache" -o "$WORK/fifo" || fail "order -o FIFO failed"
 wait $!
 cmp -s "$WORK/from-fifo" "$WORK/order.txt" || fail "order through a FIFO differs"
 pass "outputs to a file, /dev/null and a FIFO still work"

@@ -12,7 +12,7 @@ img=$(find "$CORPUS/n01440764" -type f | LC_ALL=C sort | sed -n 1p)
 r=$WORK/loops && mkdir -p "$r/cls/sub" "$r/other"
 cp "$img" "$r/cls/a.jpg" && cp "$img" "$r/cls/sub/b.jpg" && cp "$img" "$r/other/c.jpg"
 ln -s . "$r/cls/self1" && ln -s . "$r/cls/self2" && ln -s .. "$r/cls/sub/up" && ln -s ../other "$r/other/me"
-expect_status 0 timeout 30 "$SLIP" convert "$r" -o "$WORK/o1" --json
+expect_status 0 timeout 300 "$SLIP" convert "$r" -o "$WORK/o1" --json
 $PY -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['written'] == 3, d" "$WORK/out" || fail "loops: wrong sample count"
 [ "$(grep -c 'already walked' "$WORK/err")" -eq 4 ] || { cat "$WORK/err"; fail "loops: want 4 warnings"; }
 pass "symlink loops walked once: 3 images, 4 warnings"

@@ -5,8 +5,8 @@ cleanup_servers() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; don
 trap cleanup_servers EXIT
 [ -n "${KEEP_WORK:-}" ] && trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done' EXIT
 free_port() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-wait_port() {  # wait_port PORT: until something accepts connections on it (10 s)
-  for _ in $(seq 100); do
+wait_port() {  # wait_port PORT: until something accepts connections on it (a hang guard of 60 s+, not a speed bound)
+  for _ in $(seq 600); do
     $PY -c 'import socket,sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 0.2).close()' "$1" 2>/dev/null && return 0
     sleep 0.1
   done

@@ -22,7 +22,7 @@ no_secret() {  # no_secret WHAT: no credential or user-info in stderr/stdout or 
 }
 
 # 1. S3: a 307 to another origin with a session token: refused, the other origin sees nothing.
-expect_status 4 timeout 30 "$SLIP" convert "s3://redir-bucket/x.tar" "${common[@]}"
+expect_status 4 timeout 300 "$SLIP" convert "s3://redir-bucket/x.tar" "${common[@]}"
 grep -q "redirects to another origin" "$WORK/err" || { cat "$WORK/err"; fail "cross-origin redirect not refused"; }
 no_secret "S3 redirect"
 if [ -s "$WORK/victim.log" ] && grep -qiE '"(authorization|x-amz-security-token|x-amz-date)"' "$WORK/victim.log"; then
@@ -32,25 +32,25 @@ pass "S3 307 to another origin: refused, no credential header sent there"
 
 # 2. HTTP user-info: a password holding '?' does not parse (never half-shown), a valid one is
 #    never printed nor used for paths, nor sent across a redirect.
-expect_status 2 timeout 30 "$SLIP" convert "http://alice:s3cr3t?x@127.0.0.1:$PORT_main/a.tar" "${common[@]}"
+expect_status 2 timeout 300 "$SLIP" convert "http://alice:s3cr3t?x@127.0.0.1:$PORT_main/a.tar" "${common[@]}"
 no_secret "user-info with '?'"
-expect_status 4 timeout 30 "$SLIP" convert "http://alice:s3cr3t@127.0.0.1:$PORT_main/redir-http/a.tar" "${common[@]}"
+expect_status 4 timeout 300 "$SLIP" convert "http://alice:s3cr3t@127.0.0.1:$PORT_main/redir-http/a.tar" "${common[@]}"
 no_secret "user-info + redirect"
 if grep -qi '"authorization"' "$WORK/victim.log" 2>/dev/null; then fail "user-info credentials followed a redirect"; fi
 pass "URL user-info: never shown, never a path, never sent to another origin"
 
 # 3. A listing whose tokens cycle: an error, not an endless listing.
-expect_status 3 timeout 30 "$SLIP" convert "s3://cycle-bucket/shards/" "${common[@]}"
+expect_status 3 timeout 300 "$SLIP" convert "s3://cycle-bucket/shards/" "${common[@]}"
 grep -q "repeated a continuation token" "$WORK/err" || { cat "$WORK/err"; fail "cyclic listing not detected"; }
 pass "S3 listing with cycling continuation tokens: refused"
 
 # 4. A body trickling 5 bytes/s: --min-speed trips within its window (curl's own check would not).
-expect_status 5 timeout 30 "$SLIP" convert "http://127.0.0.1:$PORT_main/slow.tar" "${common[@]}" --min-speed 1000 --min-speed-time 2
+expect_status 5 timeout 300 "$SLIP" convert "http://127.0.0.1:$PORT_main/slow.tar" "${common[@]}" --min-speed 1000 --min-speed-time 2
 grep -q "slower than 1000 bytes/s over 2 s" "$WORK/err" || { cat "$WORK/err"; fail "slow transfer not aborted"; }
 pass "a trickling server trips --min-speed"
 
 # 5. Error bodies with escape sequences and newlines are shown escaped, on one line.
-expect_status 4 timeout 30 "$SLIP" convert "http://127.0.0.1:$PORT_main/esc.tar" "${common[@]}"
+expect_status 4 timeout 300 "$SLIP" convert "http://127.0.0.1:$PORT_main/esc.tar" "${common[@]}"
 [ "$(wc -l < "$WORK/err")" -eq 1 ] || { cat "$WORK/err"; fail "error body broke the line"; }
 if LC_ALL=C grep -qP '[\x07\x1b]' "$WORK/err"; then fail "raw escape sequence from a server printed"; fi
 pass "server error text escaped"

@@ -116,9 +116,10 @@ kill "$HTTP_PID"; wait "$HTTP_PID" 2>/dev/null || true
 : > "$WORK/http.log"
 start_http "$port" --rate 1500000
 dl=$SLIPSTREAM_CACHE_DIR/downloads/http/127.0.0.1_$port/big/all.tar
+# 30 retries with doubling backoff outlast a restart on a loaded machine.
 "$SLIP" convert "$base/big/all.tar" --layout imagefolder --retries 30 --retry-delay 0.2 -o "$WORK/remote" > "$WORK/resume.out" 2> "$WORK/resume.err" &
 convert_pid=$!
-for _ in $(seq 200); do
+for _ in $(seq 6000); do  # until 1 MB is on disk (an event; the count is a hang guard)
   [ "$(stat -c %s "$dl.part" 2>/dev/null || echo 0)" -gt 1000000 ] && break
   sleep 0.05
 done

@@ -136,7 +136,7 @@ c=$(fresh fifo)
 rm "$c/manifest.json" && mkfifo "$c/manifest.json"
 for cmd in info cat verify; do
   args=("$c"); [ "$cmd" = cat ] && args+=(0)
-  got=0; timeout 20 "$SLIP" "$cmd" "${args[@]}" >"$WORK/out" 2>"$WORK/err" || got=$?
+  got=0; timeout 300 "$SLIP" "$cmd" "${args[@]}" >"$WORK/out" 2>"$WORK/err" || got=$?
   [ "$got" != 124 ] || fail "$cmd hangs on a FIFO manifest"
   want=3; [ "$cmd" = verify ] && want=1
   [ "$got" = "$want" ] || { cat "$WORK/err" "$WORK/out"; fail "$cmd on a FIFO manifest exited $got, want $want"; }
@@ -144,7 +144,7 @@ for cmd in info cat verify; do
 done
 c=$(fresh fifo2)
 rm "$c/label.npy" && mkfifo "$c/label.npy"
-got=0; timeout 20 "$SLIP" cat "$c" 0 -F label >"$WORK/out" 2>"$WORK/err" || got=$?
+got=0; timeout 300 "$SLIP" cat "$c" 0 -F label >"$WORK/out" 2>"$WORK/err" || got=$?
 [ "$got" = 3 ] && grep -q "label.npy.*is not a regular file" "$WORK/err" || { cat "$WORK/err"; fail "FIFO label.npy: exit $got"; }
 pass "FIFOs inside a cache are refused without hanging"
 

@@ -4,7 +4,10 @@
 // Requests are served by libfuse's multi-threaded loop, so concurrent requests overlap the way
 // they do on a real network file system; a serial reader pays the delay once per request.
 //
-// Usage: slowfs SOURCE_DIR MOUNTPOINT [--delay-us N] [-f] [-o opts]   (unmount: fusermount3 -u)
+// With --stats FILE it keeps FILE holding "max_in_flight N": the most requests it has seen in their
+// delay at once. Tests assert on that count (1 for a serial reader), not on wall time.
+//
+// Usage: slowfs SOURCE_DIR MOUNTPOINT [--delay-us N] [--stats FILE] [-f] [-o opts]   (unmount: fusermount3 -u)
 #define FUSE_USE_VERSION 31
 #define _GNU_SOURCE
 
@@ -12,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,13 +28,33 @@ static struct {
   char* source;
   int source_fd;
   unsigned delay_us;
-} cfg = {.delay_us = 1000};
+  int stats_fd;  // -1: no --stats
+} cfg = {.delay_us = 1000, .stats_fd = -1};
+
+static pthread_mutex_t stats_mutex = PTHREAD_MUTEX_INITIALIZER;
+static unsigned in_flight, max_in_flight;
+
+// A new maximum is written at once (under the mutex), so the file is current as soon as the
+// request that set it has started: a reader's syscall returning means its count is in the file.
+static void count_in(int delta) {
+  if (cfg.stats_fd < 0) return;
+  pthread_mutex_lock(&stats_mutex);
+  in_flight += (unsigned)delta;
+  if (delta > 0 && in_flight > max_in_flight) {
+    max_in_flight = in_flight;
+    char line[64];
+    const int n = snprintf(line, sizeof line, "max_in_flight %u\n", max_in_flight);
+    if (ftruncate(cfg.stats_fd, 0) != 0 || pwrite(cfg.stats_fd, line, (size_t)n, 0) != n) perror("slowfs: --stats");
+  }
+  pthread_mutex_unlock(&stats_mutex);
+}
 
 static void delay(void) {
-  if (cfg.delay_us == 0) return;
+  count_in(1);
   struct timespec ts = {cfg.delay_us / 1000000, (long)(cfg.delay_us % 1000000) * 1000};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  while (cfg.delay_us != 0 && nanosleep(&ts, &ts) != 0 && errno == EINTR) {
   }
+  count_in(-1);
 }
 
 // FUSE paths start with '/'; make them relative to the source directory's fd.
@@ -140,9 +164,9 @@ static const struct fuse_operations ops = {
 };
 
 int main(int argc, char* argv[]) {
-  // slowfs SOURCE MOUNTPOINT [--delay-us N] [fuse options...]
+  // slowfs SOURCE MOUNTPOINT [--delay-us N] [--stats FILE] [fuse options...]
   if (argc < 3) {
-    fprintf(stderr, "usage: %s SOURCE_DIR MOUNTPOINT [--delay-us N] [-f] [-o opts]\n", argv[0]);
+    fprintf(stderr, "usage: %s SOURCE_DIR MOUNTPOINT [--delay-us N] [--stats FILE] [-f] [-o opts]\n", argv[0]);
     return 2;
   }
   cfg.source = realpath(argv[1], NULL);
@@ -155,7 +179,7 @@ int main(int argc, char* argv[]) {
     perror(cfg.source);
     return 2;
   }
-  // Rebuild argv for libfuse without SOURCE and --delay-us.
+  // Rebuild argv for libfuse without SOURCE, --delay-us and --stats.
   char** fuse_argv = calloc((size_t)argc + 4, sizeof(char*));
   int n = 0;
   fuse_argv[n++] = argv[0];
@@ -163,6 +187,13 @@ int main(int argc, char* argv[]) {
   for (int i = 3; i < argc; ++i) {
     if (strcmp(argv[i], "--delay-us") == 0 && i + 1 < argc) {
       cfg.delay_us = (unsigned)strtoul(argv[++i], NULL, 10);
+    } else if (strcmp(argv[i], "--stats") == 0 && i + 1 < argc) {
+      // Opened before fuse_main daemonizes (which changes to /): a relative path still works.
+      cfg.stats_fd = open(argv[++i], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (cfg.stats_fd < 0) {
+        perror(argv[i]);
+        return 2;
+      }
     } else {
       fuse_argv[n++] = argv[i];
     }
