@@ -12,7 +12,7 @@ source "$(dirname "$0")/remote_common.bash"
 
 S3RVER=${SLIP_S3RVER:-${XDG_CACHE_HOME:-$HOME/.cache}/slip-test-tools/node_modules/.bin/s3rver}
 if [ ! -x "$S3RVER" ]; then
-  echo "SKIP: s3rver not installed (.ci/run installs it: npm install --prefix ~/.cache/slip-test-tools s3rver@3.7.1)"
+  echo "SKIP: s3rver not installed (scripts/install-test-servers.sh installs it: npm ci from tests/servers/s3rver/package-lock.json)"
   exit 77
 fi
 $PY -c 'import botocore' 2>/dev/null || { echo "SKIP: python3-botocore missing"; exit 77; }
