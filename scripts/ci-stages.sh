@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The CI stages that .ci/run runs, in order, each with its budget in minutes (the whole run stays
+# under 50 minutes on the CI machine: 2 cores, Debian 12), and their last measured times.
+#
+#   scripts/ci-stages.sh --list          the stages: name, budget, last measured time and result
+#   scripts/ci-stages.sh --run [NAME...] runs the stages (all, or those named), timing each
+#
+# --run appends one line per stage to the log (SLIP_CI_LOG, default build/ci-stages.log):
+#   <UTC time>\t<stage>\t<seconds>\t<exit status>
+# --list shows each stage's latest line. A stage over its budget is reported, not failed: a slow
+# machine is not a defect; the figures say which budget to revisit.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+log=${SLIP_CI_LOG:-build/ci-stages.log}
+
+# name|budget (minutes)|command|what
+STAGES=(
+  "test|20|scripts/setup-tests.sh|apt packages, s3rver, configure, build, ctest (unit, reference, end-to-end)"
+  "jpeg-fallback|5|scripts/test-jpeg-fallback.sh|the JPEG engine's public-API path: the pixel suite again"
+  "python-install|6|scripts/check-python-install.sh|pip into a fresh venv, tests against the installed copy, cmake --install"
+  "aarch64|7|scripts/check-aarch64.sh --ci|cross build, unit and pixel tests under qemu-user"
+  "lint|3|scripts/lint.sh|clang-format on every C/C++ file, clang-tidy on lib/src and apps"
+  "sanitizers|8|scripts/ci-sanitizers.sh 10|ASan+UBSan suite, TSan on the threaded paths, 10 s per fuzzer"
+)
+
+field() { local IFS='|'; read -r -a f <<<"$1"; echo "${f[$2]}"; }
+
+list() {
+  local total=0 s name budget last
+  printf '%-15s %7s  %-22s  %s\n' STAGE BUDGET "LAST (s, exit, when)" COMMAND
+  for s in "${STAGES[@]}"; do
+    name=$(field "$s" 0) budget=$(field "$s" 1)
+    total=$((total + budget))
+    last=$( [ -f "$log" ] && awk -F'\t' -v n="$name" '$2 == n {l = $3 " s, exit " $4 ", " $1} END {print l}' "$log" || true)
+    printf '%-15s %4s min  %-22s  %s\n' "$name" "$budget" "${last:-not measured}" "$(field "$s" 2)"
+  done
+  printf '%-15s %4s min\n' total "$total"
+}
+
+run() {
+  local s name budget cmd t0 secs rc failed=0
+  mkdir -p "$(dirname "$log")"
+  for s in "${STAGES[@]}"; do
+    name=$(field "$s" 0) budget=$(field "$s" 1) cmd=$(field "$s" 2)
+    if [ $# -gt 0 ] && ! printf '%s\n' "$@" | grep -qxF "$name"; then continue; fi
+    echo "== stage $name (budget $budget min): $cmd"
+    t0=$(date +%s)
+    rc=0
+    bash -c "$cmd" || rc=$?
+    secs=$(($(date +%s) - t0))
+    printf '%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$name" "$secs" "$rc" >>"$log"
+    echo "== stage $name: exit $rc in $secs s (budget $((budget * 60)) s)"
+    [ "$secs" -le $((budget * 60)) ] || echo "== stage $name: over its budget ($secs s > $((budget * 60)) s)" >&2
+    [ "$rc" -eq 0 ] || { failed=1; break; }
+  done
+  return "$failed"
+}
+
+case ${1:-} in
+  --list) list ;;
+  --run) shift; run "$@" ;;
+  *) echo "usage: $0 --list | --run [STAGE...]" >&2; exit 2 ;;
+esac
