@@ -4,7 +4,7 @@ batches straight into torch, pinned memory and non_blocking copies to the GPU, a
 that resume in the middle of an epoch (docs/PYTHON.md shows and explains this file).
 
   one process:  examples/train_ddp.py CACHE [--epochs N]
-  8 GPUs:       torchrun --nproc-per-node 8 examples/train_ddp.py CACHE --arch resnet50
+  8 GPUs:       torchrun --nproc_per_node 8 examples/train_ddp.py CACHE --arch resnet50
 Run it again with the same --checkpoint to continue where it stopped."""
 import argparse
 import os

@@ -18,7 +18,7 @@ PYTHON=/usr/bin/python3  # Debian's: the tests' reference checks run on the host
 pyver=$("$PYTHON" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
 
 # The arm64 libraries the build links (the header-only ones, CLI11, nlohmann-json and stb's
-# headers, come from .ci/packages.txt), and libpython's headers for the module (python3-dev:arm64
+# headers, come from .ci/packages-build.txt), and libpython's headers for the module (python3-dev:arm64
 # would replace the host's python3; libpython3.X-dev:arm64 installs beside it).
 arm64_packages=(libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev libspdlog-dev libssl-dev libarchive-dev libcurl4-openssl-dev
   libexpat1-dev libxxhash-dev libzstd-dev libgtest-dev libgmock-dev libstdc++6 "libpython$pyver-dev")

@@ -29,7 +29,12 @@ caches=("$checkout"/demo-caches/sample-*.slipstream)
 grep -qE '^samples +40$|40 samples|samples: *40' "$WORK/qs.out" || { cat "$WORK/qs.out"; fail "the quick start's info does not show the sample's 40 samples"; }
 pass "README quick start (shell): convert, verify and info of examples/sample"
 
-if ls "$checkout"/build/python/slip*.so >/dev/null 2>&1; then
+# The package CMake builds: build/python/slipcache with its compiled part _core*.so. Configured
+# (the directory exists) but not compiled is a failure, not a skip: CI would never run the block.
+if [ -d "$checkout/build/python/slipcache" ] && ! compgen -G "$checkout/build/python/slipcache/_core*.so" >/dev/null; then
+  fail "build/python/slipcache has no _core*.so: build the slip_python target (the README's Python block needs it)"
+fi
+if compgen -G "$checkout/build/python/slipcache/_core*.so" >/dev/null; then
   (cd "$checkout" && PYTHONPATH=$checkout/build/python $PY - <<PY) >"$WORK/py.out" 2>&1 || { cat "$WORK/py.out"; fail "the README's quick start (Python) failed"; }
 exec(open("$WORK/quickstart.py").read())
 assert epoch == 1 and images.shape[1:] == (3, 224, 224) and images.dtype.name == "float32", (epoch, images.shape, images.dtype)
