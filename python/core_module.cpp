@@ -120,7 +120,7 @@ struct LoaderConfig {
 struct Buffer {
   std::vector<std::vector<std::byte>> groups;
   std::vector<std::vector<std::byte>> fields;  // int64 or float64, batch_size each
-  std::vector<slip::RgbImage> full;            // pipeline "decode"
+  slip::PackedImages full;                     // pipeline "decode": the batch's images in one block
   size_t count = 0;
   uint64_t index = 0;  // which batch of the epoch
 };
@@ -337,11 +337,11 @@ class Loader {
     const py::dtype pixel = f32 ? py::dtype::of<float>() : py::dtype::of<uint8_t>();
     const auto n = static_cast<py::ssize_t>(count);
     py::list images;
-    if (config_.full_decode) {  // a list of (H, W, 3) arrays, one per sample
+    if (config_.full_decode) {  // a list of (H, W, 3) arrays, one per sample, views of the batch's one block
       for (size_t i = 0; i < count; ++i) {
-        const slip::RgbImage& im = buffer.full[i];
+        const slip::PackedImages::Extent& im = buffer.full.images[i];
         images.append(py::array(pixel, {static_cast<py::ssize_t>(im.height), static_cast<py::ssize_t>(im.width), py::ssize_t{3}}, {},
-                                im.pixels.data(), owner));
+                                buffer.full.pixels.data() + im.offset, owner));
       }
       out["image"] = images;
     }
@@ -393,9 +393,7 @@ class Loader {
   // a time, keeping those that decode (packed to the front), and returns how many were kept.
   size_t decode_into(Buffer& b, std::span<uint64_t> batch, uint64_t epoch) {
     if (config_.full_decode) {
-      // The engine's threads and buffers (as slip bench -p decode); a recycled buffer's images
-      // keep their pixel storage for this batch's.
-      b.full.resize(batch.size());
+      // The engine's threads; one block per batch, reused by the next batch this buffer holds.
       try {
         decoder_->decode_images(batch, b.full);
         return batch.size();
@@ -405,13 +403,13 @@ class Loader {
       size_t kept = 0;
       for (size_t i = 0; i < batch.size(); ++i) {
         try {
-          decoder_->decode_images(batch.subspan(i, 1), std::span<slip::RgbImage>(b.full).subspan(kept, 1));
+          decoder_->decode_images(batch.subspan(i, 1), b.full);
           batch[kept++] = batch[i];
         } catch (const slip::Error& e) {
           record_skip(batch[i], e.describe());
         }
       }
-      b.full.resize(kept);
+      decoder_->decode_images(batch.first(kept), b.full);  // the good ones, packed (each decoded twice: the rare path)
       return kept;
     }
     auto outputs_at = [&](size_t slot, size_t count) {
