@@ -116,6 +116,17 @@ size_t crop_group_sample_bytes(const CropGroup& group, PixelType type);
 
 struct RgbImage;  // slip/image.hpp
 
+// A batch of whole RGB images packed one after another in one buffer: image i is the
+// images[i].height rows of images[i].width * 3 bytes at pixels.data() + images[i].offset.
+struct PackedImages {
+  struct Extent {
+    size_t offset = 0;
+    uint32_t width = 0, height = 0;
+  };
+  std::vector<uint8_t> pixels;  // size(): the batch's bytes; capacity() is reused batch after batch
+  std::vector<Extent> images;
+};
+
 class BatchDecoder {
  public:
   // Throws Error(usage) when the field is not an image field or the options are invalid.
@@ -143,6 +154,13 @@ class BatchDecoder {
   // same images batch after batch allocates only for larger images. Throws as decode() (the
   // images' contents are then unspecified).
   void decode_images(std::span<const uint64_t> ids, std::span<RgbImage> images);
+  // The same images packed into one buffer (the Loader's decode pipeline). Its size is planned
+  // from the images' headers before decoding, so the storage is one block per batch, reused as
+  // long as the batch fits: a caller passing the same PackedImages batch after batch allocates
+  // only for a batch larger than any before (with 1/4 to spare), or when the storage is over
+  // 4 MiB and over twice what the batch needs (then it is given back). Which thread decodes
+  // which image changes nothing of this. Throws as decode() (contents then unspecified).
+  void decode_images(std::span<const uint64_t> ids, PackedImages& out);
 
  private:
 #ifdef SLIP_UNSTABLE_API

@@ -6,6 +6,7 @@
 #include <exception>
 #include <new>
 #include <limits>
+#include <mutex>
 #include <optional>
 
 #include "decode/jpeg_region.hpp"
@@ -684,6 +685,74 @@ void BatchDecoder::decode_images(std::span<const uint64_t> ids, std::span<RgbIma
     for (int y = 0; y < view.height; ++y)
       std::memcpy(image.pixels.data() + static_cast<size_t>(y) * row, view.data + static_cast<size_t>(y) * view.stride, row);
   });
+}
+
+void BatchDecoder::decode_images(std::span<const uint64_t> ids, PackedImages& out) {
+  // The plan: each image's place from its header's size (what the decoders allocate by too;
+  // one beyond the pixel limit is refused by them and planned empty). An image that decodes to
+  // another size lands aside and the batch is packed again after: rare, never wrong.
+  constexpr size_t kAlwaysKeep = size_t{4} << 20;
+  for (uint64_t id : ids)
+    if (id >= impl_->cache.size()) throw Error(Errc::usage, "sample id " + std::to_string(id) + " is out of range");
+  out.images.assign(ids.size(), {});
+  size_t total = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const ImageSize size = declared_image_size(impl_->payload_of(ids[i]));
+    if (uint64_t{size.width} * size.height > kDecodePixelLimit) continue;
+    out.images[i] = {total, size.width, size.height};
+    total += size_t{size.width} * size.height * 3;
+  }
+  const auto fit_storage = [&out, kAlwaysKeep](size_t bytes) {
+    const size_t capacity = out.pixels.capacity();
+    if (capacity < bytes || (capacity > kAlwaysKeep && capacity / 2 > bytes)) {
+      std::vector<uint8_t> fresh;
+      fresh.reserve(bytes + bytes / 4);  // room for somewhat larger batches to come
+      out.pixels.swap(fresh);
+    }
+    out.pixels.resize(bytes);  // (zero-fills only bytes never used before)
+  };
+  fit_storage(total);
+  std::vector<std::vector<uint8_t>> aside;  // slot -> an image that did not match its plan
+  std::mutex aside_mutex;
+  impl_->for_each_whole_image(ids, [&](Worker& w, size_t slot, const RgbView& view) {
+    PackedImages::Extent& e = out.images[slot];
+    const size_t row = static_cast<size_t>(view.width) * 3, bytes = row * static_cast<size_t>(view.height);
+    uint8_t* dst = nullptr;
+    std::vector<uint8_t> misfit;
+    if (e.width == static_cast<uint32_t>(view.width) && e.height == static_cast<uint32_t>(view.height)) {
+      dst = out.pixels.data() + e.offset;
+    } else {
+      misfit.resize(bytes);
+      dst = misfit.data();
+      e = {0, static_cast<uint32_t>(view.width), static_cast<uint32_t>(view.height)};
+    }
+    for (int y = 0; y < view.height; ++y)
+      std::memcpy(dst + static_cast<size_t>(y) * row, view.data + static_cast<size_t>(y) * view.stride, row);
+    if (!misfit.empty()) {
+      std::lock_guard lock(aside_mutex);
+      if (aside.empty()) aside.resize(ids.size());
+      aside[slot] = std::move(misfit);
+    }
+    // A worker does not keep a huge image's scratch for every later one.
+    if (w.region.capacity() > kAlwaysKeep && w.region.capacity() / 2 > bytes) std::vector<uint8_t>().swap(w.region);
+  });
+  if (aside.empty()) return;
+  // Pack again: every image at its decoded size, in slot order.
+  std::vector<uint8_t> planned(out.pixels.begin(), out.pixels.end());
+  size_t packed = 0;
+  std::vector<size_t> from(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    from[i] = out.images[i].offset;
+    out.images[i].offset = packed;
+    packed += size_t{out.images[i].width} * out.images[i].height * 3;
+  }
+  fit_storage(packed);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const PackedImages::Extent& e = out.images[i];
+    const size_t bytes = size_t{e.width} * e.height * 3;
+    const uint8_t* src = aside[i].empty() ? planned.data() + from[i] : aside[i].data();
+    if (bytes) std::memcpy(out.pixels.data() + e.offset, src, bytes);
+  }
 }
 
 namespace detail {
