@@ -15,15 +15,14 @@ if have_shared "the io-depth regression on 160 corpus files (examples/sample's 4
 else
   cp -r "$CORPUS"/. "$src/"
 fi
-mounted=()
-trap 'for m in "${mounted[@]}"; do fusermount3 -u "$m" 2>/dev/null || umount "$m" 2>/dev/null; done; rm -rf "$WORK"' EXIT
+# max_in_flight runs in a command substitution (a subshell): the trap finds the mounts by name.
+trap 'for m in "$WORK"/mnt*; do mountpoint -q "$m" && { fusermount3 -u "$m" 2>/dev/null || umount "$m" 2>/dev/null; }; done; rm -rf "$WORK"' EXIT
 # max_in_flight DEPTH: converts through a fresh mount with --io-depth DEPTH; prints the most
 # requests slowfs saw in flight at once.
 max_in_flight() {
   local mnt=$WORK/mnt$1
   mkdir -p "$mnt"
   if ! "$slowfs" "$src" "$mnt" --delay-us 1000 --stats "$WORK/stats$1"; then echo "skip: cannot mount a FUSE file system here: the io-depth regression was not run"; exit 77; fi
-  mounted+=("$mnt")
   for _ in $(seq 600); do mountpoint -q "$mnt" && break; sleep 0.1; done  # a hang guard, not a bound
   "$SLIP" convert "$mnt" -o "$WORK/slow$1" -q --non-jpeg keep --io-depth "$1" -j 1 >/dev/null || fail "convert --io-depth $1 through slowfs failed"
   awk '/^max_in_flight/ {print $2}' "$WORK/stats$1"
