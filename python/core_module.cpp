@@ -617,8 +617,6 @@ std::vector<slip::CropGroup> crop_groups(const std::string& pipeline, std::optio
 PYBIND11_MODULE(_core, m) {
   m.doc() = "The compiled core of slipcache (use the slipcache package, which documents it)";
   m.attr("__version__") = slip::version();
-  // As the slip command: SLIP_JPEG_INTERNALS=off decodes through libjpeg's public API only.
-  slip::apply_libjpeg_environment(slip::process_environment());
   m.def("build_info", &slip::build_info,
         "The libraries slip runs with: libjpeg compiled against and loaded, the JPEG entropy hook, SIMD kernels");
   static py::exception<slip::Error> error(m, "Error", PyExc_RuntimeError);
@@ -639,6 +637,9 @@ PYBIND11_MODULE(_core, m) {
   });
   // SLIP_SIMD, as the slip command honours it (slip/simd.hpp); a bad value fails the import.
   slip::apply_simd_environment(slip::process_environment());
+  // As the slip command: SLIP_JPEG_INTERNALS=off decodes through libjpeg's public API only and
+  // build_info() never probes libjpeg; a value other than on/off/auto fails the import.
+  slip::apply_libjpeg_environment(slip::process_environment());
   m.def(
       "simd_level", [] { return std::string(slip::simd_level_name()); },
       "The SIMD level the decode kernels run at: scalar, sse4, avx2 or avx512 (SLIP_SIMD, else the CPU's best)");
