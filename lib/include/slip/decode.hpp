@@ -163,8 +163,8 @@ RgbImage engine_decode_full(std::span<const std::byte> payload);
 // self-test at first use gives libjpeg's own fields and pixels. Otherwise every decode uses
 // libjpeg's public API: the same pixels, slower crops.
 struct JpegEngineInfo {
-  std::string libjpeg_compiled;  // the libjpeg-turbo this build's headers came from
-  std::string libjpeg_loaded;    // the library file this process runs with, and its ABI generation
+  std::string libjpeg_compiled;  // the libjpeg-turbo this build's headers came from, and where CMake found them
+  std::string libjpeg_loaded;    // the library this process runs with: version string, file, ABI generation
   bool entropy_hook = false;     // slip's Huffman decoder and partial decompression are in use
   std::string reason;            // why not, when entropy_hook is false
 };
