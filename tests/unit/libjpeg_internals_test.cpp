@@ -224,6 +224,18 @@ TEST(LibjpegInternalsDeathTest, ChangingTheSimdLevelDecidesAgain) {
 #endif
 }
 
+// The self-test's method-pointer check: libjpeg's own functions are in the loaded library; a
+// pointer elsewhere (this executable's code, data, null) is not, so a moved member fails it.
+TEST(LibjpegInternals, MethodPointersOutsideTheLibraryAreRefused) {
+  EXPECT_TRUE(libjpeg_holds(reinterpret_cast<const void*>(&jpeg_read_header)));
+  EXPECT_TRUE(libjpeg_holds(reinterpret_cast<const void*>(&jpeg_start_decompress)));
+  EXPECT_FALSE(libjpeg_holds(reinterpret_cast<const void*>(&libjpeg_holds)));
+  static const int data = 1;
+  EXPECT_FALSE(libjpeg_holds(&data));
+  EXPECT_FALSE(libjpeg_holds(nullptr));
+  EXPECT_FALSE(libjpeg_holds(reinterpret_cast<const void*>(uintptr_t{0x10})));
+}
+
 // libjpeg checks its version and struct size inside jpeg_create_*, and reports by longjmp: under
 // create()'s own frame that is an error with libjpeg's message, classed as the library's.
 TEST(LibjpegErrors, CreateWithAnotherStructSizeIsCaught) {

@@ -135,17 +135,9 @@ std::string describe_loaded() {
 }
 
 #if SLIP_JPEG_INTERNALS_COMPILED
-// Whether `function` (a method pointer read from one of libjpeg's own objects through this
-// build's layout) lies in the library that holds jpeg_read_header: a layout that moved the
-// member shows as a pointer elsewhere (or none), checked before any hook replaces it.
-bool in_libjpeg(const void* function) {
-  Dl_info lib{}, fn{};
-  return function != nullptr && dladdr(reinterpret_cast<void*>(&jpeg_read_header), &lib) != 0 && dladdr(function, &fn) != 0 &&
-         fn.dli_fbase == lib.dli_fbase;
-}
 template <typename F>
 bool in_libjpeg_fn(F* function) {
-  return in_libjpeg(reinterpret_cast<const void*>(function));
+  return libjpeg_holds(reinterpret_cast<const void*>(function));
 }
 #endif
 
@@ -410,6 +402,14 @@ const LibjpegStatus& libjpeg_status() {
 bool libjpeg_internals_usable() { return internals_allowed.load(std::memory_order_relaxed) && libjpeg_status().internals; }
 
 std::string libjpeg_self_test() { return run_self_test(); }
+
+// A method pointer read from one of libjpeg's own objects through this build's layout: a layout
+// that moved the member shows as a pointer elsewhere (or none), checked before any hook replaces it.
+bool libjpeg_holds(const void* function) {
+  Dl_info lib{}, fn{};
+  return function != nullptr && dladdr(reinterpret_cast<void*>(&jpeg_read_header), &lib) != 0 && dladdr(function, &fn) != 0 &&
+         fn.dli_fbase == lib.dli_fbase;
+}
 
 int libjpeg_decisions_probed() { return g_libjpeg_self_test_runs.load(std::memory_order_relaxed); }
 

@@ -55,5 +55,8 @@ std::string libjpeg_self_test();
 // How many times this process decided by running the self-test (libjpeg_status()); tests check
 // that SLIP_JPEG_INTERNALS=off and a refused library never get there.
 int libjpeg_decisions_probed();
+// Whether `function` lies in the loaded libjpeg (the library holding jpeg_read_header): the
+// self-test's check of the method pointers it reads through this build's layout.
+bool libjpeg_holds(const void* function);
 
 }  // namespace slip::detail
