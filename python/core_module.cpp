@@ -765,8 +765,6 @@ PYBIND11_MODULE(_core, m) {
   py::detail::npy_api::get();
   static_cast<void>(py::dtype(std::string("B")));
   m.attr("__version__") = slip::version();
-  // As the slip command: SLIP_JPEG_INTERNALS=off decodes through libjpeg's public API only.
-  slip::apply_libjpeg_environment(slip::process_environment());
   m.def("build_info", &slip::build_info,
         "The libraries slip runs with: libjpeg compiled against and loaded, the JPEG entropy hook, SIMD kernels");
   static py::exception<slip::Error> error(m, "Error", PyExc_RuntimeError);
@@ -787,6 +785,9 @@ PYBIND11_MODULE(_core, m) {
   });
   // SLIP_SIMD, as the slip command honours it (slip/simd.hpp); a bad value fails the import.
   slip::apply_simd_environment(slip::process_environment());
+  // As the slip command: SLIP_JPEG_INTERNALS=off decodes through libjpeg's public API only and
+  // build_info() never probes libjpeg; a value other than on/off/auto fails the import.
+  slip::apply_libjpeg_environment(slip::process_environment());
   m.def(
       "simd_level", [] { return std::string(slip::simd_level_name()); },
       "The SIMD level the decode kernels run at: scalar, sse4, avx2 or avx512 (SLIP_SIMD, else the CPU's best)");

@@ -181,18 +181,24 @@ RgbImage engine_decode_full(std::span<const std::byte> payload);
 // self-test at first use gives libjpeg's own fields and pixels. Otherwise every decode uses
 // libjpeg's public API: the same pixels, slower crops.
 struct JpegEngineInfo {
-  std::string libjpeg_compiled;  // the libjpeg-turbo this build's headers came from
-  std::string libjpeg_loaded;    // the library file this process runs with, and its ABI generation
+  std::string libjpeg_compiled;  // the libjpeg-turbo this build's headers came from, and where CMake found them
+  std::string libjpeg_loaded;    // the library this process runs with: version string, file, ABI generation
   bool entropy_hook = false;     // slip's Huffman decoder and partial decompression are in use
   std::string reason;            // why not, when entropy_hook is false
 };
-// Runs the self-test on first call (about a millisecond), then answers from memory.
+// Runs the self-test on first call (a few milliseconds), then answers from memory; never when the
+// internals are turned off (set_libjpeg_internals(false)) or the loaded libjpeg is refused
+// outright (one built for 12-bit samples: the reason says so, and every JPEG decode fails with
+// Error(io) "this libjpeg cannot decode JPEGs for slip").
 JpegEngineInfo jpeg_engine_info();
 // false: the public-API path only, in this process, from the next decode on (the `slip` command
 // and the Python module call it when the environment has SLIP_JPEG_INTERNALS=off); true: the
 // internals again where the self-test allows them.
 void set_libjpeg_internals(bool allowed);
-// SLIP_JPEG_INTERNALS=off (or 0) in `env`: set_libjpeg_internals(false). Returns whether it did.
+// SLIP_JPEG_INTERNALS in `env`: "off" calls set_libjpeg_internals(false) (then nothing probes
+// libjpeg: jpeg_engine_info() answers without the self-test), "on" or "auto" (the default)
+// set_libjpeg_internals(true); any other value throws Error(usage) naming the variable and the
+// value (as SLIP_SIMD: exact lower-case words). Returns whether it turned the internals off.
 // The slip command, the Python module and the unit tests call it once.
 bool apply_libjpeg_environment(const Environment& env);
 

@@ -131,6 +131,8 @@ struct BatchDecoder::Impl {
 
   // A sample's bytes are bad: the error names the payload file, the sample and its offset.
   void fail(Worker& w, size_t slot, uint64_t id, const std::string& message) { record(w, slot, named_error(Errc::bad_input, message, id)); }
+  // The region decoder's failure, in its class: corrupt data, or this libjpeg cannot decode it.
+  void fail_jpeg(Worker& w, size_t slot, uint64_t id) { record(w, slot, named_error(w.jpeg.failure_code(), w.jpeg.failure(), id)); }
   // Records the exception in flight (called from a catch block). Each keeps its class: a
   // corrupt payload stays bad input, an I/O error or an interruption stays what it is, and
   // std::bad_alloc is rethrown as itself ("out of memory", not a verdict on the cache).
@@ -233,7 +235,7 @@ struct BatchDecoder::Impl {
       // A cut that does not decode: the whole image says what is wrong (or decodes after all).
       if (!restarted || !w.jpeg.read_header(payload, info) || !w.jpeg.planar_capable() ||
           !decode_window_planes(w, denom, x0, y0, x1, y1, {}, planes)) {
-        fail(w, slot, id, w.jpeg.failure());
+        fail_jpeg(w, slot, id);
         return true;
       }
     }
@@ -442,7 +444,7 @@ struct BatchDecoder::Impl {
         // A cut that does not decode: the whole image says what is wrong (or decodes after all).
         cut_x = cut_y = 0;
         if (!restarted || !w.jpeg.read_header(payload, info) || !w.jpeg.decode_region(denom, rx0, ry0, rx1, ry1, w.region, region)) {
-          fail(w, slot, id, w.jpeg.failure());
+          fail_jpeg(w, slot, id);
           return false;
         }
       }
@@ -785,7 +787,7 @@ RgbImage engine_decode_full(std::span<const std::byte> payload) {
       if (oversized(info)) throw Error(Errc::bad_input, refused_message(info));
       std::vector<uint8_t> scratch;
       DecodedRegion region;
-      if (!jpeg.decode_region(1, 0, 0, info.width, info.height, scratch, region)) throw Error(Errc::bad_input, jpeg.failure());
+      if (!jpeg.decode_region(1, 0, 0, info.width, info.height, scratch, region)) throw Error(jpeg.failure_code(), jpeg.failure());
       RgbImage image;
       image.width = static_cast<uint32_t>(info.width);
       image.height = static_cast<uint32_t>(info.height);
@@ -796,7 +798,7 @@ RgbImage engine_decode_full(std::span<const std::byte> payload) {
                     static_cast<size_t>(info.width) * 3);
       return image;
     }
-    if (!jpeg.message().empty()) throw Error(Errc::bad_input, jpeg.failure());
+    if (!jpeg.message().empty()) throw Error(jpeg.failure_code(), jpeg.failure());
   }
   return decode_to_rgb(payload);
 }
