@@ -15,7 +15,7 @@ log=${SLIP_CI_LOG:-build/ci-stages.log}
 
 # name|budget (minutes)|command|what
 STAGES=(
-  "test|20|scripts/setup-tests.sh|apt packages, s3rver, configure, build, ctest (unit, reference, end-to-end)"
+  "test|19|scripts/setup-tests.sh|apt packages, s3rver, configure, build, ctest (unit, reference, end-to-end)"
   "jpeg-fallback|5|scripts/test-jpeg-fallback.sh|the JPEG engine's public-API path: the pixel suite again"
   "jpeg-12bit|2|scripts/test-jpeg-12bit.sh|a 12-bit libjpeg.so.62 built from ../shared/third_party (library target only): refused with one message"
   "python-install|6|scripts/check-python-install.sh|pip into a fresh venv, tests against the installed copy, cmake --install"
