@@ -18,6 +18,7 @@
 #include <mutex>
 #include <optional>
 #include <string_view>
+#include <system_error>
 #include <thread>
 
 #include <unistd.h>
@@ -485,8 +486,8 @@ class Loader {
       try {
         decoder_->decode_images(batch, b.full);
         return batch.size();
-      } catch (const slip::Error&) {
-        if (!config_.skip_errors) throw;
+      } catch (const slip::Error& e) {
+        if (!config_.skip_errors || e.code() != slip::Errc::bad_input) throw;  // only a corrupt sample is skipped
       }
       size_t kept = 0;
       for (size_t i = 0; i < batch.size(); ++i) {
@@ -494,6 +495,7 @@ class Loader {
           decoder_->decode_images(batch.subspan(i, 1), b.full);
           batch[kept++] = batch[i];
         } catch (const slip::Error& e) {
+          if (e.code() != slip::Errc::bad_input) throw;
           record_skip(batch[i], e.describe());
         }
       }
@@ -511,8 +513,8 @@ class Loader {
     try {
       decoder_->decode(batch, epoch, outputs_at(0, batch.size()));
       return batch.size();
-    } catch (const slip::Error&) {
-      if (!config_.skip_errors) throw;
+    } catch (const slip::Error& e) {
+      if (!config_.skip_errors || e.code() != slip::Errc::bad_input) throw;  // an I/O error or an interruption is no bad sample
     }
     size_t kept = 0;
     for (size_t i = 0; i < batch.size(); ++i) {
@@ -520,6 +522,7 @@ class Loader {
         decoder_->decode(batch.subspan(i, 1), epoch, outputs_at(kept, 1));  // crops depend on (seed, epoch, sample) only
         batch[kept++] = batch[i];
       } catch (const slip::Error& e) {
+        if (e.code() != slip::Errc::bad_input) throw;
         record_skip(batch[i], e.describe());
       }
     }
@@ -769,10 +772,11 @@ PYBIND11_MODULE(_core, m) {
         "The libraries slip runs with: libjpeg compiled against and loaded, the JPEG entropy hook, SIMD kernels");
   static py::exception<slip::Error> error(m, "Error", PyExc_RuntimeError);
   for (const char* attribute : {"code", "kind", "path", "sample", "offset", "message"}) error.attr(attribute) = py::none();
+  // One mapping (slip::current_exception_error): a slip::Error keeps its class; an OS error
+  // (std::system_error) is an Error of the io class (code 4); out of memory stays Python's
+  // MemoryError; pybind11's own exceptions (error_already_set, ...) pass through.
   py::register_exception_translator([](std::exception_ptr p) {
-    try {
-      if (p) std::rethrow_exception(p);
-    } catch (const slip::Error& e) {
+    const auto raise = [](const slip::Error& e) {
       py::object exc = py::reinterpret_borrow<py::object>(error.ptr())(e.describe());
       exc.attr("code") = exit_class(e.code());
       exc.attr("kind") = slip::errc_name(e.code());
@@ -781,6 +785,13 @@ PYBIND11_MODULE(_core, m) {
       exc.attr("sample") = e.sample() ? py::object(py::int_(*e.sample())) : py::object(py::none());
       exc.attr("offset") = e.offset() ? py::object(py::int_(*e.offset())) : py::object(py::none());
       PyErr_SetObject(error.ptr(), exc.ptr());
+    };
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const slip::Error& e) {
+      raise(e);
+    } catch (const std::system_error&) {
+      raise(slip::current_exception_error());
     }
   });
   // SLIP_SIMD, as the slip command honours it (slip/simd.hpp); a bad value fails the import.

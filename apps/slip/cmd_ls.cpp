@@ -22,7 +22,7 @@ namespace fs = std::filesystem;
 struct Row {
   CacheListing listing;
   std::string kind;    // "cache", "temporary", "parts"
-  std::string status;  // one word: complete, damaged, converting, abandoned, parts, merged
+  std::string status;  // one word: complete, damaged, unreadable, converting, abandoned, parts, merged
   std::string detail;  // the source, the damage, the pid, "3/8 parts done"
   bool all_parts_done = false;
 };
@@ -43,6 +43,9 @@ Row row_of(const CacheListing& c) {
   } else if (s.rfind("damaged: ", 0) == 0) {
     r.status = "damaged";
     r.detail = s.substr(9);
+  } else if (s.rfind("unreadable: ", 0) == 0) {  // this user may not read it: not damage
+    r.status = "unreadable";
+    r.detail = s.substr(12);
   } else if (!c.complete) {
     r.status = "incomplete";
     r.detail = s;
@@ -65,7 +68,8 @@ Row parts_row(const fs::path& dir) {
     r.detail = std::to_string(done) + "/" + std::to_string(total) + " parts done" +
                (done == total && total > 0 ? "; join with slip merge --from" : "");
   } catch (const Error& e) {
-    r.detail = "unreadable: " + std::string(e.what());
+    if (e.code() == Errc::interrupted) throw;  // an interruption ends the listing, as elsewhere
+    r.detail = (e.code() == Errc::bad_input ? "damaged: " : "unreadable: ") + std::string(e.what());
   }
   std::error_code ec;
   for (const auto& e : fs::recursive_directory_iterator(dir, ec))

@@ -16,6 +16,7 @@
 #include "output.hpp"
 #include "slip/decode.hpp"
 #include "slip/error.hpp"
+#include "slip/error_class.hpp"
 #include "slip/log.hpp"
 #include "slip/runtime.hpp"
 #include "slip/simd.hpp"
@@ -166,12 +167,8 @@ int main(int argc, char** argv) {
       // SLIP_JPEG_INTERNALS=on|off|auto (off: libjpeg's public API only, never probed).
       slip::apply_libjpeg_environment(slip::process_environment());
       return actions.at(sub)();
-    } catch (const slip::Error& e) {
-      return report_failure(app, e);
-    } catch (const std::bad_alloc&) {
-      return report_failure(app, slip::Error(slip::Errc::io, "out of memory"));
-    } catch (const std::exception& e) {
-      return report_failure(app, slip::Error(slip::Errc::io, std::string("internal error: ") + e.what()));
+    } catch (...) {  // one mapping: out of memory and OS errors are I/O (exit 4), an Error keeps its class
+      return report_failure(app, slip::current_exception_error());
     }
   }
   return 0;

@@ -70,3 +70,46 @@ expect_status 0 "$SLIP" info "$cache"
 grep -q "(photo) -> sample 0: CMYK JPEG" "$WORK/out" || { cat "$WORK/out"; fail "info: photo's reason"; }
 grep -q "(pixels) -> sample 0: pil L pixels (1 channel, grey)" "$WORK/out" || { cat "$WORK/out"; fail "info: pixels' reason"; }
 pass "each transcoded field carries its own reason; pil reasons give the mode and its real channel count"
+
+# A YUV420 conversion stores decoded planes for every image, but what was not a JPEG (PNG, CMYK
+# JPEG, raw pixels) went through another conversion on the way, and the ledger lists every
+# sample not stored as it came (docs/FORMAT.md#ledger): the same samples and fields as a JPEG
+# conversion, with YUV420 reasons. `store_as_yuv420` once returned before adding the entry, so
+# a YUV420 cache of examples/sample (PNG-named .JPEG files, CMYK JPEGs) had an empty ledger.
+expect_status 0 "$SLIP" convert "$ds" -o "$WORK/o" --image-format yuv420 --json
+$PY - "$WORK/out" <<'PY' || fail "YUV420 ledger reasons (LitData)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+got = {(e["source_index"], e["field"]): e["reason"] for e in d["ledger"] if e["action"] == "transcoded"}
+cmyk = "CMYK JPEG (TurboJPEG cannot decode it to RGB) decoded to RGB and stored as YUV420"
+want = {
+    (0, "photo"): cmyk,
+    (0, "pixels"): "pil L pixels (1 channel, grey) converted to YUV420",
+    (1, "pixels"): "pil RGBA pixels (4 channels, alpha dropped) converted to YUV420",
+    (2, "photo"): cmyk,
+    (2, "pixels"): "pil CMYK pixels (4 channels, converted to RGB as Pillow does) converted to YUV420",
+    (3, "pixels"): "pil LA pixels (2 channels, grey, alpha dropped) converted to YUV420",
+    (4, "pixels"): "pil RGB pixels (3 channels, RGB) converted to YUV420",
+}
+assert got == want, got
+assert d["transcoded"] == len(want), d["transcoded"]
+PY
+expect_status 0 "$SLIP" convert "$SRC/examples/sample" -o "$WORK/s" --json
+cp "$WORK/out" "$WORK/jpeg.json"
+expect_status 0 "$SLIP" convert "$SRC/examples/sample" -o "$WORK/s" --image-format yuv420 --json
+$PY - "$WORK/jpeg.json" "$WORK/out" <<'PY' || fail "YUV420 ledger (examples/sample)"
+import json, sys
+jpeg, yuv = (json.load(open(p)) for p in sys.argv[1:3])
+def entries(d):
+    return {(e["source_index"], e["origin"], e["field"]): e["reason"] for e in d["ledger"] if e["action"] == "transcoded"}
+j, y = entries(jpeg), entries(yuv)
+assert j, "examples/sample has PNG and CMYK files: the JPEG conversion lists them"
+assert set(j) == set(y), (sorted(set(j) ^ set(y)))
+for k, reason in j.items():
+    assert reason.endswith(" re-encoded as RGB JPEG q100"), reason
+    assert y[k] == reason.replace(" re-encoded as RGB JPEG q100", " decoded to RGB and stored as YUV420"), y[k]
+manifest = json.load(open(yuv["path"] + "/manifest.json"))
+assert len(manifest["slip"]["ledger"]) == len(y)
+print(len(y), "entries")
+PY
+pass "a YUV420 conversion lists every PNG, CMYK and raw-pixel source in its ledger, as a JPEG conversion does"

@@ -86,3 +86,25 @@ echo extra >> "$victim"
 expect_status 3 "$SLIP" convert "$WORK/t2" -o "$WORK/o3" --shard 1/3 -q
 grep -q "$victim.*changed since the ImageFolder scan ($size bytes" "$WORK/err" || { cat "$WORK/err"; fail "a resized image was not named"; }
 pass "an image rewritten in place after the shared scan: the task reading it fails (exit 3) naming it ($(cut -c1-150 "$WORK/err"))"
+
+# An image of task 0's slice rewritten in place after task 0 stored it (its directory's mtime
+# unchanged): tasks 1 and 2 reuse the scan and never read it, so every part is intact on its
+# own and a merge once gave the old bytes, which verify passes, while a single conversion now
+# gives another content id. Each task records the listing it was converted from and what it
+# saw when done (a stat of every image); merge refuses parts whose views differ (exit 3,
+# naming the part).
+rm -rf "$WORK/t3" "$WORK/o4" && cp -a "$r" "$WORK/t3"
+"$SLIP" convert "$WORK/t3" -o "$WORK/o4" --shard 0/3 -q > /dev/null
+victim=$(find "$WORK/t3/n01440764" -maxdepth 1 -name '*.JPEG' | LC_ALL=C sort | sed -n 1p)
+size=$(stat -c %s "$victim")
+$PY -c 'import sys; f=open(sys.argv[1], "r+b"); f.seek(int(sys.argv[2]) // 2); b=f.read(1); f.seek(-1, 1); f.write(bytes([b[0] ^ 0xff]))' "$victim" "$size"
+expect_status 0 "$SLIP" convert "$WORK/t3" -o "$WORK/o4" --shard 1/3 -v
+grep -q "reused the scan of" "$WORK/err" || { cat "$WORK/err"; fail "task 1 did not reuse the scan (the test needs it to)"; }
+grep -q "changed during the conversion" "$WORK/err" || { cat "$WORK/err"; fail "task 1 did not warn that the source changed"; }
+expect_status 0 "$SLIP" convert "$WORK/t3" -o "$WORK/o4" --shard 2/3 -q
+expect_status 3 "$SLIP" merge "$WORK/o4"/t3-*.parts -o "$WORK/m4" -q
+grep -q "part-00001-of-00003.*source changed during the conversion" "$WORK/err" || { cat "$WORK/err"; fail "merge did not name the part that saw the change"; }
+refusal=$(cut -c1-200 "$WORK/err")
+[ -z "$(find "$WORK/m4" -name '*.slipstream' 2> /dev/null)" ] || fail "a refused merge left a cache"
+expect_status 0 "$SLIP" verify "$WORK/o4"/t3-*.parts/part-00000-of-00003.slipstream
+pass "a file changed after an earlier task stored it: merge refuses (exit 3: $refusal)"

@@ -24,6 +24,7 @@
 #include "slip/convert.hpp"
 #include "slip/decode.hpp"
 #include "slip/error.hpp"
+#include "slip/error_class.hpp"
 #include "slip/export.hpp"
 #include "slip/hash.hpp"
 #include "slip/image.hpp"

@@ -29,6 +29,7 @@
 #include "slip/image.hpp"
 #include "slip/runtime.hpp"
 #include "slip/yuv420.hpp"
+#include "sources/listing_check.hpp"
 #include "util/untrusted.hpp"
 #include "util/file_io.hpp"
 #include "util/bounded_queue.hpp"
@@ -152,6 +153,23 @@ void add_restarts(Value& v) {
     v.bytes.assign(reencoded->begin(), reencoded->end());
 }
 
+// THE way pixels that were not a JPEG (PNG, CMYK, raw pixels) are stored: as the cache's image
+// format asks, and always with a `transcoded` ledger entry saying what the source was and what
+// became of it (docs/FORMAT.md#ledger: every sample not stored as it came). No path may store
+// them without the entry: a YUV420 conversion once returned before adding it.
+// `raw`: the source gave pixels (FFCV raw, LitData pil), not an encoded file.
+void store_pixels(Value& v, const RgbImage& rgb, bool to_yuv420, bool restarts, bool raw, const std::string& what, Prepared& out,
+                  const std::string& field) {
+  if (to_yuv420) {
+    store_as_yuv420(v, rgb);
+    out.transcoded.emplace_back(field, what + (raw ? " converted to YUV420" : " decoded to RGB and stored as YUV420"));
+    return;
+  }
+  store_as_jpeg(v, rgb);
+  if (restarts) add_restarts(v);
+  out.transcoded.emplace_back(field, what + (raw ? " encoded as RGB JPEG q100" : " re-encoded as RGB JPEG q100"));
+}
+
 void prepare_image(Value& v, NonJpegPolicy policy, bool to_yuv420, bool restarts, uint64_t max_pixels, Prepared& out,
                    const std::string& field) {
   auto problem = [&](std::string why) {
@@ -179,11 +197,7 @@ void prepare_image(Value& v, NonJpegPolicy policy, bool to_yuv420, bool restarts
                              : c == 1                   ? "raw 1-channel (grey) pixels"
                              : c == 3                   ? "raw 3-channel (RGB) pixels"
                                                         : "raw 4-channel (RGBA, alpha dropped) pixels";
-    if (to_yuv420) return store_as_yuv420(v, rgb);
-    store_as_jpeg(v, rgb);
-    if (restarts) add_restarts(v);
-    out.transcoded.emplace_back(field, what + " encoded as RGB JPEG q100");
-    return;
+    return store_pixels(v, rgb, to_yuv420, restarts, true, what, out, field);
   }
   if (v.bytes.empty()) return problem("empty image (0 bytes)");
   const ImageFormat format = sniff_image_format(v.bytes);
@@ -199,7 +213,10 @@ void prepare_image(Value& v, NonJpegPolicy policy, bool to_yuv420, bool restarts
     if (v.height != 0 && (v.height != h.height || v.width != h.width))
       return problem("source says " + std::to_string(v.width) + "x" + std::to_string(v.height) + " but the JPEG is " +
                      std::to_string(h.width) + "x" + std::to_string(h.height));
-    if (to_yuv420) {
+    // A CMYK JPEG is converted below like any non-JPEG source (with its ledger entry), also
+    // into YUV420. Other JPEGs becoming YUV420 is the cache's declared format (image_format,
+    // slip.options): recorded once, not per sample.
+    if (to_yuv420 && h.components != 4) {
       try {
         return store_as_yuv420(v, decode_to_rgb(v.bytes));
       } catch (const Error& e) {
@@ -235,11 +252,7 @@ void prepare_image(Value& v, NonJpegPolicy policy, bool to_yuv420, bool restarts
         return problem("image of " + std::to_string(size.width) + "x" + std::to_string(size.height) +
                        " pixels exceeds --max-image-pixels " + std::to_string(max_pixels) + " (decompression bomb?)");
       try {
-        RgbImage rgb = decode_to_rgb(v.bytes);
-        if (to_yuv420) return store_as_yuv420(v, rgb);
-        store_as_jpeg(v, rgb);
-        if (restarts) add_restarts(v);
-        out.transcoded.emplace_back(field, why_not_jpeg + " re-encoded as RGB JPEG q100");
+        store_pixels(v, decode_to_rgb(v.bytes), to_yuv420, restarts, false, why_not_jpeg, out, field);
       } catch (const Error& e) {
         if (e.code() != Errc::bad_input) throw;
         return problem(why_not_jpeg + " that does not decode: " + e.message());
@@ -524,8 +537,9 @@ bool reuse_existing(const fs::path& dir, const std::string& id, ConvertResult& r
   result.cache_path = dir;
   result.content_id = id;
   result.reuse_checked = std::string(detail::kReuseChecks);
+  const std::string manifest_text = detail::read_text_file(dir / detail::kManifestName, detail::Open::cache_file);  // I/O stays I/O
   try {
-    const auto manifest = detail::parse_json_bounded(detail::read_text_file(dir / detail::kManifestName, detail::Open::cache_file));
+    const auto manifest = detail::parse_json_bounded(manifest_text);
     const auto& slip = manifest.at("slip");
     const auto& counts = slip.at("counts");
     result.source_samples = counts.value("source_samples", uint64_t{0});
@@ -546,7 +560,7 @@ bool reuse_existing(const fs::path& dir, const std::string& id, ConvertResult& r
     const nlohmann::json sizes = manifest.value("file_sizes", nlohmann::json::object());
     for (const auto& [file, size] : sizes.items())
       if (size.is_number_unsigned()) result.bytes_written += size.get<uint64_t>();
-  } catch (const std::exception&) {
+  } catch (const nlohmann::json::exception&) {
     // A cache that passed the checks but whose counts cannot be read: report none.
   }
   return true;
@@ -632,6 +646,20 @@ ConvertResult convert(Source& source, const ConvertOptions& options) {
                                                                   " were skipped (see --on-error; --allow-empty writes an empty cache)")
         .with_path(identity.uri);
   const detail::WrittenFiles files = writer.finish();
+  // A task's view of the whole source when it is done, for merge to compare (docs/SLURM.md):
+  // an image an earlier task stored, rewritten in place since, is in no task's slice any more.
+  // Sources whose tasks fingerprint their own inputs afresh need none: their content id differs.
+  if (part)
+    if (const auto* checkable = dynamic_cast<const detail::ListingCheckable*>(&source)) {
+      const detail::ListingCheck check = checkable->recheck_listing();
+      part->listing = check.listed;
+      part->listing_seen = check.now;
+      if (check.listed != check.now)
+        detail::warn(
+            "{}: the source's files changed during the conversion (sizes or mtimes differ from the listing it uses); "
+            "`slip merge` will refuse this part: remove the saved scan and convert every task again",
+            detail::escape_for_terminal(identity.uri));
+    }
 
   // Every skip counts (also a source's own, e.g. tar --missing skip): merge, which cannot tell
   // them apart in the parts' ledgers, decides the same way, so merged equals single-process.

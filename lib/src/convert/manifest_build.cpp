@@ -85,12 +85,17 @@ void resolve_auto_shard(const std::filesystem::path& workdir, ShardSpec& shard) 
       throw_errno("cannot record the job-array split", plan.string(), errno);
   }
   uint64_t count = 0, task_min = 0;
+  // Reading it is outside the try: a permission or disk error is I/O (exit 4), out of memory
+  // stays itself; only what the record says can be bad input.
+  const std::string text = read_text_file(plan, Open::cache_file);
   try {
-    const auto j = parse_json_bounded(read_text_file(plan, Open::cache_file));
+    const auto j = parse_json_bounded(text);
     count = j.at("count").get<uint64_t>();
     task_min = j.at("task_min").get<uint64_t>();
-  } catch (const std::exception& e) {
-    throw Error(Errc::bad_input, std::string("unreadable job-array split record: ") + e.what()).with_path(plan.string());
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(Errc::bad_input, std::string("damaged job-array split record: ") + e.what()).with_path(plan.string());
+  } catch (Error& e) {  // nested too deep: bad input already
+    throw e.with_path(plan.string());
   }
   if (count == 0 || shard.task_id < task_min || shard.task_id - task_min >= count)
     throw Error(Errc::usage, "SLURM array task " + std::to_string(shard.task_id) + " is outside the recorded split of " +
@@ -198,6 +203,10 @@ ojson build_manifest(const Schema& schema, const SourceIdentity& identity, const
                     {"unit", part->unit},
                     {"whole_content_id", part->whole_content_id},
                     {"whole_name", part->whole_name}};
+  if (part && !part->listing.empty()) {
+    slip["part"]["listing"] = part->listing;
+    slip["part"]["listing_seen"] = part->listing_seen;
+  }
   ojson sums = ojson::object();
   for (const auto& [file, sum] : files.checksums) sums[file] = hex64(sum);
   slip["checksums"] = {{"algorithm", "xxh3-64"}, {"files", std::move(sums)}};

@@ -22,6 +22,10 @@ struct PartInfo {
   std::string whole_content_id;  // content id of the single-process cache
   std::string whole_name;        // its directory name, "<name>-<id8>.slipstream"
   std::string content_id;        // this part's: SHA-256 of the whole's id and the slice
+  // Source::recheck_listing() at the end of the task (empty where the source has none): the
+  // whole source as listed for the conversion and as this task saw it when done. merge
+  // refuses a part whose two differ (a file changed during the conversion).
+  std::string listing, listing_seen;
   std::string dir_name() const;  // "part-00003-of-00007.slipstream"
 };
 

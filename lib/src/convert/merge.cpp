@@ -60,6 +60,8 @@ Part load_part(const fs::path& dir) {
     p.info.whole_content_id = part.at("whole_content_id");
     p.info.whole_name = part.at("whole_name");
     p.info.unit = part.value("unit", std::string("samples"));
+    p.info.listing = part.value("listing", std::string());  // parts of earlier builds: none
+    p.info.listing_seen = part.value("listing_seen", std::string());
     p.info.content_id = p.manifest.at("slip").at("content_id");
   } catch (const nlohmann::json::exception&) {
     throw bad("not a part cache (its manifest has no slip.part section; convert with --shard I/N)");
@@ -176,6 +178,24 @@ MergeResult merge_parts(const std::vector<fs::path>& inputs, const MergeOptions&
     if (p.manifest["fields"].size() != first.manifest["fields"].size()) throw foreign("fields");
     for (auto& [name, spec] : first.manifest["fields"].items())
       if (!p.manifest["fields"].contains(name) || p.manifest["fields"][name]["type"] != spec["type"]) throw foreign("field " + name);
+  }
+  // One source snapshot: every part's task saw the whole source (every file's size and mtime,
+  // not only its slice) as the conversion listed it. A file rewritten in place after an earlier
+  // task stored it would otherwise be merged as its old bytes, which verify passes, while a
+  // single conversion now gives another cache.
+  for (const Part& p : parts) {
+    if (p.info.listing.empty()) continue;
+    const std::string idx = std::to_string(p.info.index);
+    if (!first.info.listing.empty() && p.info.listing != first.info.listing)
+      throw Error(Errc::bad_input, "part " + idx + " was converted from another listing of the source than " + first.dir.string() +
+                                       " (its files changed between the tasks); convert every task again")
+          .with_path(p.dir.string());
+    if (p.info.listing_seen != p.info.listing)
+      throw Error(Errc::bad_input, "the source changed during the conversion: when part " + idx +
+                                       "'s task ended, the sizes or mtimes of the source's files differed from the listing every part "
+                                       "was converted from, so earlier parts may hold stale bytes; remove the saved scan (.<root>-*.scan "
+                                       "beside the work directory) and convert every task again")
+          .with_path(p.dir.string());
   }
   std::sort(parts.begin(), parts.end(), [](const Part& a, const Part& b) { return a.info.index < b.info.index; });
   // Exactly once: indices 0..N-1, slices back to back from 0 to the total.
@@ -530,11 +550,15 @@ fs::path find_workdir(const fs::path& root, const std::vector<std::string>& sour
   for (const auto& e : fs::directory_iterator(root, ec)) {
     const std::string name = e.path().filename().string();
     if (!name.ends_with(".parts") || !e.is_directory(ec) || !fs::exists(e.path() / kSourcesRecord, ec)) continue;
+    // A record this user cannot read is an I/O error (exit 4), not "no work directory here".
+    const std::string text = detail::read_text_file(e.path() / kSourcesRecord, detail::Open::cache_file);
     try {
-      const auto j = detail::parse_json_bounded(detail::read_text_file(e.path() / kSourcesRecord, detail::Open::cache_file));
+      const auto j = detail::parse_json_bounded(text);
       if (j.at("sources").dump() == wanted.dump()) found.push_back(e.path());
-    } catch (const std::exception&) {
+    } catch (const nlohmann::json::exception&) {
       // Not a record of ours (or damaged): not a match.
+    } catch (const Error& e) {
+      if (e.code() != Errc::bad_input) throw;  // (too deeply nested: bad input, not a match)
     }
   }
   std::sort(found.begin(), found.end());

@@ -19,6 +19,7 @@
 #include "slip/cache.hpp"
 #include "slip/decode.hpp"
 #include "slip/error.hpp"
+#include "slip/error_class.hpp"
 #include "slip/hash.hpp"
 #include "slip/image.hpp"
 #include "slip/runtime.hpp"
@@ -130,23 +131,24 @@ struct BatchDecoder::Impl {
   Impl(const Cache& c, DecodeOptions o, unsigned threads) : cache(c), options(std::move(o)), workers(threads), pool(threads) {}
 
   // A sample's bytes are bad: the error names the payload file, the sample and its offset.
-  void fail(Worker& w, size_t slot, uint64_t id, const std::string& message) { record(w, slot, named_error(Errc::bad_input, message, id)); }
+  void fail(Worker& w, size_t slot, uint64_t id, const std::string& message) {
+    record(w, slot, named_error(Error(Errc::bad_input, message), id));
+  }
   // The region decoder's failure, in its class: corrupt data, or this libjpeg cannot decode it.
-  void fail_jpeg(Worker& w, size_t slot, uint64_t id) { record(w, slot, named_error(w.jpeg.failure_code(), w.jpeg.failure(), id)); }
+  void fail_jpeg(Worker& w, size_t slot, uint64_t id) { record(w, slot, named_error(Error(w.jpeg.failure_code(), w.jpeg.failure()), id)); }
   // Records the exception in flight (called from a catch block). Each keeps its class: a
-  // corrupt payload stays bad input, an I/O error or an interruption stays what it is, and
-  // std::bad_alloc is rethrown as itself ("out of memory", not a verdict on the cache).
+  // corrupt payload stays bad input, an I/O error or an interruption stays what it is,
+  // std::bad_alloc is rethrown as itself ("out of memory", not a verdict on the cache), and
+  // any other exception (std::system_error, a std::length_error) is classed as
+  // current_exception_error() classes it (I/O), never as the sample's bad bytes.
   void fail(Worker& w, size_t slot, uint64_t id) {
     try {
       throw;
     } catch (const std::bad_alloc&) {
       record(w, slot, std::current_exception());
-    } catch (const Error& e) {
-      record(w, slot, named_error(e.code(), e.message(), id));
-    } catch (const std::exception& e) {  // (std::length_error and the like): the sample's bytes
-      record(w, slot, named_error(Errc::bad_input, e.what(), id));
     } catch (...) {
-      record(w, slot, std::current_exception());
+      const Error e = current_exception_error();
+      record(w, slot, named_error(Error(e.code(), e.message()), id));
     }
   }
   void record(Worker& w, size_t slot, std::exception_ptr error) {
@@ -154,8 +156,8 @@ struct BatchDecoder::Impl {
     w.error_slot = slot;
     w.error = std::move(error);
   }
-  std::exception_ptr named_error(Errc code, const std::string& message, uint64_t id) const {
-    Error e(code, message);
+  // The error, of its class, named by the sample's payload file, id and offset.
+  std::exception_ptr named_error(Error e, uint64_t id) const {
     e.with_path(payload_file()).with_sample(id);
     try {
       e.with_offset(record_of(id).data_ptr);

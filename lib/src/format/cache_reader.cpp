@@ -65,10 +65,52 @@ uint64_t get_u64(const json& j, const char* key, const std::string& where) {
 }
 
 // A directory entry exists, whatever its type (a dangling symbolic link too: opening it
-// then says what it is instead of "missing").
+// then says what it is instead of "missing"). An entry that cannot be looked up (a directory
+// the user may not search) is an I/O error with the OS's reason, never "missing".
 bool present(const fs::path& p) {
   std::error_code ec;
-  return fs::symlink_status(p, ec).type() != fs::file_type::not_found && !ec;
+  const fs::file_type type = fs::symlink_status(p, ec).type();
+  if (type == fs::file_type::not_found) return false;
+  if (ec) throw_errno("cannot look up", p.string(), ec.value());
+  return true;
+}
+
+// "(40, 1)" as numpy writes a shape.
+std::string shape_text(const std::vector<uint64_t>& shape) {
+  std::string out = "(";
+  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + (shape.size() == 1 ? ",)" : ")");
+}
+
+// <f>.npy of a numeric or ndarray field against the manifest: "float" types (float, float32,
+// float64) are (N,) <f8, "ndarray" the manifest's dtype and (N, *shape), every other type (int,
+// bool, unknown: what the Python builder writes) (N,) <i8. Byte order is part of the dtype.
+void check_numeric_typing(const CacheField& f, const NpyHeader& h, const std::string& path) {
+  std::string want_dtype;
+  std::vector<uint64_t> want_shape;
+  if (f.type == FieldType::ndarray) {
+    want_dtype = f.dtype;  // empty: the manifest names none
+    if (!f.shape.empty()) {
+      want_shape = f.shape;
+      want_shape[0] = h.shape[0];
+    }
+  } else {
+    want_dtype = f.type == FieldType::float64 ? "<f8" : "<i8";
+    want_shape = {h.shape[0]};
+  }
+  const std::string got = h.simple_dtype().empty() ? h.descr : h.simple_dtype();
+  if (!want_dtype.empty() && got != want_dtype)
+    throw Error(Errc::bad_input, "field \"" + detail::escape_for_terminal(f.name) + "\" of type \"" +
+                                     detail::escape_for_terminal(f.type_name) + "\" holds dtype " + detail::escape_for_terminal(got) +
+                                     ", not the " + want_dtype + " its manifest type stores")
+        .with_path(path)
+        .with_offset(10);
+  if (!want_shape.empty() && h.shape != want_shape)
+    throw Error(Errc::bad_input, "field \"" + detail::escape_for_terminal(f.name) + "\" of type \"" +
+                                     detail::escape_for_terminal(f.type_name) + "\" holds shape " + shape_text(h.shape) + ", not the " +
+                                     shape_text(want_shape) + " its manifest describes")
+        .with_path(path)
+        .with_offset(10);
 }
 
 }  // namespace
@@ -84,7 +126,9 @@ Cache Cache::open(const fs::path& dir) {
   m.dir = dir;
   const fs::path manifest_path = dir / detail::kManifestName;
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) throw Error(Errc::io, "not a directory").with_path(dir.string());
+  const fs::file_status dir_status = fs::status(dir, ec);
+  if (ec && dir_status.type() != fs::file_type::not_found) throw_errno("cannot open", dir.string(), ec.value());
+  if (!fs::is_directory(dir_status)) throw Error(Errc::io, "not a directory").with_path(dir.string());
   // A staging directory is never a cache, even once every file is written: a run killed
   // between its last flush and the rename leaves one that would otherwise open (and verify)
   // clean.
@@ -134,6 +178,23 @@ Cache Cache::open(const fs::path& dir) {
         const json plain = detail::parse_json_bounded(spec.dump());
         f.max_size = get_u64(plain, "max_size", "for field \"" + name + "\"");
         f.image_format = spec.value("image_format", std::string("jpeg"));
+      } else if (f.type == FieldType::ndarray) {
+        // The per-sample dtype and shape the manifest promises; <f>.npy must be exactly that.
+        if (auto d = spec.find("dtype"); d != spec.end()) {
+          if (!d->is_string() || npy_dtype_size(d->get<std::string>()) == 0)
+            throw Error(Errc::bad_input, "field \"" + name + "\": \"dtype\" is not a numpy dtype slip reads");
+          f.dtype = d->get<std::string>();
+        }
+        if (auto sh = spec.find("shape"); sh != spec.end()) {
+          if (!sh->is_array()) throw Error(Errc::bad_input, "field \"" + name + "\": \"shape\" is not a list");
+          std::vector<uint64_t> dims{0};  // [0]: num_samples, filled in below
+          for (const auto& d : *sh) {
+            if (!d.is_number_unsigned() || dims.size() > 32)
+              throw Error(Errc::bad_input, "field \"" + name + "\": \"shape\" is not a list of at most 32 sizes");
+            dims.push_back(d.get<uint64_t>());
+          }
+          f.shape = std::move(dims);
+        }
       }
       f.files = detail::storage_files(name, f.type);
       m.fields.push_back(std::move(f));
@@ -213,18 +274,18 @@ Cache Cache::open(const fs::path& dir) {
     auto check_npy = [&](const std::string& name, std::string_view want_descr, const std::vector<uint64_t>& want_shape) {
       const auto& file = m.file(name);
       NpyHeader h = parse_npy_header(file.bytes(), file.path());
+      const std::string field = "field \"" + detail::escape_for_terminal(f.name) + "\": ";
       if (!want_descr.empty() && h.descr != want_descr)
-        throw Error(Errc::bad_input, "unexpected dtype " + h.descr + " (want " + std::string(want_descr) + ")")
+        throw Error(Errc::bad_input,
+                    field + "unexpected dtype " + detail::escape_for_terminal(h.descr) + " (want " + std::string(want_descr) + ")")
             .with_path(file.path())
             .with_offset(10);
-      if (h.fortran_order) throw Error(Errc::bad_input, "Fortran-order array").with_path(file.path());
-      if (!want_shape.empty() && h.shape != want_shape) {
-        std::string got;
-        for (auto d : h.shape) got += std::to_string(d) + ",";
-        throw Error(Errc::bad_input, "array shape (" + got + ") does not match num_samples " + std::to_string(n))
+      if (h.fortran_order) throw Error(Errc::bad_input, field + "Fortran-order array").with_path(file.path());
+      if (!want_shape.empty() && h.shape != want_shape)
+        throw Error(Errc::bad_input, field + "array shape " + shape_text(h.shape) + " does not match num_samples " + std::to_string(n) +
+                                         " (want " + shape_text(want_shape) + ")")
             .with_path(file.path())
             .with_offset(10);
-      }
       m.data_offsets[name] = h.data_offset;
       return h;
     };
@@ -260,6 +321,10 @@ Cache Cache::open(const fs::path& dir) {
           throw Error(Errc::bad_input, "array length does not match num_samples " + std::to_string(n))
               .with_path(m.file_path(f.files[0]))
               .with_offset(10);
+        // The file must hold what the manifest's type says (docs/FORMAT.md#numeric): a float NaN,
+        // a big-endian or an (N, 1) array under "type": "int" would otherwise be read as
+        // something else by each reader (or dropped by the Loader).
+        check_numeric_typing(f, h, m.file_path(f.files[0]));
         f.dtype = h.simple_dtype();
         f.shape = h.shape;
         const size_t elem = npy_dtype_size(f.dtype);
@@ -270,8 +335,6 @@ Cache Cache::open(const fs::path& dir) {
           sized = true;
         else if (!zero_size_field)
           zero_size_field = &f;
-        if (f.type == FieldType::int64 && f.dtype == "<f8") f.type = FieldType::float64;
-        if (f.shape.size() > 1) f.type = FieldType::ndarray;
         break;
       }
     }

@@ -118,7 +118,10 @@ CacheSummary summarize(const Cache& cache, size_t histogram_limit) {
         s.ledger.entries.push_back(
             {number("source_index").value_or(0), number("sample"), text("origin"), text("field"), text("action"), text("reason")});
       }
-  } catch (const std::exception&) {
+  } catch (const nlohmann::json::exception&) {
+    // A ledger that is not a list of objects (the manifest is untrusted): shown as far as it
+    // reads. Only that: out of memory or an interruption is not a property of the ledger.
+    ++s.ledger.actions["(unreadable ledger)"];
   }
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(cache.path(), ec)) {
@@ -154,7 +157,8 @@ std::vector<CacheListing> list_caches(const fs::path& dir) {
     CacheListing l;
     l.path = e.path();
     l.name = name;
-    if (!fs::exists(e.path() / detail::kManifestName, ec)) continue;
+    // Not a cache without a manifest; one this user may not look into is listed, unreadable.
+    if (fs::symlink_status(e.path() / detail::kManifestName, ec).type() == fs::file_type::not_found) continue;
     l.bytes = directory_bytes(e.path());
     try {
       const std::string text = detail::read_text_file(e.path() / detail::kManifestName, detail::Open::cache_file);
@@ -208,8 +212,15 @@ std::vector<CacheListing> list_caches(const fs::path& dir) {
           }
         }
       }
-    } catch (const std::exception& ex) {
-      l.state = std::string("damaged: unreadable manifest");
+    } catch (const nlohmann::json::exception& ex) {
+      l.complete = false;
+      l.state = "damaged: manifest: " + detail::escape_for_terminal(ex.what());
+    } catch (const Error& ex) {
+      // Damaged (bad input) or unreadable by this user (I/O: "Permission denied"), as the OS
+      // says; an interruption ends the listing.
+      if (ex.code() != Errc::bad_input && ex.code() != Errc::io) throw;
+      l.complete = false;
+      l.state = std::string(ex.code() == Errc::io ? "unreadable: " : "damaged: ") + detail::escape_for_terminal(ex.message());
     }
     // Files an interrupted run left inside the cache (e.g. a killed `slip yuv420`).
     for (const detail::TempEntry& t : detail::find_temporaries(e.path())) {

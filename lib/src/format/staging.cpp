@@ -79,27 +79,49 @@ void StagingDir::publish_by_moving_aside() {
   if (ec) throw Error(Errc::io, "cannot publish cache: " + ec.message()).with_path(final_.string());
 }
 
+namespace {
+
+// The type of dir/name; not_found when absent. Any other failure to look it up (permission)
+// is an I/O error, never taken for "missing" or "damaged".
+fs::file_type staging_entry_type(const fs::path& path) {
+  std::error_code ec;
+  const fs::file_type type = fs::symlink_status(path, ec).type();
+  if (ec && type != fs::file_type::not_found) throw_errno("cannot look up", path.string(), ec.value());
+  return type;
+}
+
+}  // namespace
+
 bool manifest_sum_matches(const fs::path& dir, std::string_view text) {
+  if (staging_entry_type(dir / kManifestSumName) == fs::file_type::not_found) return false;
   try {
     return read_text_file(dir / kManifestSumName, Open::cache_file) ==
            hex64(xxh3_64(std::as_bytes(std::span(text.data(), text.size())))) + "\n";
-  } catch (const Error&) {
+  } catch (const Error& e) {
+    if (e.code() != Errc::bad_input) throw;  // unreadable (permission, I/O): not a mismatch
     return false;
   }
 }
 
 bool is_complete_cache(const fs::path& dir, const std::string& id) {
+  // Only what the files say decides "incomplete"; an error reading them keeps its class.
+  const std::string text = read_text_file(dir / kManifestName, Open::cache_file);
+  if (!manifest_sum_matches(dir, text)) return false;
   try {
-    const std::string text = read_text_file(dir / kManifestName, Open::cache_file);
-    if (!manifest_sum_matches(dir, text)) return false;
     const auto manifest = detail::parse_json_bounded(text);
     if (manifest.at("slip").at("content_id").get<std::string>() != id) return false;
-    for (auto& [name, size] : manifest.at("file_sizes").items())
-      if (!file_stem_problem(name).empty() || !fs::is_regular_file(fs::symlink_status(dir / name)) ||
-          fs::file_size(dir / name) != size.get<uint64_t>())
-        return false;
+    for (auto& [name, size] : manifest.at("file_sizes").items()) {
+      if (!file_stem_problem(name).empty() || staging_entry_type(dir / name) != fs::file_type::regular) return false;
+      std::error_code ec;
+      const uint64_t got = fs::file_size(dir / name, ec);
+      if (ec) throw_errno("cannot read the size of", (dir / name).string(), ec.value());
+      if (got != size.get<uint64_t>()) return false;
+    }
     return true;
-  } catch (...) {
+  } catch (const nlohmann::json::exception&) {
+    return false;
+  } catch (const Error& e) {
+    if (e.code() != Errc::bad_input) throw;
     return false;
   }
 }
@@ -130,8 +152,11 @@ std::string reuse_problem(const fs::path& dir, const std::string& id) {
         return escape_for_terminal(name) + " does not match its checksum";
     }
     return {};
-  } catch (const std::exception& e) {
-    return std::string("unreadable: ") + e.what();
+  } catch (const nlohmann::json::exception& e) {
+    return std::string("damaged manifest: ") + e.what();
+  } catch (const Error& e) {
+    if (e.code() != Errc::bad_input) throw;  // a permission or disk error is not damage: it keeps its class
+    return e.describe();
   }
 }
 

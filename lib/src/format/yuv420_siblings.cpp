@@ -126,7 +126,8 @@ bool siblings_are_current(const Cache& cache, const std::string& field, const nl
       if (!(*sums)[name].is_string() || (*sums)[name].get<std::string>() != hex64(xxh3_64(f.bytes()))) return false;
     }
     return true;
-  } catch (const Error&) {
+  } catch (const Error& e) {
+    if (e.code() != Errc::bad_input) throw;  // unreadable siblings are an I/O error, not stale ones
     return false;
   }
 }

@@ -16,6 +16,7 @@
 #include "slip/hash.hpp"
 #include "slip/npy.hpp"
 #include "util/file_io.hpp"
+#include "util/untrusted.hpp"
 
 namespace slip {
 
@@ -433,10 +434,31 @@ std::optional<FieldIndex> read_field_index(const Cache& cache, std::string_view 
   idx.field = std::string(field);
   std::vector<detail::MappedFile> files;
   std::vector<NpyHeader> headers;
+  const CacheField& f = cache.fields()[field_position(cache, field)];
+  const std::string of_field = "index of field \"" + detail::escape_for_terminal(f.name) + "\": ";
   for (const auto& n : names) {
     files.emplace_back(cache.path() / n, detail::Open::cache_file);
     headers.push_back(parse_npy_header(files.back().bytes(), files.back().path()));
-    if (headers.back().shape.size() != 1) throw Error(Errc::bad_input, "index array is not 1-D").with_path(files.back().path());
+    if (headers.back().shape.size() != 1 || headers.back().fortran_order)
+      throw Error(Errc::bad_input, of_field + "array is not 1-D (shape " + std::to_string(headers.back().shape.size()) + "-D)")
+          .with_path(files.back().path())
+          .with_offset(10);
+  }
+  // The keys are values of the field: of its type (docs/FORMAT.md#csr-index), byte order
+  // included; a float or big-endian key array under an int field would be read as other values.
+  {
+    const std::string kd = headers[0].simple_dtype();
+    const bool fits = f.type == FieldType::str ? kd.rfind("<U", 0) == 0 : kd == f.dtype && (kd == "<i8" || kd == "<f8");
+    if (!fits)
+      throw Error(Errc::bad_input, of_field + "keys of dtype " + detail::escape_for_terminal(kd.empty() ? headers[0].descr : kd) +
+                                       " do not fit the field's " + (f.type == FieldType::str ? std::string("<U (text)") : f.dtype))
+          .with_path(files[0].path())
+          .with_offset(10);
+    for (size_t i : {size_t{1}, size_t{2}})
+      if (headers[i].simple_dtype() != "<i8")
+        throw Error(Errc::bad_input, of_field + "dtype " + detail::escape_for_terminal(headers[i].descr) + ", not <i8")
+            .with_path(files[i].path())
+            .with_offset(10);
   }
   auto data = [&](size_t i, uint64_t elem) {
     const uint64_t count = headers[i].shape[0];

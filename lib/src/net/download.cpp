@@ -39,13 +39,17 @@ struct Validators {
 std::optional<Validators> read_validators(const fs::path& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) return std::nullopt;
+  const std::string text = detail::read_text_file(path);  // unreadable (permission, I/O): an I/O error, not "damaged"
   try {
-    const auto j = detail::parse_json_bounded(detail::read_text_file(path));
+    const auto j = detail::parse_json_bounded(text);
     Validators v{j.value("etag", ""), j.value("last_modified", ""), std::nullopt};
     if (j.contains("size") && j["size"].is_number_unsigned()) v.size = j["size"].get<uint64_t>();
     return v;
-  } catch (const std::exception&) {
+  } catch (const nlohmann::json::exception&) {
     return std::nullopt;  // a damaged record only costs a fresh download
+  } catch (const Error& e) {
+    if (e.code() != Errc::bad_input) throw;
+    return std::nullopt;
   }
 }
 

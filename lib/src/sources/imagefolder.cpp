@@ -29,6 +29,7 @@
 #include "util/file_lock.hpp"
 #include "util/progress.hpp"
 #include "util/read_ahead.hpp"
+#include "sources/listing_check.hpp"
 #include "sources/scan_snapshot.hpp"
 
 namespace slip {
@@ -76,7 +77,7 @@ class EntryList {
   std::vector<int64_t> mtimes_;
 };
 
-class ImageFolderSource final : public Source {
+class ImageFolderSource final : public Source, public detail::ListingCheckable {
  public:
   ImageFolderSource(const std::string& root_arg, detail::ReadAheadOptions read_options, bool content_fingerprint,
                     const SourceOptions& options = {})
@@ -102,6 +103,40 @@ class ImageFolderSource final : public Source {
   const Schema& schema() const override { return schema_; }
   std::optional<uint64_t> size() const override { return entries_.size(); }
   SourceIdentity identity() const override { return {"imagefolder", root_.string(), fingerprint_, root_.filename().string(), {}}; }
+
+  // "sha256:" + SHA-256 of "<class/relative/path>\t<size>\t<mtime ns>\n" per image in sample
+  // order ("?" for what could not be stat'ed): the stat fingerprint's lines, here for both the
+  // scan's record and a fresh stat (on read_options_.depth threads, a chunk at a time).
+  detail::ListingCheck recheck_listing() const override {
+    auto line_of = [](std::string& line, std::string_view relative, std::optional<std::pair<uint64_t, int64_t>> stat) {
+      line.assign(relative).push_back('\t');
+      if (!stat || stat->second == detail::kUnknownMtime) return line.append("?\t?\n"), void();
+      line.append(std::to_string(stat->first)).push_back('\t');
+      line.append(std::to_string(stat->second)).push_back('\n');
+    };
+    Sha256 listed, now;
+    constexpr size_t kChunk = 16384;
+    std::vector<std::string> lines;
+    std::string line;
+    for (size_t first = 0; first < entries_.size(); first += kChunk) {
+      throw_if_interrupted();
+      const size_t count = std::min(kChunk, entries_.size() - first);
+      for (size_t k = 0; k < count; ++k) {
+        line_of(line, entries_.relative(first + k), std::pair{entries_.size_of(first + k), entries_.mtime_of(first + k)});
+        listed.update(line);
+      }
+      lines.assign(count, std::string());
+      parallel_for(count, read_options_.depth, [&](size_t k) {
+        const std::string_view relative = entries_.relative(first + k);
+        struct stat st {};
+        const bool ok = ::stat(full_path(relative).c_str(), &st) == 0;
+        line_of(lines[k], relative,
+                ok ? std::optional(std::pair{static_cast<uint64_t>(st.st_size), detail::unix_mtime_ns(st)}) : std::nullopt);
+      });
+      for (const std::string& l : lines) now.update(l);
+    }
+    return detail::ListingCheck{"sha256:" + listed.hex_digest(), "sha256:" + now.hex_digest()};
+  }
 
   uint64_t skip(uint64_t n) override {
     const uint64_t done = std::min<uint64_t>(n, entries_.size() - pos_);

@@ -1,6 +1,10 @@
 #include "slip/error.hpp"
+#include "slip/error_class.hpp"
 
 #include <cstring>
+#include <filesystem>
+#include <new>
+#include <system_error>
 
 #include "util/untrusted.hpp"
 
@@ -54,6 +58,26 @@ std::string Error::describe() const {
 std::string printable(std::string_view text) { return detail::escape_for_terminal(text); }
 
 void Error::refresh() { what_ = describe(); }
+
+Error current_exception_error() {
+  try {
+    throw;
+  } catch (const Error& e) {
+    return e;
+  } catch (const std::bad_alloc&) {
+    return Error(Errc::io, "out of memory");
+  } catch (const std::filesystem::filesystem_error& e) {
+    Error out(Errc::io, e.code().message());
+    if (!e.path1().empty()) out.with_path(e.path1().string());
+    return out;
+  } catch (const std::system_error& e) {
+    return Error(Errc::io, e.what());
+  } catch (const std::exception& e) {
+    return Error(Errc::io, std::string("internal error: ") + e.what());
+  } catch (...) {
+    return Error(Errc::io, "internal error: an exception of unknown type");
+  }
+}
 
 void throw_errno(const std::string& what, const std::string& path, int err) {
   throw Error(Errc::io, what + ": " + std::strerror(err)).with_path(path);

@@ -33,6 +33,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Only bad input is a finding about the cache (exit 1). Anything else (an I/O error such as a
+// permission denied, a usage error, an interruption) keeps its class and exit code: a cache
+// this user cannot read has not failed verification (docs/HOSTILE_INPUTS.md, error classes).
+bool is_finding(const Error& e) noexcept { return e.code() == Errc::bad_input; }
+
 class IssueSink {
  public:
   IssueSink(VerifyReport& report, size_t max) : report_(report), max_(max) {}
@@ -157,6 +162,7 @@ void check_yuv420_siblings(const Cache& cache, size_t fi, IssueSink& sink, Verif
   try {
     siblings = Yuv420Siblings::open(cache, f.name);
   } catch (const Error& e) {
+    if (!is_finding(e)) throw;
     sink.add(fs::path(e.path()).filename().string(), e.sample(), f.name,
              e.message() + (e.offset() ? " (byte " + std::to_string(*e.offset()) + ")" : ""));
     return;
@@ -208,6 +214,7 @@ void check_yuv420_siblings(const Cache& cache, size_t fi, IssueSink& sink, Verif
             sibling[0], i, f.name,
             "YUV420 copy differs from a fresh conversion of its JPEG: max " + std::to_string(max_diff) + ", mean " + std::to_string(mean));
     } catch (const Error& e) {
+      if (!is_finding(e)) throw;
       sink.add(f.files[0], i, f.name, "image does not decode: " + e.message());
     }
   });
@@ -259,7 +266,7 @@ void check_directory_entries(const Cache& cache, IssueSink& sink, VerifyReport& 
     for (const std::string& name : csr_index_names(f.name)) known.insert(name);
     for (detail::FieldFile& file : detail::field_files(f.name, field_type_from_name(f.type_name))) known.insert(std::move(file.name));
   }
-  try {  // what the manifest lists (e.g. checksummed files of a newer slip)
+  try {  // what the manifest lists (e.g. checksummed files of a newer slip); Cache::open parsed it already
     const auto manifest = detail::parse_json_bounded(cache.manifest_text());
     for (const char* key : {"file_sizes"})
       if (auto it = manifest.find(key); it != manifest.end() && it->is_object())
@@ -268,7 +275,7 @@ void check_directory_entries(const Cache& cache, IssueSink& sink, VerifyReport& 
       if (auto c = s->find("checksums"); c != s->end() && c->is_object())
         if (auto files = c->find("files"); files != c->end() && files->is_object())
           for (auto& [name, v] : files->items()) known.insert(name);
-  } catch (const std::exception&) {
+  } catch (const nlohmann::json::exception&) {
   }
   std::set<std::string> temporaries;
   for (const detail::TempEntry& t : detail::find_temporaries(dir)) {
@@ -296,6 +303,7 @@ void check_directory_entries(const Cache& cache, IssueSink& sink, VerifyReport& 
         if (!cache.field_index(field))
           report.notes.push_back(detail::escape_for_terminal(name) + " indexes a field the cache does not have");
       } catch (const Error& e) {
+        if (!is_finding(e)) throw;
         sink.add(name, std::nullopt, "", e.message() + (e.offset() ? " (byte " + std::to_string(*e.offset()) + ")" : ""));
       }
       continue;
@@ -343,6 +351,7 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
                  "manifest.json checksum mismatch (manifest or its checksum file was modified)");
       ++report.checksums_checked;
     } catch (const Error& e) {
+      if (!is_finding(e)) throw;
       sink.add(std::string(detail::kManifestName), std::nullopt, "", e.describe());
     }
   }
@@ -351,6 +360,7 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
   try {
     cache.emplace(Cache::open(dir));
   } catch (const Error& e) {
+    if (!is_finding(e)) throw;
     std::string file = e.path().empty() ? std::string(detail::kManifestName) : fs::path(e.path()).filename().string();
     sink.add(file, e.sample(), "", e.message() + (e.offset() ? " (byte " + std::to_string(*e.offset()) + ")" : ""));
     return finish();
@@ -375,9 +385,7 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
       if (is_payload_type(f.type) && f.image_format != "jpeg" && f.image_format != "yuv420")
         sink.add("manifest.json", std::nullopt, f.name, "unknown image_format \"" + f.image_format + "\"");
     }
-  } catch (const std::bad_alloc&) {
-    throw;  // out of memory is not a finding about the cache
-  } catch (const std::exception& e) {
+  } catch (const nlohmann::json::exception& e) {
     sink.add("manifest.json", std::nullopt, "", e.what());
   }
 
@@ -423,45 +431,56 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
       check_string_field(*cache, fi, sink);
   }
 
-  // Field indexes recorded by slip: well-formed, every id carries its key's value, every sample once.
+  // Field indexes: the ones slip recorded, and any other field's whose files are there (a
+  // checksum-less copy, another writer): well-formed and typed as their field, every id
+  // carries its key's value, every sample once.
+  std::vector<std::pair<std::string, std::string>> indexed;  // field, keys file
+  std::set<std::string> listed;
   try {
     const auto manifest = detail::parse_json_bounded(cache->manifest_text());
-    if (manifest.contains("slip") && manifest["slip"].contains("indexes")) {
+    if (manifest.contains("slip") && manifest["slip"].contains("indexes"))
       for (auto& [field, spec] : manifest["slip"]["indexes"].items()) {
-        const std::string keys_file = spec.value("keys", field + ".index.keys.npy");
-        try {
-          const auto idx = read_field_index(*cache, field);
-          if (!idx) {
-            sink.add(keys_file, std::nullopt, field, "index listed in the manifest is missing");
-            continue;
-          }
-          const auto fi = *cache->field_index(field);
-          std::vector<bool> seen(cache->size(), false);
-          for (size_t k = 0; k < idx->num_keys(); ++k)
-            for (int64_t id : idx->ids_of(k)) {
-              const auto i = static_cast<uint64_t>(id);
-              bool match;
-              if (idx->key_type == FieldType::str)
-                match = cache->string(fi, i) == idx->str_keys[k];
-              else if (idx->key_type == FieldType::float64)
-                match = cache->float_value(fi, i) == idx->float_keys[k];
-              else
-                match = cache->int_value(fi, i) == idx->int_keys[k];
-              if (!match || seen[i]) {
-                sink.add(keys_file, i, field,
-                         match ? "sample listed twice in the index" : "index lists the sample under a value it does not have");
-              }
-              seen[i] = true;
-            }
-        } catch (const Error& e) {
-          sink.add(fs::path(e.path()).filename().string(), e.sample(), field, e.message());
-        }
+        indexed.emplace_back(field, spec.value("keys", field + ".index.keys.npy"));
+        listed.insert(field);
       }
-    }
-  } catch (const std::bad_alloc&) {
-    throw;  // out of memory is not a finding about the cache
-  } catch (const std::exception& e) {
+  } catch (const nlohmann::json::exception& e) {
     sink.add("manifest.json", std::nullopt, "", std::string("slip indexes: ") + e.what());
+  }
+  for (const CacheField& f : cache->fields()) {
+    const std::vector<std::string> names = csr_index_names(f.name);
+    if (!listed.count(f.name) && fs::symlink_status(dir / names[0], ec).type() != fs::file_type::not_found)
+      indexed.emplace_back(f.name, names[0]);
+  }
+  for (const auto& [field, keys_file] : indexed) {
+    try {
+      const auto idx = read_field_index(*cache, field);
+      if (!idx) {
+        sink.add(keys_file, std::nullopt, field,
+                 listed.count(field) ? "index listed in the manifest is missing" : "index incomplete (keys without offsets or ids)");
+        continue;
+      }
+      const auto fi = *cache->field_index(field);
+      std::vector<bool> seen(cache->size(), false);
+      for (size_t k = 0; k < idx->num_keys(); ++k)
+        for (int64_t id : idx->ids_of(k)) {
+          const auto i = static_cast<uint64_t>(id);
+          bool match;
+          if (idx->key_type == FieldType::str)
+            match = cache->string(fi, i) == idx->str_keys[k];
+          else if (idx->key_type == FieldType::float64)
+            match = cache->float_value(fi, i) == idx->float_keys[k];
+          else
+            match = cache->int_value(fi, i) == idx->int_keys[k];
+          if (!match || seen[i]) {
+            sink.add(keys_file, i, field,
+                     match ? "sample listed twice in the index" : "index lists the sample under a value it does not have");
+          }
+          seen[i] = true;
+        }
+    } catch (const Error& e) {
+      if (!is_finding(e)) throw;
+      sink.add(fs::path(e.path()).filename().string(), e.sample(), field, e.message());
+    }
   }
 
   check_directory_entries(*cache, sink, report);
@@ -500,6 +519,7 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
         try {
           std::tie(size, sum) = detail::xxh3_64_of_file(p, detail::Open::cache_file);  // streamed: RSS bounded
         } catch (const Error& e) {
+          if (!is_finding(e)) throw;
           sink.add(name, std::nullopt, "", e.message());
           continue;
         }
@@ -511,9 +531,7 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
     } else {
       report.notes.push_back("checksums absent (not written by slip): structure, sizes, bounds and JPEG markers checked");
     }
-  } catch (const std::bad_alloc&) {
-    throw;  // out of memory is not a finding about the cache
-  } catch (const std::exception& e) {
+  } catch (const nlohmann::json::exception& e) {
     sink.add("manifest.json", std::nullopt, "", std::string("slip checksums: ") + e.what());
   }
   if (options.decode) {
@@ -566,7 +584,7 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
               sink.add(f.files[0], i, f.name,
                        "decoded pixels differ from TurboJPEG's: max " + std::to_string(max_diff) + ", mean " + std::to_string(mean));
           } catch (const Error& e) {
-            if (e.code() != Errc::bad_input) throw;  // this libjpeg cannot decode it (exit 4), not a corrupt image
+            if (!is_finding(e)) throw;  // this libjpeg cannot decode it (exit 4), not a corrupt image
             sink.add(f.files[0], i, f.name, "image does not decode: " + e.message());
           }
         });
