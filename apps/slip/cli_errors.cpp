@@ -155,4 +155,19 @@ CLI::Validator at_least(long long min) {
       "");
 }
 
+CLI::Validator in_range(long long min, unsigned long long max) {
+  const CLI::Validator low = at_least(min);
+  return CLI::Validator(
+      [low, min, max](std::string& value) -> std::string {
+        if (std::string why = low(value); !why.empty()) return why;
+        // An integer that sizes an allocation or a thread count: past `max` is a usage error
+        // naming the bound, never "cannot create std::vector larger than max_size()".
+        unsigned long long v = 0;
+        const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), v);
+        if (error != std::errc() || end != value.data() + value.size() || v <= max) return {};
+        return "must be in " + std::to_string(min) + ".." + std::to_string(max) + " (got '" + value + "')";
+      },
+      "");
+}
+
 }  // namespace slip::cli

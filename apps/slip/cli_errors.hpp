@@ -17,5 +17,7 @@ std::string nearest(std::string_view word, const std::vector<std::string>& candi
 std::string describe_parse_error(CLI::App& root, const CLI::ParseError& e);
 // A check that an integer option is at least `min`; fails as "must be >= MIN".
 CLI::Validator at_least(long long min);
+// ... and at most `max`: "must be in MIN..MAX" (numbers that size allocations or threads).
+CLI::Validator in_range(long long min, unsigned long long max);
 
 }  // namespace slip::cli

@@ -83,8 +83,11 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("-p,--pipeline", a->options.pipeline, "raw, decode, center, rrc, direct-rrc or multicrop")
       ->check(CLI::IsMember({"raw", "decode", "center", "rrc", "direct-rrc", "multicrop"}))
       ->default_val("rrc");
-  sub.add_option("-j,--threads", a->options.decode.threads, "Decode threads (default: CPUs available to the process)");
-  sub.add_option("-b,--batch-size", a->options.batch_size, "Samples per batch")->default_val(256)->check(at_least(1));
+  sub.add_option("-j,--threads", a->options.decode.threads, "Decode threads, up to 256 (default: CPUs available to the process)")
+      ->check(in_range(0, 256));
+  sub.add_option("-b,--batch-size", a->options.batch_size, "Samples per batch (at most 1048576)")
+      ->default_val(256)
+      ->check(in_range(1, kMaxBatchSize));
   sub.add_option("-e,--epochs", a->options.epochs, "Epochs to time")->default_val(3)->check(at_least(1));
   sub.add_flag("--cold", a->options.cold, "Drop the cache files from the page cache before the first epoch");
   sub.add_option("--order", a->order, "sequential or shuffle (Feistel order per epoch)")

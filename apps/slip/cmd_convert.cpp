@@ -7,6 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "cli_errors.hpp"
 #include "command.hpp"
 #include "output.hpp"
 #include "source_flags.hpp"
@@ -52,7 +53,8 @@ Action setup_convert(CLI::App& sub, const GlobalOptions& global) {
       ->envname("SLIPSTREAM_CACHE_DIR")
       ->default_str("$SLIPSTREAM_CACHE_DIR or ~/.slipstream");
   sub.add_option("--name", a->name, "Name part of <name>-<id8>.slipstream (default: the source's name)")->type_name("NAME");
-  sub.add_option("-j,--threads", a->threads, "Worker threads (default: CPUs available to the process)");
+  sub.add_option("-j,--threads", a->threads, "Worker threads, up to 1024 (default: CPUs available to the process)")
+      ->check(in_range(0, kMaxConvertThreads));
   sub.add_flag("-f,--force", a->force, "Rebuild even if a complete cache of this source exists");
   sub.add_option("--non-jpeg", a->non_jpeg,
                  "Images that are not RGB-decodable JPEG (PNG, CMYK JPEG, ...): transcode to RGB JPEG q100, "
@@ -114,6 +116,11 @@ Action setup_convert(CLI::App& sub, const GlobalOptions& global) {
       }
       return 0;
     }
+    check_output_outside_sources(a->sources, output_root(a->output));  // before a scan
+    // --shard is checked before the source is opened: a scan (saved for the other tasks) would
+    // otherwise be written for a split that is refused.
+    std::optional<ShardSpec> shard;
+    if (!a->shard.empty()) shard = parse_shard(a->shard, process_environment());
     SourceOptions source_options = a->source_options;
     // The tasks of a job array share one ImageFolder scan, saved beside the caches.
     source_options.environment = process_environment();  // AWS_*, CURL_CA_BUNDLE, the download directory
@@ -138,7 +145,7 @@ Action setup_convert(CLI::App& sub, const GlobalOptions& global) {
     if (a->jpeg_restarts && options.image_format != StoredFormat::jpeg)
       throw Error(Errc::usage, "--jpeg-restarts applies to JPEG storage, not --image-format yuv420");
     options.jpeg_restarts = a->jpeg_restarts;
-    if (!a->shard.empty()) options.shard = parse_shard(a->shard, process_environment());
+    options.shard = shard;
     options.max_image_pixels = parse_count(a->max_image_pixels);
     options.max_bytes_in_flight = parse_count(a->max_in_flight);
     if (options.max_bytes_in_flight < (1u << 20)) throw Error(Errc::usage, "--max-in-flight must be >= 1MiB");

@@ -58,12 +58,11 @@ Row parts_row(const fs::path& dir) {
   l.path = dir;
   l.name = dir.filename().string();
   Row r{l, "parts", "parts", ""};
-  size_t done = 0, total = 0;
+  uint64_t done = 0, total = 0;
   try {
-    for (const PartState& p : part_status(dir)) {
-      ++total;
-      if (p.state == "done") ++done;
-    }
+    const PartCounts counts = count_parts(dir);
+    done = counts.done;
+    total = counts.total;
     r.all_parts_done = done == total && total > 0;
     r.detail = std::to_string(done) + "/" + std::to_string(total) + " parts done" +
                (done == total && total > 0 ? "; join with slip merge --from" : "");

@@ -1,9 +1,11 @@
 // slip verify CACHE [--json]
 #include <iostream>
 
+#include "cli_errors.hpp"
 #include "command.hpp"
 #include "exit_codes.hpp"
 #include "output.hpp"
+#include "slip/convert.hpp"
 #include "slip/error.hpp"
 #include "slip/simd.hpp"
 #include "slip/verify.hpp"
@@ -25,7 +27,8 @@ Action setup_verify(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("cache", a->caches, "Cache directories (several: one report each; the exit status is the worst)")
       ->type_name("CACHE")
       ->required();
-  sub.add_option("-j,--threads", a->threads, "Worker threads (default: CPUs available to the process)");
+  sub.add_option("-j,--threads", a->threads, "Worker threads, up to 1024 (default: CPUs available to the process)")
+      ->check(in_range(0, kMaxConvertThreads));
   sub.add_option("--max-issues", a->max_issues, "Issues to list in detail")->default_val(100);
   sub.add_flag("--json", a->json, "Print one JSON report object per cache (one per line)");
   sub.add_flag("--decode", a->decode, "Also decode every image with the engine and with TurboJPEG and compare the pixels");

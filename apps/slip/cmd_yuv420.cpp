@@ -5,8 +5,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include "cli_errors.hpp"
 #include "command.hpp"
 #include "output.hpp"
+#include "slip/convert.hpp"
 #include "slip/yuv420.hpp"
 
 namespace slip::cli {
@@ -25,7 +27,8 @@ Action setup_yuv420(CLI::App& sub, const GlobalOptions& global) {
   auto a = std::make_shared<Yuv420Args>();
   sub.add_option("cache", a->cache, "The JPEG cache directory")->type_name("CACHE")->required();
   sub.add_option("--field", a->field, "Image field to convert (default: every JPEG image field)")->type_name("FIELD");
-  sub.add_option("-j,--threads", a->threads, "Decoding threads (default: CPUs available to the process)");
+  sub.add_option("-j,--threads", a->threads, "Decoding threads, up to 1024 (default: CPUs available to the process)")
+      ->check(in_range(0, kMaxConvertThreads));
   sub.add_flag("-f,--force", a->force, "Rebuild the sibling files even when valid ones exist");
   sub.add_flag("--json", a->json,
                "Print one JSON object (the cache path and, per field, its files, sizes and time) instead of the file names");

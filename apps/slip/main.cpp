@@ -70,6 +70,9 @@ int main(int argc, char** argv) {
   using namespace slip::cli;
   // A closed stdout (`slip ls | head -1`) ends the program quietly instead of killing it.
   ::signal(SIGPIPE, SIG_IGN);
+  // Past `ulimit -f` a write fails with EFBIG, reported as an I/O error naming the file (exit
+  // 4) with the staging directory removed, instead of SIGXFSZ killing the process mid-write.
+  ::signal(SIGXFSZ, SIG_IGN);
   slip::install_interrupt_handlers();
   // Samples of 4 MiB or more are mapped and unmapped by malloc, never kept in its arenas:
   // glibc's default threshold grows to the largest block freed, after which 16 MiB samples

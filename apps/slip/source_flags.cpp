@@ -35,8 +35,10 @@ void add_source_flags(CLI::App& sub, SourceOptions& options) {
   // WebDataset tar shards.
   sub.add_option_function<std::string>(
          "--max-sample-bytes", [&options](const std::string& text) { options.set("max-sample-bytes", std::to_string(parse_count(text))); },
-         "Tar: largest member read into memory (default 256MiB; K/M/G/KiB/MiB/GiB); a larger or sparse member makes its "
-         "sample bad (--on-error)")
+         "Tar, ImageFolder, LitData, FFCV: largest member, image file, item or payload read into memory (default 256MiB; "
+         "K/M/G/KiB/MiB/GiB), "
+         "checked before reading; a larger (or sparse tar) one makes its sample bad (--on-error; LitData: a chunk that would hold "
+         "one is refused, exit 3)")
       ->type_name("SIZE")
       ->group("Source options");
   sub.add_flag_callback(

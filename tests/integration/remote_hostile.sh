@@ -44,6 +44,15 @@ expect_status 3 timeout 300 "$SLIP" convert "s3://cycle-bucket/shards/" "${commo
 grep -q "repeated a continuation token" "$WORK/err" || { cat "$WORK/err"; fail "cyclic listing not detected"; }
 pass "S3 listing with cycling continuation tokens: refused"
 
+# 3b. A listing that repeats one page of keys under ever new tokens: refused on the second page
+#     (keys come in order), not after --max-list-keys of repeats (10,001 requests before).
+: > "$WORK/main.log"
+expect_status 3 timeout 30 "$SLIP" convert "s3://repeat-bucket/shards/" "${common[@]}"
+grep -q 'key "shards/a.tar" on page 2 is not after "shards/c.tar"' "$WORK/err" || { cat "$WORK/err"; fail "repeated listing page not detected"; }
+lists=$(grep -c 'list-type' "$WORK/main.log" || true)
+[ "$lists" -eq 2 ] || fail "a repeated listing page took $lists list requests (expected 2)"
+pass "S3 listing repeating one page under new tokens: refused on its second page"
+
 # 4. A body trickling 5 bytes/s: --min-speed trips within its window (curl's own check would not).
 expect_status 5 timeout 300 "$SLIP" convert "http://127.0.0.1:$PORT_main/slow.tar" "${common[@]}" --min-speed 1000 --min-speed-time 2
 grep -q "slower than 1000 bytes/s over 2 s" "$WORK/err" || { cat "$WORK/err"; fail "slow transfer not aborted"; }
@@ -54,3 +63,11 @@ expect_status 4 timeout 300 "$SLIP" convert "http://127.0.0.1:$PORT_main/esc.tar
 [ "$(wc -l < "$WORK/err")" -eq 1 ] || { cat "$WORK/err"; fail "error body broke the line"; }
 if LC_ALL=C grep -qP '[\x07\x1b]' "$WORK/err"; then fail "raw escape sequence from a server printed"; fi
 pass "server error text escaped"
+
+# 6. A download that passes the file-size limit (ulimit -f, as a full disk would: EFBIG / ENOSPC)
+#    mid-body: exit 4 naming the file, the partial download removed (before: SIGXFSZ, exit 153,
+#    and with it ignored a junk .part kept for a resume that would fail the same way).
+expect_status 4 timeout 60 bash -c 'ulimit -f 1024; exec "$@"' _ "$SLIP" convert "http://127.0.0.1:$PORT_main/endless-close.tar" "${common[@]}"
+grep -q "cannot write the download: File too large" "$WORK/err" || { cat "$WORK/err"; fail "EFBIG during a download not reported"; }
+if find "$WORK/dl" -name 'endless-close.tar.part*' | grep -q .; then find "$WORK/dl" -name 'endless-close*'; fail "a partial download was left after EFBIG"; fi
+pass "a download past the file-size limit: exit 4, no .part left"

@@ -80,7 +80,7 @@ s2=$("$SLIP" convert "$r" -o "$WORK/fp" --on-error skip --dry-run 2>/dev/null | 
 pass "--fingerprint content: an ImageFolder keeps its content id when its files are touched"
 
 # An option the source does not use is a usage error, not silently ignored.
-for opt in "--layout imagefolder" "--missing skip" "--raw-field x" "--jobs 4" "--endpoint-url http://x" "--max-sample-bytes 1K"; do
+for opt in "--layout imagefolder" "--missing skip" "--raw-field x" "--jobs 4" "--endpoint-url http://x" "--allow-truncated"; do
   expect_status 2 "$SLIP" convert "$r" -o "$WORK/o" $opt
   grep -qE "does not apply to imagefolder|applies to remote sources" "$WORK/err" || { cat "$WORK/err"; fail "$opt accepted for an ImageFolder"; }
 done

@@ -2,6 +2,7 @@
 
   /redir-*/...       307 to the --redirect-to origin, same path (a cross-origin redirect)
   /cycle-bucket?...  an S3 ListObjectsV2 whose continuation tokens cycle A, B, A, ...
+  /repeat-bucket?... an S3 ListObjectsV2 that sends the same page of keys under a new token each time
   /slow.tar          announces 1 MB and trickles one byte every 0.2 s
   /esc.tar           404 whose S3 error XML holds terminal escape sequences
   /endless-chunked.tar  200, chunked, zeros without end
@@ -45,6 +46,17 @@ class Handler(testserver.QuietHandler):
                     "<IsTruncated>true</IsTruncated><Contents><Key>shards/%s.tar</Key><Size>10240</Size>"
                     "<ETag>\"0\"</ETag></Contents><NextContinuationToken>%s</NextContinuationToken>"
                     "</ListBucketResult>" % (nxt, nxt)).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/xml")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        elif url.path.startswith("/repeat-bucket"):
+            token = query.get("continuation-token", ["0"])[0]
+            body = ("<?xml version=\"1.0\" encoding=\"UTF-8\"?><ListBucketResult><Name>repeat-bucket</Name>"
+                    "<IsTruncated>true</IsTruncated>" +
+                    "".join("<Contents><Key>shards/%s.tar</Key><Size>10240</Size><ETag>\"0\"</ETag></Contents>" % k for k in "abc") +
+                    "<NextContinuationToken>%d</NextContinuationToken></ListBucketResult>" % (int(token) + 1)).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/xml")
             self.send_header("Content-Length", str(len(body)))

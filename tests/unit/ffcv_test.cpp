@@ -218,5 +218,37 @@ TEST(FfcvErrors, LyingHeadersAndPointers) {
   EXPECT_NE(msg.find("NUL"), std::string::npos) << msg;
 }
 
+// Sizes are checked before anything is read or sized by them: a payload over
+// --max-sample-bytes makes its sample bad (never read), and an allocation table with more
+// entries than samples x fields (a sparse tail of zeros: before, each one was read) is refused
+// before it is read.
+TEST(FfcvErrors, SizesAreBoundedBeforeReading) {
+  SLIP_REQUIRE_SHARED();
+  test::TempDir tmp;
+  SourceOptions o;
+  o.set("max-sample-bytes", "1");
+  auto src = open_source((fixtures() / "all_fields.beton").string(), o);
+  Sample s;
+  uint64_t bad = 0;
+  while (src->next(s))
+    if (s.problem) {
+      ++bad;
+      EXPECT_NE(s.problem->find("exceeds --max-sample-bytes 1"), std::string::npos) << *s.problem;
+    }
+  EXPECT_GT(bad, 0u);
+
+  const std::string good = test::read_file(fixtures() / "all_fields.beton");
+  uint16_t fields = 0;
+  uint64_t samples = 0;
+  std::memcpy(&fields, good.data() + 2, 2);
+  std::memcpy(&samples, good.data() + 8, 8);
+  const fs::path f = tmp.path() / "padded.beton";
+  std::ofstream(f, std::ios::binary).write(good.data(), static_cast<std::streamsize>(good.size()));
+  fs::resize_file(f, good.size() + 24 * (samples * fields + 1000000));  // zero entries, sparse
+  std::string msg;
+  EXPECT_EQ(open_and_read(f, &msg), Errc::bad_input);
+  EXPECT_NE(msg.find("allocation table of"), std::string::npos) << msg;
+}
+
 }  // namespace
 }  // namespace slip

@@ -17,6 +17,12 @@ namespace slip {
 
 class Cache;
 
+// The largest --batch-size: a million 224x224 crops are 150 GB of buffers, beyond any machine;
+// larger is a mistake (2^64 - 1 was "cannot create std::vector larger than max_size()").
+inline constexpr size_t kMaxBatchSize = size_t{1} << 20;
+// The most a batch's preallocated buffers may take (batch size x bytes per sample).
+inline constexpr uint64_t kMaxBatchBytes = uint64_t{64} << 30;
+
 struct BenchOptions {
   std::string pipeline = "rrc";  // raw, decode, center, rrc, direct-rrc, multicrop
   std::string crops;             // multicrop: a crop spec overriding the dino preset

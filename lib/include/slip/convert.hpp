@@ -33,6 +33,12 @@ struct ShardSpec {
   bool automatic = false;
   uint64_t task_id = 0, task_min = 0;
 };
+// The most parts a conversion may be split into: SLURM's largest job array (MaxArraySize is at
+// most 4,000,001). More is a mistake or a forged number, and `ls`/`merge --status` list every part.
+inline constexpr uint64_t kMaxShardCount = 4'000'001;
+// The most worker threads a conversion starts (-j): beyond any machine's cores; a larger count
+// is a mistake that would start threads until the system refuses.
+inline constexpr unsigned kMaxConvertThreads = 1024;
 // Parses "I/N" or "auto" (SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN of SLURM_ARRAY_TASK_COUNT,
 // looked up in `env`). Throws Error(usage).
 ShardSpec parse_shard(const std::string& text, const Environment& env = {});
@@ -128,6 +134,11 @@ std::string cache_dir_name(const std::string& name, const std::string& content_i
 // Where convert() would write this source with these options (a part cache under
 // <name>-<id8>.parts/ when options.shard is set); nothing is read or written.
 std::filesystem::path planned_cache_path(const Source& source, const ConvertOptions& options);
+
+// Throws Error(usage) naming both when `output_dir` is a local source directory or inside one
+// (an ImageFolder would list the caches as a class the next time). Remote sources and files
+// (tar shards) are not checked. Links are resolved on both sides.
+void check_output_outside_sources(const std::vector<std::string>& sources, const std::filesystem::path& output_dir);
 
 // Streams `source` into <output_dir>/<name>-<id8>.slipstream. Writes into a hidden temporary
 // directory beside it and renames it into place only when complete and fsynced; any error or

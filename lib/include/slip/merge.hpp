@@ -52,6 +52,12 @@ struct PartState {
 
 // The parts of a work directory, by index, for `slip merge --status` (count read from any part).
 std::vector<PartState> part_status(const std::filesystem::path& workdir);
+// How many parts the work directory's part names claim, and how many are done (for `slip ls`),
+// without a list as long as the claimed count.
+struct PartCounts {
+  uint64_t total = 0, done = 0;
+};
+PartCounts count_parts(const std::filesystem::path& workdir);
 
 // The merge step of a job array finds its work directory from the arguments the tasks were
 // given (`slip convert SRC... -o OUT --shard ...`, then `slip merge --source SRC... -o OUT`)

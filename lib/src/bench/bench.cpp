@@ -153,7 +153,8 @@ BenchReport run_bench(const Cache& cache, const BenchOptions& options, const std
   const bool full = pipeline == "decode";
   if (!raw && !full && pipeline != "center" && pipeline != "rrc" && pipeline != "direct-rrc" && pipeline != "multicrop")
     throw Error(Errc::usage, "unknown pipeline '" + pipeline + "' (raw, decode, center, rrc, direct-rrc, multicrop)");
-  if (options.batch_size < 1) throw Error(Errc::usage, "--batch-size must be >= 1");
+  if (options.batch_size < 1 || options.batch_size > kMaxBatchSize)
+    throw Error(Errc::usage, "--batch-size must be in 1.." + std::to_string(kMaxBatchSize) + ", got " + std::to_string(options.batch_size));
   if (options.epochs < 1) throw Error(Errc::usage, "--epochs must be >= 1");
 
   DecodeOptions decode = options.decode;
@@ -204,17 +205,27 @@ BenchReport run_bench(const Cache& cache, const BenchOptions& options, const std
     report.payload_bytes += record.data_size;
   }
 
-  // Output buffers: preallocated once, reused by every batch.
+  // Output buffers: preallocated once, reused by every batch, for at most the samples there are
+  // (as the Python loader does), within kMaxBatchBytes.
+  const size_t batch = static_cast<size_t>(std::min<uint64_t>(options.batch_size, report.samples));
+  {
+    uint64_t per_sample = raw ? std::clamp<uint64_t>(field_max_size, 1, kMaxBatchBytes) + 16 : 8;
+    if (!raw && !full)
+      for (const CropGroup& g : decode.groups) per_sample += crop_group_sample_bytes(g, decode.type);
+    if (per_sample > kMaxBatchBytes / batch)
+      throw Error(Errc::usage, "a batch of " + std::to_string(batch) + " samples needs more than " + std::to_string(kMaxBatchBytes) +
+                                   " bytes of buffers (" + std::to_string(per_sample) + " a sample); use a smaller --batch-size");
+  }
   std::vector<std::vector<std::byte>> buffers;
   std::vector<std::span<std::byte>> outputs;
   if (!raw && !full) {
-    for (const CropGroup& g : decode.groups) buffers.emplace_back(options.batch_size * crop_group_sample_bytes(g, decode.type));
+    for (const CropGroup& g : decode.groups) buffers.emplace_back(batch * crop_group_sample_bytes(g, decode.type));
     for (auto& b : buffers) outputs.emplace_back(b);
   }
   // raw: what a loader's I/O stage fills: payload bytes (max_size each), sizes, heights, widths.
   const uint64_t max_size = std::max<uint64_t>(field_max_size, 1);
-  std::vector<std::byte> raw_data(raw ? options.batch_size * max_size : 0);
-  std::vector<uint64_t> raw_sizes(raw ? options.batch_size : 0);
+  std::vector<std::byte> raw_data(raw ? batch * max_size : 0);
+  std::vector<uint64_t> raw_sizes(raw ? batch : 0);
   std::vector<uint32_t> raw_heights(raw_sizes.size()), raw_widths(raw_sizes.size());
   detail::WorkerPool raw_pool(raw ? threads : 1);
 
@@ -228,12 +239,12 @@ BenchReport run_bench(const Cache& cache, const BenchOptions& options, const std
       }
     }
   }
-  std::vector<uint64_t> ids(options.batch_size);
+  std::vector<uint64_t> ids(batch);
   std::optional<Xxh3> checksum;
   std::vector<uint64_t> digests;  // decode: one per sample of a batch
   if (options.checksum && !raw) {
     checksum.emplace();
-    if (full) digests.resize(options.batch_size);
+    if (full) digests.resize(batch);
   }
   // The JPEG limit's slices run before every epoch and after the last.
   std::optional<TurboJpegLimit> jpeg_limit;

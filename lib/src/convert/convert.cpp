@@ -28,6 +28,7 @@
 #include "slip/hash.hpp"
 #include "slip/image.hpp"
 #include "slip/runtime.hpp"
+#include "slip/remote.hpp"
 #include "slip/yuv420.hpp"
 #include "sources/listing_check.hpp"
 #include "util/untrusted.hpp"
@@ -568,6 +569,23 @@ bool reuse_existing(const fs::path& dir, const std::string& id, ConvertResult& r
 
 }  // namespace
 
+void check_output_outside_sources(const std::vector<std::string>& sources, const fs::path& output_dir) {
+  std::error_code ec;
+  const fs::path out = fs::weakly_canonical(fs::absolute(output_dir, ec), ec);
+  if (ec) return;  // unresolvable: creating it will say why
+  for (const std::string& s : sources) {
+    if (is_remote_uri(s) || s.empty() || s[0] == '@' || s == "-" || !fs::is_directory(s, ec)) continue;
+    const fs::path src = fs::weakly_canonical(fs::absolute(s, ec), ec);
+    if (ec) continue;
+    // Component-wise prefix: /data/src-out is not inside /data/src.
+    const auto [src_end, out_at] = std::mismatch(src.begin(), src.end(), out.begin(), out.end());
+    if (src_end == src.end())
+      throw Error(Errc::usage, "the output directory " + detail::escape_for_terminal(output_dir.string()) +
+                                   (out_at == out.end() ? " is" : " is inside") + " the source " + detail::escape_for_terminal(s) +
+                                   ": its caches would be read as part of the source next time; write them elsewhere (-o)");
+  }
+}
+
 ConvertResult convert(Source& source, const ConvertOptions& options) {
   const detail::CancelScope cancel_scope(options.cancel);
   const auto t0 = std::chrono::steady_clock::now();
@@ -582,6 +600,7 @@ ConvertResult convert(Source& source, const ConvertOptions& options) {
   result.content_id = content_id(identity, options);
   const std::string name = checked_cache_name(identity, options);
   fs::path root = output_root(options);
+  if (identity.kind == "imagefolder") check_output_outside_sources({identity.uri}, root);
   std::string final_name = cache_dir_name(name, result.content_id);
   // A shard of a job-array conversion: samples [start, end) of the source, written as a part
   // cache under <root>/<name>-<id8>.parts/, named by the whole's content id and the slice.
@@ -628,6 +647,8 @@ ConvertResult convert(Source& source, const ConvertOptions& options) {
     remaining = part->end - part->start;
   }
 
+  if (options.threads > kMaxConvertThreads)
+    throw Error(Errc::usage, "--threads must be in 0.." + std::to_string(kMaxConvertThreads) + ", got " + std::to_string(options.threads));
   const unsigned threads = options.threads ? options.threads : available_cpus();
   // With SLIP_PARALLEL_WRITES=1 and from kParallelWriteThreads up, the workers write the
   // payloads through a shared mapping (PlacedWriter); otherwise the writer thread writes them,

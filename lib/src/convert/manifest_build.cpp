@@ -44,7 +44,7 @@ ShardSpec parse_shard(const std::string& text, const Environment& env) {
                     n = number("SLURM_ARRAY_TASK_COUNT", count);
     // A resubmitted subset of an array (--array=1,7) has its own count and minimum: the task
     // id is checked against the split the array recorded (resolve_auto_shard), not these.
-    if (n <= 0 || i < 0)
+    if (n <= 0 || i < 0 || static_cast<uint64_t>(n) > kMaxShardCount)
       throw Error(Errc::usage, "SLURM array task " + std::string(id) + " does not fit an array of " + count + " tasks starting at " +
                                    (min ? min : "0") + " (use --array=0-" + std::to_string(n - 1) + ")");
     s.index = static_cast<uint64_t>(i);
@@ -60,6 +60,8 @@ ShardSpec parse_shard(const std::string& text, const Environment& env) {
   const auto count = slash == std::string::npos ? std::nullopt : detail::parse_decimal<uint64_t>(std::string_view(text).substr(slash + 1));
   const uint64_t i = index.value_or(0), n = count.value_or(0);
   if (!index || !count || n == 0 || i >= n) throw Error(Errc::usage, "--shard wants I/N with 0 <= I < N (or auto), got \"" + text + "\"");
+  if (n > kMaxShardCount)
+    throw Error(Errc::usage, "--shard " + text + ": at most " + std::to_string(kMaxShardCount) + " parts (SLURM's largest job array)");
   s.index = i;
   s.count = n;
   return s;

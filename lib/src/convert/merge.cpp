@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "convert/manifest_build.hpp"
@@ -33,8 +34,8 @@ using ojson = nlohmann::ordered_json;
 
 namespace {
 
-// SLURM's largest job array (MaxArraySize is at most 4,000,001): more parts is a forged number.
-constexpr uint64_t kMaxParts = 4'000'001;
+// SLURM's largest job array: more parts is a forged number.
+constexpr uint64_t kMaxParts = kMaxShardCount;
 constexpr const char* kSourcesRecord = "sources.json";  // record_part_sources()
 
 struct Part {
@@ -470,11 +471,21 @@ MergeResult merge_parts(const std::vector<fs::path>& inputs, const MergeOptions&
   return result;
 }
 
-std::vector<PartState> part_status(const fs::path& workdir) {
+namespace {
+// The parts a work directory holds (by index) and the count their names claim (at most
+// kMaxParts): missing parts are not materialised, so a count costs nothing until listed.
+struct PartScan {
+  uint64_t count = 0;
+  std::map<uint64_t, PartState> states;
+};
+
+PartScan scan_parts(const fs::path& workdir) {
   std::error_code ec;
   if (!fs::is_directory(workdir, ec)) throw Error(Errc::io, "no such directory").with_path(workdir.string());
-  std::map<uint64_t, PartState> states;
-  uint64_t count = 0;
+  PartScan scan;
+  std::map<uint64_t, PartState>& states = scan.states;
+  uint64_t& count = scan.count;
+  std::optional<std::vector<detail::TempEntry>> temporaries;  // listed once, when a temporary is met
   for (const auto& e : fs::directory_iterator(workdir, ec)) {
     std::string name = e.path().filename().string();
     const bool temp = name[0] == '.';
@@ -493,7 +504,8 @@ std::vector<PartState> part_status(const fs::path& workdir) {
       if (pos == std::string::npos || name.ends_with(".lock")) continue;
       const long pid = std::atol(name.c_str() + pos + 5);
       bool live = false;  // its lock is held (a PID says nothing across PID namespaces)
-      for (const auto& t : detail::find_temporaries(workdir))
+      if (!temporaries) temporaries = detail::find_temporaries(workdir);
+      for (const auto& t : *temporaries)
         if (t.path == e.path()) live = t.in_progress;
       s.state = live ? "incomplete (in progress, pid " + std::to_string(pid) + ")" : "incomplete (abandoned)";
       if (states.count(index)) continue;  // a finished part wins over a stale temporary
@@ -507,12 +519,26 @@ std::vector<PartState> part_status(const fs::path& workdir) {
     }
     states[index] = s;
   }
+  return scan;
+}
+}  // namespace
+
+std::vector<PartState> part_status(const fs::path& workdir) {
+  PartScan scan = scan_parts(workdir);
   std::vector<PartState> out;
-  for (uint64_t i = 0; i < count; ++i) {
-    auto it = states.find(i);
-    out.push_back(it != states.end() ? it->second : PartState{i, "missing", workdir});
+  out.reserve(static_cast<size_t>(scan.count));
+  for (uint64_t i = 0; i < scan.count; ++i) {
+    auto it = scan.states.find(i);
+    out.push_back(it != scan.states.end() ? std::move(it->second) : PartState{i, "missing", workdir});
   }
   return out;
+}
+
+PartCounts count_parts(const fs::path& workdir) {
+  const PartScan scan = scan_parts(workdir);
+  PartCounts c{scan.count, 0};
+  for (const auto& [index, s] : scan.states) c.done += s.state == "done" ? 1 : 0;
+  return c;
 }
 
 namespace {

@@ -9,6 +9,7 @@
 #include "format/layout.hpp"
 #include "format/manifest_io.hpp"
 #include "util/atomic_file.hpp"
+#include "slip/convert.hpp"  // kMaxConvertThreads
 #include "slip/error.hpp"
 #include "slip/hash.hpp"
 #include "slip/npy.hpp"
@@ -160,6 +161,8 @@ std::vector<SiblingResult> add_yuv420_siblings(const fs::path& dir, const Siblin
   for (size_t fi : fields) cache.check_checksums(fi);
   nlohmann::ordered_json manifest = detail::read_manifest(dir);
   const bool slip_written = manifest.contains("slip") && manifest["slip"].is_object();
+  if (options.threads > kMaxConvertThreads)  // batches below are sized by it
+    throw Error(Errc::usage, "--threads must be in 0.." + std::to_string(kMaxConvertThreads) + ", got " + std::to_string(options.threads));
   const unsigned threads = options.threads ? options.threads : available_cpus();
   const uint64_t n = cache.size();
   std::vector<SiblingResult> results;

@@ -303,7 +303,16 @@ DownloadOutcome download(const DownloadItem& item, const RemoteOptions& options,
       if (end > max_bytes)
         throw refuse(Errc::bad_input, "the body (no length announced) passed --max-download-bytes " + std::to_string(max_bytes) +
                                           " bytes; cut off and removed");
-      writer->write(data);
+      try {
+        writer->write(data);
+      } catch (const Error&) {
+        // A disk full (ENOSPC) or a file-size limit (EFBIG) mid-body: the part is junk, never
+        // kept for a resume that would fail the same way.
+        refused = true;
+        remove_quietly(part);
+        remove_quietly(part.string() + ".slipdl");
+        throw;
+      }
       received += data.size();
     };
 
@@ -322,7 +331,14 @@ DownloadOutcome download(const DownloadItem& item, const RemoteOptions& options,
     if (failure.reason.empty()) {
       if (r.ok()) {
         if (!writer) writer = std::make_unique<PartWriter>(part, false);  // an empty body
-        writer->finish();
+        try {
+          writer->finish();
+        } catch (const Error&) {  // ENOSPC at fdatasync: the same junk part as above
+          writer.reset();
+          remove_quietly(part);
+          remove_quietly(part.string() + ".slipdl");
+          throw;
+        }
         writer.reset();
         const uint64_t have = file_size_or_zero(part);
         const std::string etag = unquote(started.etag.empty() ? item.expected_etag : started.etag);

@@ -216,15 +216,25 @@ std::vector<S3Object> S3Client::list(const std::string& bucket, const std::strin
         throw e.with_path(where);
       }
     }();
-    for (auto& o : p.objects) all.push_back(std::move(o));
+    if (p.next_token && (p.next_token->empty() || !tokens_seen.insert(*p.next_token).second))
+      throw Error(Errc::bad_input,
+                  "S3 listing: the server repeated a continuation token (page " + std::to_string(page + 1) + "): it would list forever")
+          .with_path(where);
+    // ListObjectsV2 lists keys in ascending (UTF-8 byte) order across all pages: a key that is
+    // not after the one before it is a page repeated (under a new token) or a hostile listing,
+    // refused at once rather than after --max-list-keys of repeats.
+    for (auto& o : p.objects) {
+      if (!all.empty() && o.key <= all.back().key)
+        throw Error(Errc::bad_input, "S3 listing: key \"" + detail::escape_for_terminal(o.key) + "\" on page " + std::to_string(page + 1) +
+                                         " is not after \"" + detail::escape_for_terminal(all.back().key) +
+                                         "\" (keys come in order): the server repeats or reorders its listing")
+            .with_path(where);
+      all.push_back(std::move(o));
+    }
     if (all.size() > options_.max_list_keys)
       throw Error(Errc::bad_input, "S3 listing: more than " + std::to_string(options_.max_list_keys) + " keys (raise --max-list-keys)")
           .with_path(where);
     if (!p.next_token) break;
-    if (p.next_token->empty() || !tokens_seen.insert(*p.next_token).second)
-      throw Error(Errc::bad_input,
-                  "S3 listing: the server repeated a continuation token (page " + std::to_string(page + 1) + "): it would list forever")
-          .with_path(where);
     token = std::move(p.next_token);
   }
   return all;

@@ -47,7 +47,10 @@ struct FfcvField {
 
 class FfcvSource final : public Source {
  public:
-  FfcvSource(const std::string& path, const SourceOptions& options) : path_(path), file_(path) { parse(options); }
+  FfcvSource(const std::string& path, const SourceOptions& options)
+      : path_(path), file_(path), max_payload_bytes_(detail::max_sample_bytes(options)) {
+    parse(options);
+  }
 
   const Schema& schema() const override { return schema_; }
   std::optional<uint64_t> size() const override { return num_samples_; }
@@ -65,6 +68,7 @@ class FfcvSource final : public Source {
     out.source_index = s;
     out.origin = path_ + "#" + std::to_string(s);
     out.problem.reset();
+    oversize_.reset();
     out.values.resize(fields_.size());
     const uint64_t row_at = metadata_offset_ + s * row_size_;
     const std::byte* row = metadata_row(s);
@@ -92,7 +96,7 @@ class FfcvSource final : public Source {
         case kJson: {
           const uint64_t ptr = load<uint64_t>(e), size = load<uint64_t>(e + 8);
           read_payload(s, f, ptr, size, at, v.bytes);
-          if (f.type_id == kJson) {
+          if (f.type_id == kJson && !oversize_) {
             // FFCV's JSONField: the bytes before the terminating NUL (the NUL must be last).
             if (size == 0 || v.bytes.back() != std::byte{0})
               throw fail(s, "JSON payload of field \"" + f.name + "\" lacks its NUL terminator", ptr + size);
@@ -108,6 +112,7 @@ class FfcvSource final : public Source {
           break;
       }
     }
+    if (oversize_) out.problem = std::move(oversize_);
     return true;
   }
 
@@ -141,6 +146,11 @@ class FfcvSource final : public Source {
                  "payload of field \"" + f.name + "\" [" + std::to_string(ptr) + ", +" + std::to_string(size) +
                      ") lies outside the data region [" + std::to_string(metadata_end_) + ", " + std::to_string(alloc_table_ptr_) + ")",
                  entry_at);
+    if (size > max_payload_bytes_) {  // never read: the sample is bad (--on-error)
+      oversize_ = "payload of field \"" + f.name + "\" of " + std::to_string(size) + " bytes exceeds --max-sample-bytes " +
+                  std::to_string(max_payload_bytes_) + " (not read)";
+      return;
+    }
     out.resize(static_cast<size_t>(size));
     try {
       file_.read_at(ptr, out);
@@ -267,6 +277,13 @@ class FfcvSource final : public Source {
                      " bytes is not a whole number of 24-byte entries (truncated file?)",
                  file_size);
     const uint64_t entries = (file_size - alloc_table_ptr_) / kAllocEntrySize;
+    // One entry per payload: at most one per sample and field. More is a table that lies (a
+    // sparse tail of zeros), refused before it is read or anything is sized by it.
+    if (entries / fields_.size() > num_samples_)
+      throw fail(std::nullopt,
+                 "allocation table of " + std::to_string(entries) + " entries for " + std::to_string(num_samples_) + " samples of " +
+                     std::to_string(fields_.size()) + " fields (at most one a payload)",
+                 alloc_table_ptr_);
     alloc_.reserve(entries);
     std::vector<std::byte> table;              // read a block of entries at a time
     constexpr uint64_t kBlockEntries = 43690;  // ~1 MiB
@@ -417,7 +434,9 @@ class FfcvSource final : public Source {
 
   std::string path_;
   detail::InputFile file_;
-  std::vector<std::byte> rows_;  // metadata rows rows_first_ .. + rows_count_
+  uint64_t max_payload_bytes_;                   // --max-sample-bytes
+  mutable std::optional<std::string> oversize_;  // this sample's payload over it (next())
+  std::vector<std::byte> rows_;                  // metadata rows rows_first_ .. + rows_count_
   uint64_t rows_first_ = 0, rows_count_ = 0;
   std::vector<FfcvField> fields_;
   Schema schema_;

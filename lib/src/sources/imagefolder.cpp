@@ -28,6 +28,8 @@
 #include "util/log.hpp"
 #include "util/file_lock.hpp"
 #include "util/progress.hpp"
+#include "util/file_io.hpp"
+#include "util/file_time.hpp"
 #include "util/read_ahead.hpp"
 #include "sources/listing_check.hpp"
 #include "sources/scan_snapshot.hpp"
@@ -189,6 +191,40 @@ class ImageFolderSource final : public Source, public detail::ListingCheckable {
         .with_sample(i);
   }
 
+  // --fingerprint content's line for one image: its SHA-256, hashed in blocks (memory bounded
+  // whatever its size); a file over the sample limit (never read: its sample is bad) by its
+  // size and mtime. nullopt when it cannot be read.
+  struct ContentHash {
+    std::string hex;
+    uint64_t size = 0;
+    int64_t mtime_ns = detail::kUnknownMtime;
+  };
+  static std::optional<ContentHash> content_hash_of(const std::string& path, uint64_t max_bytes) {
+    try {
+      struct stat st {};
+      const detail::UniqueFd fd = detail::open_input_file(path, &st);
+      ContentHash out{{}, static_cast<uint64_t>(st.st_size), detail::unix_mtime_ns(st)};
+      if (out.size > max_bytes) {
+        out.hex = "over-limit " + std::to_string(out.size) + " " + std::to_string(out.mtime_ns);
+        return out;
+      }
+      Sha256 hash;
+      std::vector<std::byte> block(std::min<uint64_t>(out.size + 1, 1 << 20));
+      while (true) {
+        const ssize_t n = ::read(fd.get(), block.data(), block.size());
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return std::nullopt;
+        if (n == 0) break;
+        hash.update(std::span<const std::byte>(block.data(), static_cast<size_t>(n)));
+      }
+      out.hex = hash.hex_digest();
+      return out;
+    } catch (const Error& e) {
+      if (e.code() == Errc::interrupted) throw;
+      return std::nullopt;
+    }
+  }
+
   // root_ / relative, as fs::path would join them, without parsing a path per image (this
   // runs twice per sample: the string work of fs::path was a few percent of a conversion).
   std::string full_path(std::string_view relative) const {
@@ -335,9 +371,9 @@ class ImageFolderSource final : public Source, public detail::ListingCheckable {
         line.reserve(relative.size() + 48);
         line.append(relative).push_back('\t');
         if (content_fingerprint_) {  // --fingerprint content: the bytes, so copies keep the id
-          const detail::ReadResult r = detail::read_whole_file(full);
-          line.append(r.problem ? std::string("unreadable") : sha256_hex(r.bytes)).push_back('\n');
-          if (!r.problem) entries_.set_stat(i, r.size, r.mtime_ns);
+          const auto hashed = content_hash_of(full, read_options_.max_file_bytes);
+          line.append(hashed ? hashed->hex : std::string("unreadable")).push_back('\n');
+          if (hashed) entries_.set_stat(i, hashed->size, hashed->mtime_ns);
           return;
         }
         struct stat st {};
@@ -427,6 +463,8 @@ namespace detail {
 std::unique_ptr<Source> open_imagefolder(const std::string& root, const SourceOptions& options) {
   ReadAheadOptions read;
   if (auto depth = options.get("io-depth")) read.depth = static_cast<unsigned>(parse_io_depth(*depth));
+  // A file over --max-sample-bytes is a bad sample, never read (its size is checked first).
+  read.max_file_bytes = max_sample_bytes(options);
   const auto fingerprint = options.get("fingerprint").value_or("stat");
   if (fingerprint != "stat" && fingerprint != "content") throw Error(Errc::usage, "--fingerprint wants stat or content");
   return std::make_unique<ImageFolderSource>(root, read, fingerprint == "content", options);

@@ -14,6 +14,7 @@
 
 #include "slip/error.hpp"
 #include "sources/litdata_names.hpp"
+#include "sources/source_registry.hpp"
 #include "slip/hash.hpp"
 #include "slip/source.hpp"
 #include "util/file_io.hpp"
@@ -109,7 +110,8 @@ struct Chunk {
 
 class LitDataSource final : public Source {
  public:
-  LitDataSource(const std::string& dir, const SourceOptions& options) : dir_(fs::absolute(dir).lexically_normal()) {
+  LitDataSource(const std::string& dir, const SourceOptions& options)
+      : dir_(fs::absolute(dir).lexically_normal()), max_item_bytes_(detail::max_sample_bytes(options)) {
     if (!dir_.has_filename()) dir_ = dir_.parent_path();  // "dataset/" -> "dataset"
     const fs::path index_path = dir_ / "index.json";
     std::error_code ec;
@@ -279,6 +281,13 @@ class LitDataSource final : public Source {
       Chunk ch{c["filename"].get<std::string>(), c["chunk_size"].get<uint64_t>(), c["chunk_bytes"].get<uint64_t>()};
       if (!detail::is_safe_chunk_name(ch.file)) throw bad("chunk filename \"" + ch.file + "\" could leave the dataset directory");
       if (ch.bytes > (uint64_t{1} << 32)) throw bad("chunk " + ch.file + " claims more than 4 GiB");
+      // What the index says a chunk holds bounds its bytes before anything is read or sized by
+      // them: a count, a table of count + 1 offsets, and items of at most --max-sample-bytes.
+      const uint64_t table = ch.size <= ch.bytes / 4 ? 4 + 4 * (ch.size + 1) : UINT64_MAX;
+      if (table > ch.bytes || (ch.bytes > table && (ch.bytes - table - 1) / max_item_bytes_ + 1 > ch.size))
+        throw bad("chunk " + ch.file + ": chunk_bytes " + std::to_string(ch.bytes) + " cannot hold its " + std::to_string(ch.size) +
+                  " items (a table of " + std::to_string(ch.size + 1) + " offsets, items of at most --max-sample-bytes " +
+                  std::to_string(max_item_bytes_) + ")");
       total_ += ch.size;
       chunks_.push_back(std::move(ch));
     }
@@ -320,6 +329,8 @@ class LitDataSource final : public Source {
 
   // The bytes of chunk c: read whole (pread, never mapped: a chunk truncated by another
   // process is an error naming it, not a SIGBUS), or decompressed (checked against chunk_bytes).
+  // The item count and offset table come first and are checked against index.json before the
+  // rest is read or decompressed, so a chunk that lies (zeros, a zstd bomb) costs its table.
   std::span<const std::byte> chunk_bytes(size_t c) {
     if (loaded_ == c)
       return zstd_ ? std::span<const std::byte>(decompressed_.get(), decompressed_size_)
@@ -330,79 +341,104 @@ class LitDataSource final : public Source {
     const detail::InputFile file(p);
     // The next chunk is read from disk (or a network file system) while this one is converted.
     if (c + 1 < chunks_.size()) detail::prefetch_file(dir_ / chunks_[c + 1].file);
-    if (!zstd_ && file.size() != chunks_[c].bytes)  // before sizing anything by the file
+    const uint64_t bytes = chunks_[c].bytes;  // bounded by the item count (parse_index)
+    if (!zstd_ && file.size() != bytes)       // before sizing anything by the file
       throw fail(c, std::nullopt,
-                 "chunk holds " + std::to_string(file.size()) + " bytes, index.json says " + std::to_string(chunks_[c].bytes) +
-                     " (truncated chunk?)",
+                 "chunk holds " + std::to_string(file.size()) + " bytes, index.json says " + std::to_string(bytes) + " (truncated chunk?)",
                  file.size());
-    if (raw_capacity_ < file.size()) {  // reused across chunks; never zero-filled
-      raw_ = std::make_unique_for_overwrite<std::byte[]>(file.size());
-      raw_capacity_ = file.size();
-    }
-    raw_size_ = file.size();
-    loaded_ = SIZE_MAX;  // until this chunk is whole and checked
-    file.read_at(0, std::span(raw_.get(), raw_size_));
-    std::span<const std::byte> data(raw_.get(), raw_size_);
-    if (zstd_) {
-      // chunk_bytes comes from the (untrusted) index: when the zstd frame records its content
-      // size, the two must agree before anything is allocated.
-      const unsigned long long framed = ZSTD_getFrameContentSize(data.data(), data.size());
-      if (framed == ZSTD_CONTENTSIZE_ERROR) throw fail(c, std::nullopt, "not a zstd frame", 0);
-      if (framed != ZSTD_CONTENTSIZE_UNKNOWN && framed != chunks_[c].bytes)
-        throw fail(c, std::nullopt,
-                   "the zstd frame holds " + std::to_string(framed) + " bytes, index.json says " + std::to_string(chunks_[c].bytes), 0);
-      if (decompressed_capacity_ < chunks_[c].bytes) {  // reused across chunks; never zero-filled
-        decompressed_ = std::make_unique_for_overwrite<std::byte[]>(chunks_[c].bytes);
-        decompressed_capacity_ = chunks_[c].bytes;
-      }
-      decompressed_size_ = chunks_[c].bytes;
-      std::unique_ptr<ZSTD_DCtx, decltype(&ZSTD_freeDCtx)> dctx(ZSTD_createDCtx(), &ZSTD_freeDCtx);
-      ZSTD_inBuffer in{data.data(), data.size(), 0};
-      ZSTD_outBuffer out{decompressed_.get(), decompressed_size_, 0};
-      while (in.pos < in.size) {
-        const size_t rc = ZSTD_decompressStream(dctx.get(), &out, &in);
-        if (ZSTD_isError(rc)) throw fail(c, std::nullopt, std::string("zstd: ") + ZSTD_getErrorName(rc), in.pos);
-        if (out.pos == out.size && in.pos < in.size) {
-          // More output than chunk_bytes promised: the index lies (never grow past it).
-          std::byte probe;
-          ZSTD_outBuffer extra{&probe, 1, 0};
-          const size_t rc2 = ZSTD_decompressStream(dctx.get(), &extra, &in);
-          if (ZSTD_isError(rc2) || extra.pos)
-            throw fail(c, std::nullopt, "decompresses to more than chunk_bytes " + std::to_string(chunks_[c].bytes), in.pos);
-        }
-        if (rc == 0 && in.pos == in.size) break;
-      }
-      if (out.pos != chunks_[c].bytes)
-        throw fail(c, std::nullopt,
-                   "decompresses to " + std::to_string(out.pos) + " bytes, index.json says " + std::to_string(chunks_[c].bytes) +
-                       " (truncated chunk?)",
-                   data.size());
-      data = std::span<const std::byte>(decompressed_.get(), decompressed_size_);
-    } else if (data.size() != chunks_[c].bytes) {
+    // A zstd frame of chunk_bytes is at most ZSTD_compressBound of them: a larger file is not one.
+    if (zstd_ && file.size() > ZSTD_compressBound(static_cast<size_t>(bytes)) + 64)
       throw fail(c, std::nullopt,
-                 "chunk holds " + std::to_string(data.size()) + " bytes, index.json says " + std::to_string(chunks_[c].bytes) +
-                     " (truncated chunk?)",
-                 data.size());
+                 "compressed chunk of " + std::to_string(file.size()) + " bytes is larger than any zstd frame of the " +
+                     std::to_string(bytes) + " bytes index.json says it holds",
+                 0);
+    const uint64_t table = 4 + 4 * (chunks_[c].size + 1);
+    loaded_ = SIZE_MAX;  // until this chunk is whole and checked
+    if (!zstd_) {
+      ensure_capacity(raw_, raw_capacity_, bytes);
+      raw_size_ = bytes;
+      file.read_at(0, std::span(raw_.get(), table));
+      check_chunk_table(c, std::span<const std::byte>(raw_.get(), table));
+      file.read_at(table, std::span(raw_.get() + table, bytes - table));
+      loaded_ = c;
+      return {raw_.get(), raw_size_};
     }
-    // Header checks.
-    const uint64_t len = data.size();
-    if (len < 4) throw fail(c, std::nullopt, "chunk shorter than its item count", 0);
-    const uint64_t n = le<uint32_t>(data.data());
+    ensure_capacity(raw_, raw_capacity_, file.size());
+    raw_size_ = file.size();
+    file.read_at(0, std::span(raw_.get(), raw_size_));
+    const std::span<const std::byte> data(raw_.get(), raw_size_);
+    // chunk_bytes comes from the (untrusted) index: when the zstd frame records its content
+    // size, the two must agree before anything is allocated.
+    const unsigned long long framed = ZSTD_getFrameContentSize(data.data(), data.size());
+    if (framed == ZSTD_CONTENTSIZE_ERROR) throw fail(c, std::nullopt, "not a zstd frame", 0);
+    if (framed != ZSTD_CONTENTSIZE_UNKNOWN && framed != bytes)
+      throw fail(c, std::nullopt, "the zstd frame holds " + std::to_string(framed) + " bytes, index.json says " + std::to_string(bytes), 0);
+    ensure_capacity(decompressed_, decompressed_capacity_, bytes);  // never zero-filled: pages cost only once written
+    decompressed_size_ = bytes;
+    std::unique_ptr<ZSTD_DCtx, decltype(&ZSTD_freeDCtx)> dctx(ZSTD_createDCtx(), &ZSTD_freeDCtx);
+    ZSTD_inBuffer in{data.data(), data.size(), 0};
+    // First the table alone, checked; then the rest (never past chunk_bytes).
+    ZSTD_outBuffer out{decompressed_.get(), static_cast<size_t>(table), 0};
+    bool table_checked = false;
+    size_t rc = 1;
+    while (true) {
+      rc = ZSTD_decompressStream(dctx.get(), &out, &in);
+      if (ZSTD_isError(rc)) throw fail(c, std::nullopt, std::string("zstd: ") + ZSTD_getErrorName(rc), in.pos);
+      if (!table_checked && out.pos == out.size) {
+        check_chunk_table(c, std::span<const std::byte>(decompressed_.get(), table));
+        table_checked = true;
+        out.size = static_cast<size_t>(bytes);
+        continue;
+      }
+      if (out.pos == out.size && (in.pos < in.size || rc != 0)) {
+        // More output than chunk_bytes promised: the index lies (never grow past it).
+        std::byte probe;
+        ZSTD_outBuffer extra{&probe, 1, 0};
+        const size_t rc2 = ZSTD_decompressStream(dctx.get(), &extra, &in);
+        if (ZSTD_isError(rc2) || extra.pos)
+          throw fail(c, std::nullopt, "decompresses to more than chunk_bytes " + std::to_string(bytes), in.pos);
+        rc = rc2;
+      }
+      if (rc == 0 && in.pos == in.size) break;
+      if (in.pos == in.size && out.pos < out.size) break;  // input used up: cut short (below)
+    }
+    if (!table_checked || out.pos != bytes)
+      throw fail(c, std::nullopt,
+                 "decompresses to " + std::to_string(out.pos) + " bytes, index.json says " + std::to_string(bytes) + " (truncated chunk?)",
+                 data.size());
+    loaded_ = c;
+    return {decompressed_.get(), decompressed_size_};
+  }
+
+  // A buffer reused across chunks, grown (never zero-filled) when a chunk needs more.
+  static void ensure_capacity(std::unique_ptr<std::byte[]>& buffer, uint64_t& capacity, uint64_t size) {
+    if (capacity >= size && buffer) return;
+    buffer.reset();
+    buffer = std::make_unique_for_overwrite<std::byte[]>(std::max<uint64_t>(size, 1));
+    capacity = size;
+  }
+
+  // Chunk c's item count and offset table (its first 4 + 4 (count + 1) bytes) against
+  // index.json and --max-sample-bytes: what the rest of the chunk must be.
+  void check_chunk_table(size_t c, std::span<const std::byte> table) const {
+    const uint64_t len = chunks_[c].bytes;
+    const uint64_t n = le<uint32_t>(table.data());
     if (n != chunks_[c].size)
       throw fail(c, std::nullopt, "chunk holds " + std::to_string(n) + " items, index.json says " + std::to_string(chunks_[c].size), 0);
-    if (4 + 4 * (n + 1) > len) throw fail(c, std::nullopt, "offset table runs past the end of the chunk", len);
     uint64_t prev = 4 + 4 * (n + 1);
-    if (le<uint32_t>(data.data() + 4) != prev) throw fail(c, 0, "first item offset is not right after the offset table", 4);
+    if (le<uint32_t>(table.data() + 4) != prev) throw fail(c, 0, "first item offset is not right after the offset table", 4);
     for (uint64_t i = 1; i <= n; ++i) {
-      const uint64_t off = le<uint32_t>(data.data() + 4 + 4 * i);
+      const uint64_t off = le<uint32_t>(table.data() + 4 + 4 * i);
       if (off < prev) throw fail(c, i - 1, "item offsets go backwards", 4 + 4 * i);
+      if (off - prev > max_item_bytes_)
+        throw fail(c, i - 1,
+                   "item of " + std::to_string(off - prev) + " bytes exceeds --max-sample-bytes " + std::to_string(max_item_bytes_),
+                   4 + 4 * i);
       prev = off;
     }
     if (prev != len)
       throw fail(c, n ? std::optional<uint64_t>(n - 1) : std::nullopt,
                  "last item ends at " + std::to_string(prev) + ", the chunk at " + std::to_string(len), 4 + 4 * n);
-    loaded_ = c;
-    return data;
   }
 
   std::span<const std::byte> item_bytes(size_t c, uint64_t i) {
@@ -639,6 +675,7 @@ class LitDataSource final : public Source {
   }
 
   fs::path dir_;
+  uint64_t max_item_bytes_;  // --max-sample-bytes
   std::string index_path_;
   bool zstd_ = false;
   std::vector<Leaf> leaves_;

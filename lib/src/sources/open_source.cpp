@@ -72,11 +72,11 @@ namespace {
 // error rather than silently ignored. Remote settings apply when the source was downloaded.
 const std::map<std::string_view, std::vector<std::string_view>>& keys_of_kind() {
   static const std::map<std::string_view, std::vector<std::string_view>> keys = {
-      {"ffcv", {"fingerprint", "rename", "raw-field"}},
-      {"litdata", {"fields", "raw-field"}},
+      {"ffcv", {"fingerprint", "rename", "raw-field", "max-sample-bytes"}},
+      {"litdata", {"fields", "raw-field", "max-sample-bytes"}},
       {"tar",
        {"fingerprint", "field", "image-field", "label-field", "missing", "layout", "max-sample-bytes", "allow-truncated", "io-depth"}},
-      {"imagefolder", {"fingerprint", "io-depth"}},
+      {"imagefolder", {"fingerprint", "io-depth", "max-sample-bytes"}},
   };
   return keys;
 }
@@ -138,6 +138,14 @@ std::string source_summary(const std::vector<std::string>& uris, std::string_vie
 }  // namespace slip
 
 namespace slip::detail {
+
+uint64_t max_sample_bytes(const SourceOptions& options) {
+  const auto v = options.get("max-sample-bytes");
+  if (!v) return kDefaultMaxSampleBytes;
+  const auto bytes = parse_decimal<uint64_t>(*v);
+  if (!bytes || *bytes == 0) throw Error(Errc::usage, "--max-sample-bytes wants a positive byte count, got \"" + *v + "\"");
+  return *bytes;
+}
 
 uint64_t parse_io_depth(const std::string& text) {
   const uint64_t value = text.size() <= 4 ? parse_decimal<uint64_t>(text).value_or(0) : 0;

@@ -78,9 +78,13 @@ std::vector<std::string_view> fields(std::string_view line) {
 
 std::optional<ScanSnapshot> parse(std::string_view text, std::string_view root, std::string_view mode, const ScanEntrySink& entry) {
   // The last line is "end\t<SHA-256 of everything before it>": a torn or edited file is ignored.
-  if (text.size() < 70 || text.back() != '\n') return std::nullopt;
-  const size_t last = text.rfind('\n', text.size() - 2);
-  if (last == std::string_view::npos) return std::nullopt;
+  // Both ends are checked before the body is hashed, so a file that is not a snapshot (a
+  // planted sparse one of any size) is refused after reading a few bytes, not all of them.
+  if (text.size() < 70 || text.back() != '\n' || !text.starts_with(std::string(kMagic) + "\n")) return std::nullopt;
+  const size_t tail = text.size() - 70;  // the end line is 69 bytes with its newline
+  const size_t in_tail = text.substr(tail).rfind('\n', 68);
+  if (in_tail == std::string_view::npos) return std::nullopt;
+  const size_t last = tail + in_tail;
   const std::string_view body = text.substr(0, last + 1);
   const std::string_view end_line = text.substr(last + 1, text.size() - last - 2);
   if (end_line != "end\t" + sha256_hex(std::as_bytes(std::span(body.data(), body.size())))) return std::nullopt;
@@ -140,14 +144,16 @@ std::optional<ScanSnapshot> load_scan_snapshot(const fs::path& file, std::string
                                                const ScanEntrySink& entry) {
   std::error_code ec;
   if (!fs::is_regular_file(file, ec)) return std::nullopt;
-  std::string text;
+  std::optional<ScanSnapshot> s;
   try {
-    text = read_text_file(file, Open::cache_file);
+    // Parsed where it is mapped, never copied: its size (a planted sparse file of any size)
+    // sizes no allocation, and parsing stops at the first line that is not the format's.
+    const MappedFile mapped(file, Open::cache_file);
+    const auto bytes = mapped.bytes();
+    s = parse(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), root, mode, entry);
   } catch (const Error&) {
     return std::nullopt;  // unreadable: scan again
   }
-  std::optional<ScanSnapshot> s = parse(text, root, mode, entry);
-  std::string().swap(text);
   if (!s) return std::nullopt;
   std::atomic<bool> changed{false};
   parallel_for(s->dirs.size(), threads, [&](size_t i) {

@@ -103,7 +103,8 @@ void expand_into(const std::vector<std::string>& args, std::vector<std::filesyst
       std::ifstream in(file);
       if (!in) throw Error(Errc::io, "cannot read the shard list").with_path(file);
       std::vector<std::string> lines;
-      for (std::string line; std::getline(in, line);) {
+      uint64_t line_number = 0;
+      for (std::string line; getline_bounded(in, line, file, ++line_number);) {
         while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
         if (!line.empty() && line[0] != '#') lines.push_back(line);
         check_count(lines.size(), file);

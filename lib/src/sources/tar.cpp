@@ -107,7 +107,7 @@ int open_shard_file(archive* a, const std::string& path, size_t block_size) {
 // --max-sample-bytes (the size in its header is checked before reading, the bytes while
 // reading), and a shard must end with tar's end-of-archive blocks unless --allow-truncated.
 struct TarLimits {
-  uint64_t max_member_bytes = uint64_t{256} << 20;
+  uint64_t max_member_bytes = detail::kDefaultMaxSampleBytes;
   bool allow_truncated = false;
   // Members that are no part of any sample (no extension, links, special files): a few are
   // named, the rest counted (shared by every reader of the source).
@@ -117,11 +117,7 @@ struct TarLimits {
 
 TarLimits tar_limits(const SourceOptions& options) {
   TarLimits l;
-  if (auto v = options.get("max-sample-bytes")) {
-    const auto bytes = detail::parse_decimal<uint64_t>(*v);
-    if (!bytes || *bytes == 0) throw Error(Errc::usage, "--max-sample-bytes wants a positive byte count, got \"" + *v + "\"");
-    l.max_member_bytes = *bytes;
-  }
+  l.max_member_bytes = detail::max_sample_bytes(options);
   l.allow_truncated = options.get("allow-truncated").has_value();
   return l;
 }

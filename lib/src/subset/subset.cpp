@@ -39,7 +39,8 @@ std::vector<int64_t> names_to_values(const Cache& cache, const SubsetSelection& 
     if (!in) throw Error(Errc::io, "cannot read classes file").with_path(sel.classes_file.string());
     std::string line;
     int64_t value = 0;
-    while (std::getline(in, line)) {
+    uint64_t line_number = 0;
+    while (detail::getline_bounded(in, line, sel.classes_file.string(), ++line_number)) {
       if (!line.empty() && line.back() == '\r') line.pop_back();
       if (!line.empty()) by_name.emplace(line, value);
       ++value;

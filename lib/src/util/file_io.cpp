@@ -558,8 +558,12 @@ void PlacedWriter::close() {
   if (::close(fd) != 0) throw_errno("cannot close", path_, errno);
 }
 
-std::string read_text_file(const std::filesystem::path& path, Open mode) {
+std::string read_text_file(const std::filesystem::path& path, Open mode, uint64_t max_bytes) {
   MappedFile f(path, mode);
+  if (f.size() > max_bytes)
+    throw Error(Errc::bad_input, "file of " + std::to_string(f.size()) + " bytes is over the " + std::to_string(max_bytes) +
+                                     " bytes such a file may hold (refused unread)")
+        .with_path(path.string());
   auto b = f.bytes();
   return std::string(reinterpret_cast<const char*>(b.data()), b.size());
 }

@@ -281,9 +281,13 @@ class PlacedWriter {
 // throws Error(io) naming it (Error(bad_input) for what Open::cache_file refuses).
 std::pair<uint64_t, uint64_t> xxh3_64_of_file(const std::filesystem::path& path, Open mode = Open::follow_links);
 
+// The most a metadata file read whole may hold (manifests, index.json, records, plans): the
+// largest slip writes (a manifest whose ledger lists millions of samples) is far below, and a
+// sparse 300 GB file must fail with its name, not std::bad_alloc.
+inline constexpr uint64_t kMaxTextFileBytes = uint64_t{1} << 30;
 // Reads a whole (small) file; throws Error(io) naming it (Error(bad_input) for what
-// Open::cache_file refuses).
-std::string read_text_file(const std::filesystem::path& path, Open mode = Open::follow_links);
+// Open::cache_file refuses, and for a file over max_bytes, checked before reading).
+std::string read_text_file(const std::filesystem::path& path, Open mode = Open::follow_links, uint64_t max_bytes = kMaxTextFileBytes);
 // Writes a whole new file (Create::fresh unless told), fsynced; throws Error(io).
 void write_text_file(const std::filesystem::path& path, std::string_view text, Create how = Create::fresh);
 // fsync a directory (after creating/renaming entries in it).

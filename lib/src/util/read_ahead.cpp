@@ -38,7 +38,8 @@ OpenedFile open_regular(const std::string& path, uint64_t max_bytes) {
   else if (!S_ISREG(st.st_mode))
     f.problem = "not a regular file";
   else if (static_cast<uint64_t>(st.st_size) > max_bytes)
-    f.problem = "file of " + std::to_string(st.st_size) + " bytes exceeds the limit of " + std::to_string(max_bytes) + " bytes";
+    f.problem = "file of " + std::to_string(st.st_size) + " bytes exceeds the limit of " + std::to_string(max_bytes) +
+                " bytes (--max-sample-bytes; not read)";
   else {
     f.size = static_cast<uint64_t>(st.st_size);
     f.mtime_ns = unix_mtime_ns(st);
@@ -151,7 +152,14 @@ void ReadAhead::work() {
     peak_bytes_ = std::max(peak_bytes_, bytes_in_flight_);
     lock.unlock();
     usage = ThreadUsage::now();
-    ReadResult result = read_opened(file);
+    ReadResult result;
+    try {
+      result = read_opened(file);
+    } catch (...) {  // std::bad_alloc: handed to take(), never std::terminate on this thread
+      if (file.fd >= 0) ::close(file.fd);
+      result = ReadResult{};
+      result.error = std::current_exception();
+    }
     cost += usage.since();
     lock.lock();
     record_worker_read(cost);
@@ -216,6 +224,10 @@ std::optional<ReadResult> ReadAhead::take() {
   slot_ready_.wait(lock, [&] { return slot.ready; });
   ReadResult out = std::move(slot.result);
   slot = Slot{};
+  if (out.error) {
+    ++next_to_take_;
+    std::rethrow_exception(out.error);
+  }
   bytes_in_flight_ -= std::min<uint64_t>(bytes_in_flight_, out.bytes.size());
   ++next_to_take_;
   const bool budget_waiting = budget_waiters_ > 0;

@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -45,6 +46,7 @@ struct ReadResult {
   // it changed since it was listed; unknown (INT64_MIN) when it could not be opened.
   uint64_t size = 0;
   int64_t mtime_ns = INT64_MIN;
+  std::exception_ptr error;  // what a worker's read threw (out of memory): take() rethrows it
 };
 
 // Reads a whole file; a failure is returned as a problem, never thrown. Refuses anything but

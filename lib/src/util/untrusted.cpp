@@ -274,4 +274,22 @@ nlohmann::ordered_json parse_ordered_json_bounded(std::string_view text) {
   return root;
 }
 
+bool getline_bounded(std::istream& in, std::string& line, const std::string& file, uint64_t line_number) {
+  line.clear();
+  std::streambuf* buf = in.rdbuf();
+  while (true) {
+    const int c = buf->sbumpc();
+    if (c == std::char_traits<char>::eof()) {
+      in.setstate(std::ios::eofbit);
+      return !line.empty();
+    }
+    if (c == '\n') return true;
+    if (line.size() >= kMaxListLineBytes)
+      throw Error(Errc::bad_input, "line " + std::to_string(line_number) + " is longer than " + std::to_string(kMaxListLineBytes) +
+                                       " bytes (not a list of names)")
+          .with_path(file);
+    line.push_back(static_cast<char>(c));
+  }
+}
+
 }  // namespace slip::detail

@@ -8,6 +8,8 @@
 
 #include <charconv>
 #include <cstddef>
+#include <cstdint>
+#include <istream>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -73,6 +75,12 @@ std::optional<T> parse_decimal(std::string_view text) noexcept {
 // Error(bad_input) "JSON nested deeper than 64 levels" instead of exhausting the stack.
 // Other parse errors propagate as nlohmann::json::parse_error (callers add context).
 nlohmann::json parse_json_bounded(std::string_view text);
+// The longest line a list file (@list of shards, --classes-file) may hold: far past any path,
+// URL or class name; a file without newlines (a planted sparse one) must not become one line.
+inline constexpr size_t kMaxListLineBytes = size_t{64} << 10;
+// std::getline bounded by kMaxListLineBytes: false at the end; throws Error(bad_input) naming
+// `file` and the 1-based line number for a longer line, before holding more of it.
+bool getline_bounded(std::istream& in, std::string& line, const std::string& file, uint64_t line_number);
 nlohmann::ordered_json parse_ordered_json_bounded(std::string_view text);
 
 }  // namespace slip::detail
