@@ -57,7 +57,7 @@ cmake --build "$BUILD" -j "$(nproc)"
 #  integration.install_consumer  compiles consumers with the host's g++ against the installed arm64 library
 #  integration.bounded_rss       measures resident memory, which under emulation is qemu's, not slip's
 #  integration.remote_planning   plans 1,000,000 shards and 100,000 twice: minutes of CPU emulated
-#  integration.imagefolder_slowfs  a speed ratio against a FUSE file system
+#  integration.imagefolder_slowfs  mounts tests/slowfs, an arm64 FUSE daemon the host would run emulated
 unset SLIP_TEST_LIBJPEG3_DIR  # an x86-64 libjpeg-turbo 3.x (tests/integration/jpeg_engine.sh) cannot load into arm64 slip
 excluded='^(python\.module|integration\.install_consumer|integration\.bounded_rss|integration\.remote_planning|integration\.imagefolder_slowfs)$'
 selection=()
