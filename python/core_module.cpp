@@ -20,6 +20,8 @@
 #include <string_view>
 #include <thread>
 
+#include <unistd.h>
+
 #include "slip/slip.hpp"
 
 namespace py = pybind11;
@@ -102,6 +104,53 @@ py::dict verify_dict(const slip::VerifyReport& r) {
 
 // ---- Loader ---------------------------------------------------------------------------------
 
+// The samples a Loader draws from: every sample, an explicit list, or an arithmetic progression
+// (a Python range, kept as three numbers so that range(10**8) costs no memory per sample).
+class SampleIndices {
+ public:
+  static SampleIndices list(std::vector<uint64_t> ids) {
+    SampleIndices s;
+    s.list_ = std::move(ids);
+    s.count_ = s.list_.size();
+    s.explicit_ = true;
+    return s;
+  }
+  static SampleIndices progression(uint64_t first, int64_t step, uint64_t count) {
+    SampleIndices s;
+    s.first_ = first;
+    s.step_ = step;
+    s.count_ = count;
+    s.explicit_ = true;
+    s.progression_ = true;
+    return s;
+  }
+  bool given() const { return explicit_; }  // false: every sample of the cache
+  uint64_t size() const { return count_; }
+  uint64_t operator[](uint64_t i) const {
+    if (!progression_) return list_[i];
+    return first_ + static_cast<uint64_t>(step_) * i;  // modular: a negative step counts down
+  }
+  // The first id >= `samples`, if any (O(1) for a progression).
+  std::optional<uint64_t> first_beyond(uint64_t samples) const {
+    if (progression_) {
+      if (count_ == 0) return std::nullopt;
+      const uint64_t last = (*this)[count_ - 1];
+      if (first_ >= samples) return first_;
+      if (last >= samples) return last;
+      return std::nullopt;
+    }
+    for (uint64_t id : list_)
+      if (id >= samples) return id;
+    return std::nullopt;
+  }
+
+ private:
+  std::vector<uint64_t> list_;
+  uint64_t first_ = 0, count_ = 0;
+  int64_t step_ = 1;
+  bool explicit_ = false, progression_ = false;
+};
+
 struct LoaderConfig {
   size_t batch_size = 256;
   slip::DecodeOptions decode;
@@ -109,7 +158,7 @@ struct LoaderConfig {
   uint64_t epoch = 0;
   uint32_t rank = 0, world_size = 1;
   uint64_t block_size = 1;
-  std::optional<std::vector<uint64_t>> indices;  // nullopt: every sample; empty: an empty epoch
+  SampleIndices indices;  // not given: every sample; given and empty: an empty epoch
   std::vector<std::string> fields;
   size_t prefetch = 2;
   bool full_decode = false;  // pipeline "decode": whole images, each its own size
@@ -120,7 +169,7 @@ struct LoaderConfig {
 struct Buffer {
   std::vector<std::vector<std::byte>> groups;
   std::vector<std::vector<std::byte>> fields;  // int64 or float64, batch_size each
-  std::vector<slip::RgbImage> full;            // pipeline "decode"
+  slip::PackedImages full;                     // pipeline "decode": the batch's images in one block
   size_t count = 0;
   uint64_t index = 0;  // which batch of the epoch
 };
@@ -134,6 +183,9 @@ using BufferPtr = std::shared_ptr<Buffer>;
 class Pool {
  public:
   void put(BufferPtr b) {
+    // In a forked child the mutex may have been held by a thread that no longer exists: the
+    // buffer is simply freed there.
+    if (getpid() != pid_) return;
     std::lock_guard lock(mutex_);
     free_.push_back(std::move(b));
   }
@@ -146,6 +198,7 @@ class Pool {
   }
 
  private:
+  const pid_t pid_ = getpid();
   std::mutex mutex_;
   std::deque<BufferPtr> free_;
 };
@@ -182,16 +235,17 @@ class Loader {
         throw slip::Error(slip::Errc::usage, "field \"" + name + "\": the loader returns int and float fields");
       field_ids_.push_back(*fi);
     }
-    if (config_.indices)
-      for (uint64_t id : *config_.indices)
-        if (id >= cache_->size()) throw slip::Error(slip::Errc::usage, "index " + std::to_string(id) + " is beyond the cache's samples");
+    if (const auto beyond = config_.indices.first_beyond(cache_->size()))
+      throw slip::Error(slip::Errc::usage,
+                        "index " + std::to_string(*beyond) + " is beyond the cache's " + std::to_string(cache_->size()) + " samples");
     pool_ = std::make_shared<Pool>();
   }
   ~Loader() { stop_worker(); }
+  bool forked() const { return getpid() != pid_; }
 
   const CachePtr& cache() const { return cache_; }
   const LoaderConfig& config() const { return config_; }
-  uint64_t samples() const { return config_.indices ? config_.indices->size() : cache_->size(); }
+  uint64_t samples() const { return config_.indices.given() ? config_.indices.size() : cache_->size(); }
   uint64_t per_rank() const { return samples() == 0 ? 0 : slip::EpochOrder(order_spec(epoch_)).size(); }
   size_t batches() const {
     const uint64_t n = per_rank();
@@ -213,6 +267,7 @@ class Loader {
   std::pair<uint64_t, uint64_t> state() const { return {epoch_, epoch_chosen_ ? start_batch_ : next_batch_}; }
 
   std::vector<Skipped> skipped() {
+    check_process();
     std::lock_guard lock(mutex_);
     return skipped_;
   }
@@ -250,8 +305,16 @@ class Loader {
     return ids;
   }
 
-  // Starts an iteration (iter()) and returns its generation, which next() checks.
+  // Starts an iteration (iter()) and returns its generation, which next() checks. Called with
+  // the GIL held; a next() of the iteration it replaces, waiting on another thread, wakes and
+  // raises ValueError.
   uint64_t start() {
+    check_process();
+    {
+      std::lock_guard lock(mutex_);
+      ++generation_;  // first: a waiting next() must not take the end of the old run for its own
+    }
+    ready_cv_.notify_all();
     stop_worker();
     if (!epoch_chosen_ && started_) {  // as DataLoader/FFCV: a new epoch for each pass
       ++epoch_;
@@ -260,52 +323,66 @@ class Loader {
     epoch_chosen_ = false;
     started_ = true;
     next_batch_ = start_batch_;
-    {
-      std::lock_guard lock(mutex_);
-      stop_ = false;
-      finished_ = false;
-      error_ = nullptr;
-      skipped_.clear();
-    }
+    std::lock_guard lock(mutex_);
+    stop_ = false;
+    finished_ = false;
+    error_ = nullptr;
+    skipped_.clear();
     worker_ = std::thread([this, epoch = epoch_, first = start_batch_] { produce(epoch, first); });
-    return ++generation_;
+    return generation_;
   }
 
   // The next batch of iteration `generation` as a dict of numpy arrays; nullopt at the end of
   // the epoch. After an error every later call raises it again: the epoch is over, but never
-  // silently.
+  // silently. Called with the GIL held, which it releases while it waits (never holding mutex_
+  // while it takes the GIL back). Any number of threads may call it and iter() at once: a
+  // batch goes to one caller of its own iteration, and a replaced iteration raises ValueError.
   std::optional<py::dict> next(uint64_t generation) {
-    if (generation != generation_)
-      throw py::value_error(
+    check_process();
+    const auto replaced = [] {
+      return py::value_error(
           "this iterator is no longer running: a later iter(loader) replaced it, or it was interrupted "
-          "(one iteration per Loader runs at a time)");
+          "(one iteration per Loader runs at a time, whichever thread started it)");
+    };
     BufferPtr b;
     bool interrupted = false;
     {
       py::gil_scoped_release release;
       std::unique_lock lock(mutex_);
-      while (!ready_cv_.wait_for(lock, std::chrono::milliseconds(50), [&] { return !ready_.empty() || finished_; })) {
+      const auto wake = [&] { return generation != generation_ || !ready_.empty() || finished_; };
+      while (!ready_cv_.wait_for(lock, std::chrono::milliseconds(50), wake)) {
         lock.unlock();
         bool signalled = false;
         {
           py::gil_scoped_acquire acquire;
           signalled = PyErr_CheckSignals() != 0;  // Ctrl-C: the exception is set on this thread
         }
+        lock.lock();
         if (signalled) {
           interrupted = true;
           break;
         }
-        lock.lock();
       }
-      if (!interrupted && !ready_.empty()) {
+      if (generation == generation_ && !interrupted && !ready_.empty()) {
         b = std::move(ready_.front());
         ready_.pop_front();
         space_cv_.notify_all();
       }
     }
+    // The GIL is held again; iter() changes generation_ only under it, so this check holds until
+    // we return.
+    if (generation != generation_) {
+      if (b) pool_->put(std::move(b));
+      if (interrupted) throw py::error_already_set();
+      throw replaced();
+    }
     if (interrupted) {
+      {
+        std::lock_guard lock(mutex_);
+        ++generation_;
+      }
+      ready_cv_.notify_all();
       stop_worker();
-      ++generation_;
       throw py::error_already_set();  // with the GIL held again: KeyboardInterrupt
     }
     if (!b) {
@@ -315,6 +392,17 @@ class Loader {
     }
     next_batch_ = b->index + 1;
     return to_dict(std::move(b));
+  }
+
+  // Refuses a Loader inherited through fork(): its producer and decode threads were not copied
+  // into this process, and a lock one of them held at the fork would stay locked.
+  void check_process() const {
+    const pid_t now = getpid();
+    if (now != pid_)
+      throw slip::Error(slip::Errc::usage, "this Loader was created in process " + std::to_string(pid_) +
+                                               " and cannot run in its forked child " + std::to_string(now) +
+                                               " (its decode threads stay in the parent): create the Loader in the child, after "
+                                               "the fork (in the worker function or worker_init_fn)");
   }
 
  private:
@@ -337,11 +425,11 @@ class Loader {
     const py::dtype pixel = f32 ? py::dtype::of<float>() : py::dtype::of<uint8_t>();
     const auto n = static_cast<py::ssize_t>(count);
     py::list images;
-    if (config_.full_decode) {  // a list of (H, W, 3) arrays, one per sample
+    if (config_.full_decode) {  // a list of (H, W, 3) arrays, one per sample, views of the batch's one block
       for (size_t i = 0; i < count; ++i) {
-        const slip::RgbImage& im = buffer.full[i];
+        const slip::PackedImages::Extent& im = buffer.full.images[i];
         images.append(py::array(pixel, {static_cast<py::ssize_t>(im.height), static_cast<py::ssize_t>(im.width), py::ssize_t{3}}, {},
-                                im.pixels.data(), owner));
+                                buffer.full.pixels.data() + im.offset, owner));
       }
       out["image"] = images;
     }
@@ -382,8 +470,8 @@ class Loader {
       const uint64_t n = samples(), per = (n + config_.world_size - 1) / config_.world_size;
       for (size_t i = 0; i < ids.size(); ++i) ids[i] = (config_.rank * per + first + i) % n;
     }
-    if (config_.indices)
-      for (uint64_t& id : ids) id = (*config_.indices)[id];
+    if (config_.indices.given())
+      for (uint64_t& id : ids) id = config_.indices[id];
   }
 
   // A batch never holds more than the rank's samples, whatever batch_size says.
@@ -393,9 +481,7 @@ class Loader {
   // a time, keeping those that decode (packed to the front), and returns how many were kept.
   size_t decode_into(Buffer& b, std::span<uint64_t> batch, uint64_t epoch) {
     if (config_.full_decode) {
-      // The engine's threads and buffers (as slip bench -p decode); a recycled buffer's images
-      // keep their pixel storage for this batch's.
-      b.full.resize(batch.size());
+      // The engine's threads; one block per batch, reused by the next batch this buffer holds.
       try {
         decoder_->decode_images(batch, b.full);
         return batch.size();
@@ -405,13 +491,13 @@ class Loader {
       size_t kept = 0;
       for (size_t i = 0; i < batch.size(); ++i) {
         try {
-          decoder_->decode_images(batch.subspan(i, 1), std::span<slip::RgbImage>(b.full).subspan(kept, 1));
+          decoder_->decode_images(batch.subspan(i, 1), b.full);
           batch[kept++] = batch[i];
         } catch (const slip::Error& e) {
           record_skip(batch[i], e.describe());
         }
       }
-      b.full.resize(kept);
+      decoder_->decode_images(batch.first(kept), b.full);  // the good ones, packed (each decoded twice: the rare path)
       return kept;
     }
     auto outputs_at = [&](size_t slot, size_t count) {
@@ -511,6 +597,8 @@ class Loader {
     return b;
   }
 
+  // Stops and joins the producer (which never takes the GIL, so the GIL may be held here) and
+  // returns the batches it decoded but never handed out to the pool.
   void stop_worker() {
     {
       std::lock_guard lock(mutex_);
@@ -540,7 +628,20 @@ class Loader {
   std::exception_ptr error_;
   std::vector<Skipped> skipped_;
   std::thread worker_;
+  const pid_t pid_ = getpid();  // the process that made the threads
 };
+
+// Python's handle on a Loader. A forked child never destroys its parent's Loader: the producer
+// and decode threads exist only in the parent, so they cannot be joined there (std::thread's
+// destructor would terminate the child), and destroying a condition variable a parent thread
+// was waiting on at the fork blocks forever (glibc waits for its waiters). The child leaves the
+// object to its own exit.
+struct LoaderDelete {
+  void operator()(Loader* loader) const {
+    if (!loader->forked()) std::default_delete<Loader>()(loader);
+  }
+};
+using LoaderPtr = std::unique_ptr<Loader, LoaderDelete>;
 
 // What iter(loader) returns: next() asks the loader for its iteration's next batch.
 struct LoaderIterator {
@@ -570,6 +671,47 @@ std::pair<double, double> pair_of(const py::object& o, const char* what) {
   if (t.size() != 2 || !(t[0] > 0) || t[0] > t[1])
     throw slip::Error(slip::Errc::usage, std::string(what) + " wants (low, high), 0 < low <= high");
   return {t[0], t[1]};
+}
+
+// Loader(indices=): None, a range (O(1): no list of ids is made), a 1-D integer numpy array, or
+// a sequence of ints. slipcache.Loader has already given Python's messages for wrong types.
+SampleIndices sample_indices(const py::object& o) {
+  if (o.is_none()) return {};
+  const auto id_of = [](const py::handle& v) {
+    int overflow = 0;
+    const long long id = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
+    if (id == -1 && PyErr_Occurred()) throw py::error_already_set();
+    if (overflow > 0) throw slip::Error(slip::Errc::usage, "index " + py::str(v).cast<std::string>() + " is beyond the cache's samples");
+    if (overflow < 0 || id < 0) throw slip::Error(slip::Errc::usage, "indices must be >= 0, not " + py::str(v).cast<std::string>());
+    return static_cast<uint64_t>(id);
+  };
+  if (PyRange_Check(o.ptr())) {
+    const auto count = static_cast<uint64_t>(py::len(o));  // OverflowError beyond ssize_t
+    if (count == 0) return SampleIndices::progression(0, 1, 0);
+    const uint64_t first = id_of(o[py::int_(0)]), last = id_of(o[py::int_(count - 1)]);
+    const int64_t step = count == 1 ? 1 : (static_cast<int64_t>(last) - static_cast<int64_t>(first)) / static_cast<int64_t>(count - 1);
+    return SampleIndices::progression(first, step, count);
+  }
+  if (py::isinstance<py::array>(o)) {
+    const auto a = py::reinterpret_borrow<py::array>(o);
+    const char kind = a.dtype().kind();
+    if (a.ndim() != 1 || (kind != 'i' && kind != 'u'))
+      throw py::type_error("indices must be a 1-D array of integers, not " + std::to_string(a.ndim()) + "-D " +
+                           py::str(a.dtype()).cast<std::string>());
+    std::vector<uint64_t> ids(static_cast<size_t>(a.size()));
+    if (kind == 'i') {
+      const auto v = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(a);
+      for (size_t i = 0; i < ids.size(); ++i) {
+        if (v.data()[i] < 0) throw slip::Error(slip::Errc::usage, "indices must be >= 0, not " + std::to_string(v.data()[i]));
+        ids[i] = static_cast<uint64_t>(v.data()[i]);
+      }
+    } else {
+      const auto v = py::array_t<uint64_t, py::array::c_style | py::array::forcecast>::ensure(a);
+      std::copy_n(v.data(), ids.size(), ids.begin());
+    }
+    return SampleIndices::list(std::move(ids));
+  }
+  return SampleIndices::list(o.cast<std::vector<uint64_t>>());
 }
 
 bool is_preset(const std::string& pipeline) {
@@ -616,9 +758,13 @@ std::vector<slip::CropGroup> crop_groups(const std::string& pipeline, std::optio
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "The compiled core of slipcache (use the slipcache package, which documents it)";
+  // numpy now, while the import lock keeps every other thread out of this module: pybind11 keeps
+  // numpy's API (and dtype(str)'s helper) in function-local statics filled by importing numpy on
+  // first use, and that import lets the GIL go; two threads making their first arrays at once
+  // then deadlock, one in the static's guard holding the GIL, the other importing, waiting for it.
+  py::detail::npy_api::get();
+  static_cast<void>(py::dtype(std::string("B")));
   m.attr("__version__") = slip::version();
-  // As the slip command: SLIP_JPEG_INTERNALS=off decodes through libjpeg's public API only.
-  slip::apply_libjpeg_environment(slip::process_environment());
   m.def("build_info", &slip::build_info,
         "The libraries slip runs with: libjpeg compiled against and loaded, the JPEG entropy hook, SIMD kernels");
   static py::exception<slip::Error> error(m, "Error", PyExc_RuntimeError);
@@ -639,6 +785,9 @@ PYBIND11_MODULE(_core, m) {
   });
   // SLIP_SIMD, as the slip command honours it (slip/simd.hpp); a bad value fails the import.
   slip::apply_simd_environment(slip::process_environment());
+  // As the slip command: SLIP_JPEG_INTERNALS=off decodes through libjpeg's public API only and
+  // build_info() never probes libjpeg; a value other than on/off/auto fails the import.
+  slip::apply_libjpeg_environment(slip::process_environment());
   m.def(
       "simd_level", [] { return std::string(slip::simd_level_name()); },
       "The SIMD level the decode kernels run at: scalar, sse4, avx2 or avx512 (SLIP_SIMD, else the CPU's best)");
@@ -707,13 +856,13 @@ PYBIND11_MODULE(_core, m) {
 
   // Arguments are checked here once more, but documented (and converted: paths, defaults) by
   // slipcache.Loader, which is what users call.
-  py::class_<Loader>(m, "Loader")
+  py::class_<Loader, LoaderPtr>(m, "Loader")
       .def(py::init([](CachePtr cache, size_t batch_size, const std::string& pipeline, std::optional<uint32_t> size, py::object scale,
                        py::object ratio, bool flip, uint64_t seed, uint64_t epoch, bool shuffle, uint32_t rank, uint32_t world_size,
                        bool drop_last, unsigned threads, const std::string& layout, const std::string& dtype, std::vector<float> mean,
-                       std::vector<float> std, std::optional<std::vector<uint64_t>> indices, std::optional<std::vector<std::string>> fields,
-                       bool yuv420_siblings, uint64_t block_size, size_t prefetch, const std::string& resample, const std::string& filter,
-                       bool crop_aware, const std::string& on_error) {
+                       std::vector<float> std, py::object indices, std::optional<std::vector<std::string>> fields, bool yuv420_siblings,
+                       uint64_t block_size, size_t prefetch, const std::string& resample, const std::string& filter, bool crop_aware,
+                       const std::string& on_error) {
              if (batch_size == 0) throw slip::Error(slip::Errc::usage, "batch_size must be >= 1");
              if (world_size == 0 || rank >= world_size) throw slip::Error(slip::Errc::usage, "rank must be < world_size");
              LoaderConfig cfg;
@@ -755,7 +904,7 @@ PYBIND11_MODULE(_core, m) {
              cfg.world_size = world_size;
              cfg.drop_last = drop_last;
              cfg.block_size = std::max<uint64_t>(1, block_size);
-             cfg.indices = std::move(indices);
+             cfg.indices = sample_indices(indices);
              if (fields) {
                cfg.fields = std::move(*fields);
              } else if (const auto label = cache->field_index("label");
@@ -764,7 +913,7 @@ PYBIND11_MODULE(_core, m) {
                cfg.fields = {"label"};  // the default: the label when the cache has one
              }
              cfg.prefetch = std::max<size_t>(1, prefetch);
-             return std::make_unique<Loader>(std::move(cache), std::move(cfg));
+             return LoaderPtr(std::make_unique<Loader>(std::move(cache), std::move(cfg)).release());
            }),
            py::arg("cache"), py::arg("batch_size"), py::arg("pipeline"), py::arg("size").none(true), py::arg("scale").none(true),
            py::arg("ratio").none(true), py::arg("flip"), py::arg("seed"), py::arg("epoch"), py::arg("shuffle"), py::arg("rank"),

@@ -97,14 +97,14 @@ int main(int argc, char** argv) {
     spdlog::log(spd, "{}", message);
   });
 
-  // SLIP_JPEG_INTERNALS=off: libjpeg's public API only (slip --version says which path is in use).
-  slip::apply_libjpeg_environment(slip::process_environment());
-
   GlobalOptions global;
   CLI::App app{"slip — prepare vision datasets as slipstream caches for fast training"};
   app.name("slip");
   app.formatter(std::make_shared<HelpFormatter>());  // before the subcommands: they copy it
   app.set_version_flag("-V,--version", [] {
+    // SLIP_JPEG_INTERNALS=off: --version reports the engine without probing libjpeg; a value
+    // other than on/off/auto is a usage error (exit 2, through the parse's catch below).
+    slip::apply_libjpeg_environment(slip::process_environment());
     try {
       slip::apply_simd_environment(slip::process_environment());  // the level SLIP_SIMD asks for, if the CPU has it
     } catch (const slip::Error&) {
@@ -121,7 +121,8 @@ int main(int argc, char** argv) {
       "Exit codes: 0 success, 1 verification failed, 2 usage error, 3 bad input, 4 I/O error,\n"
       "            5 remote failure after retries, 130 interrupted (SIGINT), 143 terminated (SIGTERM).\n"
       "Environment: SLIPSTREAM_CACHE_DIR (default output/listing directory, else ~/.slipstream);\n"
-      "             SLIP_SIMD=scalar|sse4|avx2|avx512 (SIMD level of the kernels; default: the best this CPU has).");
+      "             SLIP_SIMD=scalar|sse4|avx2|avx512 (SIMD level of the kernels; default: the best this CPU has);\n"
+      "             SLIP_JPEG_INTERNALS=on|off|auto (off: libjpeg's public API only; default: auto, as its self-test allows).");
 
   std::map<CLI::App*, Action> actions;
   for (const Command& cmd : kCommands) {
@@ -164,6 +165,8 @@ int main(int argc, char** argv) {
   for (CLI::App* sub : app.get_subcommands()) {
     try {
       slip::apply_simd_environment(slip::process_environment());
+      // SLIP_JPEG_INTERNALS=on|off|auto (off: libjpeg's public API only, never probed).
+      slip::apply_libjpeg_environment(slip::process_environment());
       return actions.at(sub)();
     } catch (const slip::Error& e) {
       return report_failure(app, e);

@@ -17,8 +17,12 @@ docs/PYTHON.md has the installation, the whole API and a training loop.
 """
 from __future__ import annotations
 
+import numbers
+import operator
 import os
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
 
 from . import _core
 
@@ -75,6 +79,80 @@ def _usage_error(message: str) -> Exception:
     error = Error(message)
     error.code, error.kind, error.message = 2, "usage", message
     return error
+
+
+def _int_arg(name: str, value: Any, low: int = 0, high: int = (1 << 64) - 1) -> int:
+    """`value` as an int: a Python or numpy integer (anything with ``__index__``), never a bool
+    (``True`` as a count is a mistake) nor a float; out of ``low..high`` is a usage Error."""
+    if isinstance(value, (bool, np.bool_)) or not hasattr(type(value), "__index__"):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    value = operator.index(value)
+    if value < low:
+        raise _usage_error(f"{name} must be >= {low}, not {value}")
+    if value > high:
+        raise _usage_error(f"{name} must be <= {high}, not {value}")
+    return value
+
+
+def _bool_arg(name: str, value: Any) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, not {type(value).__name__}")
+    return bool(value)
+
+
+def _floats_arg(name: str, value: Any, count: int) -> List[float]:
+    """`count` finite real numbers (Python or numpy; not bools, not strings)."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise TypeError(f"{name} must be a sequence of {count} numbers, not {type(value).__name__}")
+    out = list(value)
+    for v in out:
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
+            raise TypeError(f"{name} must hold numbers, not {type(v).__name__}")
+    if len(out) != count:
+        raise _usage_error(f"{name} wants {count} values, not {len(out)}")
+    out = [float(v) for v in out]
+    if not all(np.isfinite(out)):
+        raise _usage_error(f"{name} must be finite, not {tuple(out)}")
+    return out
+
+
+def _indices_arg(indices: Any, samples: int) -> Any:
+    """Loader(indices=) checked without a Python loop where the type allows: a range by its ends
+    (O(1), so range(10**8) costs nothing), a numpy array vectorised, any other iterable of
+    integers one by one. Floats and bools are a TypeError (1.5 is not sample 1); a negative id or
+    one beyond the cache a usage Error. Returns what _core.Loader takes: None, the range, a
+    1-D integer array."""
+    if indices is None:
+        return None
+    if isinstance(indices, range):
+        if indices:  # by its ends, whatever its length
+            _check_id_bounds(min(indices[0], indices[-1]), max(indices[0], indices[-1]), samples)
+        return indices
+    if isinstance(indices, np.ndarray):
+        if indices.ndim != 1:
+            raise TypeError(f"indices must be a 1-D array, not {indices.ndim}-D")
+        if indices.dtype.kind not in "iu":
+            raise TypeError(f"indices must be an array of integers, not {indices.dtype}")
+        if indices.size:
+            _check_id_bounds(int(indices.min()), int(indices.max()), samples)
+        return np.ascontiguousarray(indices, dtype=np.uint64)
+    if isinstance(indices, (str, bytes)) or not hasattr(indices, "__iter__"):
+        raise TypeError(f"indices must be a sequence of ints, not {type(indices).__name__}")
+    ids = []
+    for i in indices:
+        if isinstance(i, (bool, np.bool_)) or not hasattr(type(i), "__index__"):
+            raise TypeError(f"indices must hold ints, not {type(i).__name__} ({i!r})")
+        ids.append(operator.index(i))
+    if ids:
+        _check_id_bounds(min(ids), max(ids), samples)
+    return np.array(ids, dtype=np.uint64)
+
+
+def _check_id_bounds(low: int, high: int, samples: int) -> None:
+    if low < 0:
+        raise _usage_error(f"indices must be >= 0, not {low}")
+    if high >= samples:
+        raise _usage_error(f"index {high} is beyond the cache's {samples} samples")
 
 
 class Cache:
@@ -147,7 +225,8 @@ class Loader:
     - Several crops (``multicrop`` or a spec such as ``"2x224@0.32-1,8x96@0.05-0.32"``): a list
       with one array per crop group, each ``(B, crops, H, W, 3)`` or ``(B, crops, 3, H, W)``
       (a group of one crop drops the crops axis).
-    - ``pipeline="decode"``: a list of whole images, ``(H, W, 3)`` uint8 each.
+    - ``pipeline="decode"``: a list of whole images, ``(H, W, 3)`` uint8 each (views of one
+      block per batch).
     - ``batch[field]``: int64 or float64 arrays of shape ``(B,)``.
 
     Epochs: each new ``iter(loader)`` runs the next epoch (a new shuffle and new crops), as
@@ -186,8 +265,9 @@ class Loader:
         dtype: ``"uint8"`` (0..255) or ``"float32"`` (``(x/255 - mean) / std``).
         mean: per-channel mean for float32 output (ImageNet's by default).
         std: per-channel standard deviation for float32 output.
-        indices: the sample ids to draw from (a subset, in that order before shuffling); None:
-            every sample; an empty sequence: an empty epoch.
+        indices: the sample ids to draw from (a subset, in that order before shuffling): a
+            sequence of ints, a ``range`` (kept as one: no memory per sample) or a 1-D integer
+            numpy array; None: every sample; an empty sequence: an empty epoch.
         fields: int and float fields to return with the images; None: ``["label"]`` if the cache
             has an int or float ``label`` field, else none.
         yuv420_siblings: read the cache's YUV420 siblings (``slip yuv420``) instead of the JPEGs.
@@ -203,6 +283,11 @@ class Loader:
             batch, and every later ``next()`` of that iteration raises it again (the epoch is
             over, never silently). ``"skip"``: such samples are left out of their batch (which is
             then smaller), listed in :attr:`skipped`, and the epoch goes on.
+
+    Integer arguments take Python or numpy integers, never ``bool`` or ``float``; ``bool``
+    arguments ``bool`` or ``numpy.bool_``. A Loader may be iterated from several threads (an
+    iteration another thread's ``iter()`` replaced raises ``ValueError``), but not in a forked
+    child of the process that made it (:class:`Error`: create it in the child).
 
     Raises:
         Error: a bad value (``code`` 2), or a cache that cannot be opened.
@@ -243,30 +328,45 @@ class Loader:
         self._cache = cache if isinstance(cache, Cache) else Cache(_fspath(cache, "cache"))
         if isinstance(fields, str):
             raise TypeError("fields must be a sequence of field names, not a str")
-        for name, value in (("batch_size", batch_size), ("seed", seed), ("epoch", epoch), ("rank", rank),
-                            ("world_size", world_size), ("threads", threads), ("block_size", block_size),
-                            ("prefetch", prefetch)):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-            if value < 0:
-                raise _usage_error(f"{name} must be >= 0, not {value}")
+        if fields is not None:
+            fields = list(fields)
+            for name in fields:
+                if not isinstance(name, str):
+                    raise TypeError(f"fields must hold field names (str), not {type(name).__name__}")
+        # Integers: Python or numpy ints, never bools or floats (batch_size=2.5 is not 2); each
+        # within what the engine takes.
+        batch_size = _int_arg("batch_size", batch_size)
+        seed, epoch = _int_arg("seed", seed), _int_arg("epoch", epoch)
+        rank, world_size = _int_arg("rank", rank, high=(1 << 32) - 1), _int_arg("world_size", world_size, high=(1 << 32) - 1)
+        threads = _int_arg("threads", threads, high=(1 << 32) - 1)
+        block_size, prefetch = _int_arg("block_size", block_size), _int_arg("prefetch", prefetch)
         for name, value in (("pipeline", pipeline), ("layout", layout), ("dtype", dtype), ("resample", resample),
                             ("filter", filter), ("on_error", on_error)):
             if not isinstance(value, str):
                 raise TypeError(f"{name} must be a str, not {type(value).__name__}")
-        for name, value in (("flip", flip), ("shuffle", shuffle), ("drop_last", drop_last),
-                            ("yuv420_siblings", yuv420_siblings), ("crop_aware", crop_aware)):
-            if not isinstance(value, bool):
-                raise TypeError(f"{name} must be a bool, not {type(value).__name__}")
-        if size is not None and (isinstance(size, bool) or not isinstance(size, int)):
-            raise TypeError(f"size must be an int or None, not {type(size).__name__}")
+        flip, shuffle, drop_last = _bool_arg("flip", flip), _bool_arg("shuffle", shuffle), _bool_arg("drop_last", drop_last)
+        yuv420_siblings, crop_aware = _bool_arg("yuv420_siblings", yuv420_siblings), _bool_arg("crop_aware", crop_aware)
+        if size is not None:
+            if isinstance(size, (bool, np.bool_)) or not hasattr(type(size), "__index__"):
+                raise TypeError(f"size must be an int or None, not {type(size).__name__}")
+            size = _int_arg("size", size, low=1, high=4096)
+        if scale is not None:
+            scale = _floats_arg("scale", scale, 2)
+        if ratio is not None:
+            ratio = _floats_arg("ratio", ratio, 2)
+        mean, std = _floats_arg("mean", mean, 3), _floats_arg("std", std, 3)
+        indices = _indices_arg(indices, len(self._cache))
+        if not all(s > 0 for s in std):
+            raise _usage_error(f"std must be > 0, not {tuple(std)}")
         self._core = _core.Loader(
             self._cache._core, batch_size=batch_size, pipeline=pipeline, size=size, scale=scale, ratio=ratio, flip=flip,
             seed=seed, epoch=epoch, shuffle=shuffle, rank=rank, world_size=world_size, drop_last=drop_last,
-            threads=threads, layout=layout, dtype=dtype, mean=list(mean), std=list(std),
-            indices=None if indices is None else [int(i) for i in indices],
-            fields=None if fields is None else list(fields), yuv420_siblings=yuv420_siblings, block_size=block_size,
-            prefetch=prefetch, resample=resample, filter=filter, crop_aware=crop_aware, on_error=on_error)
+            threads=threads, layout=layout, dtype=dtype, mean=mean, std=std,
+            indices=indices, fields=fields, yuv420_siblings=yuv420_siblings,
+            block_size=block_size, prefetch=prefetch, resample=resample, filter=filter, crop_aware=crop_aware,
+            on_error=on_error)
+        self._seed = seed
+        self._samples = len(self._cache) if indices is None else len(indices)  # what the epoch draws from
         self._batch_size = batch_size
         self._pipeline = pipeline
         self._layout = layout
@@ -332,18 +432,43 @@ class Loader:
         self._core.set_epoch(epoch, start_batch)
 
     def state_dict(self) -> Dict[str, int]:
-        """Where the loader stands: ``{"epoch": e, "batch": k}``, k being the number of batches of
-        epoch e handed out so far (a batch counts once it was returned by ``next()``). Save it
-        with the model's checkpoint; :meth:`load_state_dict` continues from the next batch."""
+        """Where the loader stands: ``{"epoch": e, "batch": k, ...}``, k being the number of
+        batches of epoch e handed out so far (a batch counts once it was returned by
+        ``next()``), with what gives k its meaning: ``world_size``, ``rank``, ``batch_size``,
+        ``seed``, ``samples`` (the samples an epoch draws from) and ``batches`` (per epoch). Save
+        it with the model's checkpoint; :meth:`load_state_dict` continues from the next batch."""
         epoch, batch = self._core.state()
-        return {"epoch": epoch, "batch": batch}
+        return {"epoch": epoch, "batch": batch, "world_size": self._world_size, "rank": self._rank,
+                "batch_size": self._batch_size, "seed": self._seed, "samples": self._samples, "batches": len(self)}
 
     def load_state_dict(self, state: Dict[str, int]) -> None:
-        """Makes the next ``iter()`` continue where :meth:`state_dict` was taken (same seed,
-        batch size and ranks assumed): the rest of that epoch, or the next epoch if it was
-        complete."""
-        epoch, batch = int(state["epoch"]), int(state["batch"])
-        if batch >= len(self):
+        """Makes the next ``iter()`` continue where :meth:`state_dict` was taken: the rest of that
+        epoch, or the next epoch if it was complete.
+
+        A state taken mid-epoch resumes only on a loader with the same ``world_size``,
+        ``batch_size``, ``seed`` and ``samples`` (any ``rank``: every rank stands at the same
+        batch); otherwise samples of that epoch would be lost or repeated, so it raises
+        :class:`Error` (code 2). A state at an epoch boundary loads on any loader. A state without
+        these keys (older slipcache) loads as before, unchecked."""
+        if not isinstance(state, dict):
+            raise TypeError(f"state must be a dict (from state_dict()), not {type(state).__name__}")
+        for key in ("epoch", "batch"):
+            if key not in state:
+                raise _usage_error(f"state has no \"{key}\": not a Loader.state_dict()")
+        got = {key: _int_arg(f"state[\"{key}\"]", value) for key, value in state.items()
+               if key in ("epoch", "batch", "world_size", "rank", "batch_size", "seed", "samples", "batches")}
+        epoch, batch = got["epoch"], got["batch"]
+        batches = got.get("batches", len(self))
+        if 0 < batch < batches:  # mid-epoch: the batch number means the same samples only here
+            mine = {"world_size": self._world_size, "batch_size": self._batch_size, "seed": self._seed,
+                    "samples": self._samples}
+            differ = [f"{key} {got[key]} -> {value}" for key, value in mine.items() if key in got and got[key] != value]
+            if differ:
+                raise _usage_error(
+                    f"cannot resume epoch {epoch} at batch {batch} of {batches} with a different " + ", ".join(differ) +
+                    ": its samples would be lost or repeated (elastic resumption is not supported yet); resume with the "
+                    "same settings, or from a state taken at an epoch boundary")
+        if batch >= batches:
             epoch, batch = epoch + 1, 0
         self.set_epoch(epoch, batch)
 

@@ -54,7 +54,7 @@ class Loader:
         dtype: str,
         mean: Sequence[float],
         std: Sequence[float],
-        indices: Optional[Sequence[int]],
+        indices: Any,  # None, a range, or a 1-D integer numpy array (slipcache.Loader converts)
         fields: Optional[Sequence[str]],
         yuv420_siblings: bool,
         block_size: int,

@@ -154,3 +154,21 @@ def test_imported_from_where_expected():
     if not prefix:
         pytest.skip("SLIPCACHE_EXPECT_PREFIX not set")
     assert os.path.realpath(slipcache.__file__).startswith(os.path.realpath(prefix) + os.sep), slipcache.__file__
+
+
+def _build_info_under(value):
+    env = dict(os.environ, SLIP_JPEG_INTERNALS=value)
+    code = "import slipcache; print(slipcache.build_info())"
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
+
+
+def test_jpeg_internals_switch_as_the_slip_command_reads_it():
+    # off: build_info() reports the public-API path without probing libjpeg (no self-test).
+    out = _build_info_under("off")
+    assert out.returncode == 0, out.stderr
+    assert "JPEG entropy hook: off: turned off by the program (SLIP_JPEG_INTERNALS=off)" in out.stdout
+    assert re.search(r"libjpeg loaded: libjpeg-turbo \S+ \(build \d+\) from /", out.stdout), out.stdout
+    # Anything but on/off/auto fails the import, naming the variable and the value (was: ignored).
+    out = _build_info_under("OFF")
+    assert out.returncode != 0
+    assert "SLIP_JPEG_INTERNALS: unknown value 'OFF' (on, off or auto)" in out.stderr

@@ -24,8 +24,28 @@ elif [ "$compiled_generation" != "$loaded_generation" ]; then
 else
   grep -q '^  JPEG entropy hook: on' "$WORK/version" || { cat "$WORK/version"; fail "the hook is off with the library this build was compiled against"; }
 fi
-SLIP_JPEG_INTERNALS=off "$SLIP" --version | grep -q '^  JPEG entropy hook: off: ' || fail "SLIP_JPEG_INTERNALS=off"
+SLIP_JPEG_INTERNALS=off "$SLIP" --version | grep -q '^  JPEG entropy hook: off: turned off by the program (SLIP_JPEG_INTERNALS=off)$' ||
+  fail "SLIP_JPEG_INTERNALS=off"
+# The loaded library by its own version string (3.0.4, 3.1.4 and 3.2 share libjpeg.so.62.4.0),
+# the headers by where CMake found them.
+grep -q '^  libjpeg loaded: libjpeg-turbo [0-9][0-9.]* (build [0-9]*) from /' "$WORK/version" || fail "the loaded version is not named"
+grep -q '^  libjpeg-turbo: compiled against libjpeg-turbo [0-9.]* (jpeglib.h [0-9.]* from /' "$WORK/version" ||
+  fail "the headers' origin is not named"
+grep -q '^  libpng [0-9]*\.[0-9]*\.[0-9]*$' "$WORK/version" || fail "no libpng version"
 pass "slip --version names the libraries and the hook"
+
+# SLIP_JPEG_INTERNALS as SLIP_SIMD: on, off, auto; anything else a usage error naming it.
+for bad in OFF false no 0; do
+  for cmd in --version "info $SRC/examples/sample"; do
+    set +e
+    SLIP_JPEG_INTERNALS=$bad "$SLIP" $cmd >/dev/null 2>"$WORK/err"
+    rc=$?
+    set -e
+    [ "$rc" = 2 ] && grep -q "SLIP_JPEG_INTERNALS: unknown value '$bad'" "$WORK/err" || { cat "$WORK/err"; fail "SLIP_JPEG_INTERNALS=$bad $cmd: exit $rc"; }
+  done
+done
+for good in on auto; do SLIP_JPEG_INTERNALS=$good "$SLIP" --version >/dev/null || fail "SLIP_JPEG_INTERNALS=$good"; done
+pass "SLIP_JPEG_INTERNALS takes on, off and auto, and refuses anything else with exit 2"
 
 cache=$("$SLIP" convert "$SRC/examples/sample" -o "$WORK/c" -q)
 restarts=$("$SLIP" convert "$SRC/examples/sample" -o "$WORK/r" -q --jpeg-restarts)

@@ -552,6 +552,89 @@ TEST(DecodeEngine, DecodeImagesLetsGoOfALargeImagesStorage) {
   EXPECT_EQ(slot[0].pixels.data(), storage) << "storage that fits was reallocated";
 }
 
+// The Loader's "decode" pipeline: a batch's whole images packed in one block, each exactly
+// engine_decode_full's (non-JPEG sample images included), and the block reused batch after batch
+// whatever thread decodes what: over many shuffled batches it is reallocated only for a batch
+// larger than any before, so the storage, and the memory of a long run, stop growing (issue
+// 42: RSS that crept by 30-50% over 60-200 epochs, each image's storage ratcheting up to 4 MiB).
+TEST(DecodeEngine, PackedImagesAreTheSingleImagePathInOneReusedBlock) {
+  SampleCache c(fs::path(SLIP_SOURCE_DIR) / "examples/sample");
+  DecodeOptions o;
+  o.groups = pipeline_crop_groups("decode");
+  o.threads = 3;
+  BatchDecoder engine(*c.cache, o);
+  const size_t n = c.cache->size();
+  std::vector<RgbImage> want;
+  std::vector<size_t> bytes;
+  for (size_t i = 0; i < n; ++i) {
+    want.push_back(engine_decode_full(c.cache->payload(0, i)));
+    bytes.push_back(want.back().pixels.size());
+  }
+  PackedImages packed;
+  std::vector<uint64_t> ids(n);
+  for (size_t i = 0; i < n; ++i) ids[i] = i;
+  size_t reallocations = 0, largest = 0;
+  const uint8_t* storage = nullptr;
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 60; ++round) {
+    std::shuffle(ids.begin(), ids.end(), rng);
+    const size_t batch = 1 + rng() % 8;
+    const std::span<const uint64_t> some(ids.data(), batch);
+    size_t total = 0;
+    for (uint64_t id : some) total += bytes[id];
+    engine.decode_images(some, packed);
+    ASSERT_EQ(packed.images.size(), batch);
+    ASSERT_EQ(packed.pixels.size(), total);
+    size_t offset = 0;
+    for (size_t slot = 0; slot < batch; ++slot) {
+      const PackedImages::Extent& e = packed.images[slot];
+      const RgbImage& w = want[some[slot]];
+      ASSERT_EQ(e.offset, offset);
+      ASSERT_EQ(e.width, w.width);
+      ASSERT_EQ(e.height, w.height);
+      ASSERT_EQ(std::memcmp(packed.pixels.data() + e.offset, w.pixels.data(), w.pixels.size()), 0) << "sample " << some[slot];
+      offset += w.pixels.size();
+    }
+    if (packed.pixels.data() != storage && total > 0) {
+      ++reallocations;
+      EXPECT_GT(total, largest) << "round " << round << ": the block was reallocated for a batch no larger than one before";
+    }
+    storage = packed.pixels.data();
+    largest = std::max(largest, total);
+    EXPECT_LE(packed.pixels.capacity(), std::max(largest + largest / 4, size_t{4} << 20)) << round;
+  }
+  EXPECT_LE(reallocations, 6u) << "the block keeps growing";
+  EXPECT_THROW(engine.decode_images(std::vector<uint64_t>{n}, packed), Error);
+}
+
+// A block that once held a large batch is given back for a much smaller one (over 4 MiB and over
+// twice the need), and reused when the batch fits.
+TEST(DecodeEngine, PackedImagesLetGoOfALargeBatchsBlock) {
+  test::TempDir tmp;
+  fs::create_directories(tmp.path() / "src/c");
+  constexpr int kW = 1600, kH = 1200;  // 5.8 MB of RGB
+  std::vector<uint8_t> rgb(static_cast<size_t>(kW) * kH * 3);
+  for (size_t i = 0; i < rgb.size(); ++i) rgb[i] = static_cast<uint8_t>((i / 3 % kW) ^ (i / 3 / kW) ^ (i % 3 * 85));
+  for (const auto& [name, width, height] : {std::tuple{"a_big.jpg", kW, kH}, std::tuple{"b_small.jpg", 64, 48}})
+    write_jpeg(tmp.path() / "src/c" / name, rgb.data(), width, kW * 3, height, TJSAMP_420, 90);
+  SampleCache c(tmp.path() / "src");
+  DecodeOptions o;
+  o.groups = pipeline_crop_groups("decode");
+  o.threads = 2;
+  BatchDecoder engine(*c.cache, o);
+  PackedImages packed;
+  const std::vector<uint64_t> both = {0, 1}, small = {1};
+  engine.decode_images(both, packed);
+  ASSERT_EQ(packed.pixels.size(), rgb.size() + 64 * 48 * 3);
+  engine.decode_images(small, packed);
+  EXPECT_LT(packed.pixels.capacity(), size_t{4} << 20) << "the large batch's block was kept";
+  const RgbImage want = engine_decode_full(c.cache->payload(0, 1));
+  ASSERT_EQ(packed.pixels, want.pixels);
+  const uint8_t* storage = packed.pixels.data();
+  engine.decode_images(small, packed);
+  EXPECT_EQ(packed.pixels.data(), storage) << "a block that fits was reallocated";
+}
+
 TEST(DecodeEngine, FlipMirrorsTheCrop) {
   SampleCache c(fs::path(SLIP_SOURCE_DIR) / "examples/sample");
   DecodeOptions o;

@@ -12,10 +12,14 @@
 #include <string_view>
 #include <vector>
 
+#include "decode/huffman_decoder.hpp"
 #include "decode/jpeg_region.hpp"
 #include "decode/libjpeg_internals.hpp"
 #include "image/jpeg_restarts.hpp"
+#include "image/libjpeg_errors.hpp"
 #include "slip/decode.hpp"
+#include "slip/error.hpp"
+#include "slip/simd.hpp"
 #include "test_support.hpp"
 
 namespace slip::detail {
@@ -147,6 +151,145 @@ TEST(LibjpegInternals, PublicApiPathGivesTheInternalsBytes) {
         compared += !a.rgb.empty() && !a.planes.empty();
       }
   EXPECT_EQ(compared, 5 * 2 * 3);
+}
+
+// SLIP_JPEG_INTERNALS as SLIP_SIMD is read: the exact words on, off and auto; anything else a
+// usage error naming the variable and the value (OFF, false, no were ignored: internals on).
+TEST(LibjpegInternals, EnvironmentTakesOnOffAutoAndRefusesAnythingElse) {
+  auto env = [](std::string value) -> Environment {
+    return [value](std::string_view name) -> std::optional<std::string> {
+      if (name == "SLIP_JPEG_INTERNALS") return value;
+      return std::nullopt;
+    };
+  };
+  for (const char* bad : {"OFF", "false", "no", "0", "On", " off"}) {
+    try {
+      apply_libjpeg_environment(env(bad));
+      ADD_FAILURE() << "accepted SLIP_JPEG_INTERNALS=" << bad;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::usage);
+      EXPECT_NE(e.message().find("SLIP_JPEG_INTERNALS"), std::string::npos) << e.message();
+      EXPECT_NE(e.message().find(std::string("'") + bad + "'"), std::string::npos) << e.message();
+    }
+  }
+  EXPECT_TRUE(apply_libjpeg_environment(env("off")));
+  EXPECT_FALSE(jpeg_engine_info().entropy_hook);
+  EXPECT_NE(jpeg_engine_info().reason.find("(SLIP_JPEG_INTERNALS=off)"), std::string::npos) << jpeg_engine_info().reason;
+  EXPECT_FALSE(apply_libjpeg_environment(env("auto")));
+  EXPECT_FALSE(apply_libjpeg_environment(env("on")));
+  EXPECT_FALSE(apply_libjpeg_environment([](std::string_view) { return std::nullopt; }));
+  set_libjpeg_internals(!kInternalsForcedOff);
+}
+
+// In a fresh process (the death-test child re-runs this executable): turned off, nothing probes
+// libjpeg, not even jpeg_engine_info() (slip --version, bench --json, slipcache.build_info()).
+TEST(LibjpegInternalsDeathTest, TurnedOffNeverRunsTheSelfTest) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        set_libjpeg_internals(false);
+        const JpegEngineInfo info = jpeg_engine_info();
+        JpegRegionDecoder d;
+        const auto jpeg = detailed_jpeg(64, 48, TJSAMP_420, false);
+        JpegImageInfo header;
+        std::vector<uint8_t> scratch;
+        DecodedRegion region;
+        const bool decoded = d.read_header(jpeg, header) && d.decode_region(1, 0, 0, 64, 48, scratch, region);
+        std::exit(decoded && !info.entropy_hook && !d.last_decode_used_internals() && libjpeg_decisions_probed() == 0 ? 0 : 1);
+      },
+      testing::ExitedWithCode(0), "");
+}
+
+// The decision follows the SIMD level: a self-test run below avx2 never exercised slip's Huffman
+// decoder, so moving up to avx2 decides again (with it) before the decoder touches an image.
+TEST(LibjpegInternalsDeathTest, ChangingTheSimdLevelDecidesAgain) {
+#if !SLIP_JPEG_INTERNALS_COMPILED
+  GTEST_SKIP() << "this build uses libjpeg's public API only";
+#else
+  if (kInternalsForcedOff) GTEST_SKIP() << "SLIP_JPEG_INTERNALS=off";
+  set_simd_level(cpu_simd_level());
+  if (!HuffmanDecoder::runs_here()) GTEST_SKIP() << "slip's Huffman decoder does not run on this CPU (needs BMI2 and avx2)";
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        set_simd_level(SimdLevel::sse4);
+        const bool low = libjpeg_internals_usable();
+        const int after_low = libjpeg_decisions_probed();
+        set_simd_level(cpu_simd_level());
+        const bool high = libjpeg_internals_usable();
+        const int after_high = libjpeg_decisions_probed();
+        std::exit(low && high && after_low == 1 && after_high == 2 ? 0 : 1);
+      },
+      testing::ExitedWithCode(0), "");
+#endif
+}
+
+// The self-test's method-pointer check: libjpeg's own functions are in the loaded library; a
+// pointer elsewhere (this executable's code, data, null) is not, so a moved member fails it.
+TEST(LibjpegInternals, MethodPointersOutsideTheLibraryAreRefused) {
+  EXPECT_TRUE(libjpeg_holds(reinterpret_cast<const void*>(&jpeg_read_header)));
+  EXPECT_TRUE(libjpeg_holds(reinterpret_cast<const void*>(&jpeg_start_decompress)));
+  EXPECT_FALSE(libjpeg_holds(reinterpret_cast<const void*>(&libjpeg_holds)));
+  static const int data = 1;
+  EXPECT_FALSE(libjpeg_holds(&data));
+  EXPECT_FALSE(libjpeg_holds(nullptr));
+  EXPECT_FALSE(libjpeg_holds(reinterpret_cast<const void*>(uintptr_t{0x10})));
+}
+
+// libjpeg checks its version and struct size inside jpeg_create_*, and reports by longjmp: under
+// create()'s own frame that is an error with libjpeg's message, classed as the library's.
+TEST(LibjpegErrors, CreateWithAnotherStructSizeIsCaught) {
+  {
+    jpeg_decompress_struct cinfo{};
+    LibjpegErrors errors;
+    errors.attach(reinterpret_cast<j_common_ptr>(&cinfo));
+    EXPECT_FALSE(errors.create(&cinfo, sizeof cinfo + 8));
+    EXPECT_TRUE(errors.capability);
+    EXPECT_NE(errors.message.find("struct mismatch"), std::string::npos) << errors.message;
+    jpeg_destroy_decompress(&cinfo);  // safe after a failed create
+  }
+  {
+    jpeg_compress_struct cinfo{};
+    LibjpegErrors errors;
+    errors.attach(reinterpret_cast<j_common_ptr>(&cinfo));
+    EXPECT_FALSE(errors.create(&cinfo, sizeof cinfo - 8));
+    EXPECT_TRUE(errors.capability);
+    EXPECT_NE(errors.message.find("struct mismatch"), std::string::npos) << errors.message;
+    jpeg_destroy_compress(&cinfo);
+    EXPECT_TRUE(errors.create(&cinfo));  // the right size
+    jpeg_destroy_compress(&cinfo);
+  }
+  EXPECT_EQ(libjpeg_unusable(), "");  // the library this build runs with is an 8-bit libjpeg
+}
+
+// A JPEG this libjpeg cannot decode (12-bit samples: SOF1 with precision 12) is not corrupt:
+// "this libjpeg cannot decode", Errc::io (exit 4), not bad_input (verify's 1, bench's 3).
+TEST(LibjpegErrors, AMissingCapabilityIsNotCorruptData) {
+  auto jpeg = detailed_jpeg(64, 48, TJSAMP_420, false);
+  size_t sof = 2;
+  while (sof + 4 < jpeg.size() && !(jpeg[sof] == std::byte{0xFF} && jpeg[sof + 1] == std::byte{0xC0})) ++sof;
+  ASSERT_LT(sof + 4, jpeg.size());
+  jpeg[sof + 1] = std::byte{0xC1};  // extended sequential
+  jpeg[sof + 4] = std::byte{12};    // precision
+  JpegRegionDecoder d;
+  JpegImageInfo info;
+  std::vector<uint8_t> scratch;
+  DecodedRegion region;
+  EXPECT_FALSE(d.read_header(jpeg, info) && d.decode_region(1, 0, 0, 64, 48, scratch, region));
+  EXPECT_EQ(d.failure_code(), Errc::io) << d.failure();
+  EXPECT_NE(d.failure().find("this libjpeg cannot decode"), std::string::npos) << d.failure();
+  EXPECT_NE(d.failure().find("precision 12"), std::string::npos) << d.failure();
+  try {
+    engine_decode_full(jpeg);
+    ADD_FAILURE() << "a 12-bit JPEG decoded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::io) << e.message();
+  }
+  // Corrupt data stays bad input.
+  auto corrupt = detailed_jpeg(64, 48, TJSAMP_420, false);
+  corrupt[sof + 1] = std::byte{0xC4};  // a DHT where the SOF was: no frame header
+  EXPECT_FALSE(d.read_header(corrupt, info) && d.decode_region(1, 0, 0, 64, 48, scratch, region));
+  EXPECT_EQ(d.failure_code(), Errc::bad_input) << d.failure();
 }
 
 }  // namespace

@@ -119,6 +119,17 @@ size_t crop_group_sample_bytes(const CropGroup& group, PixelType type);
 
 struct RgbImage;  // slip/image.hpp
 
+// A batch of whole RGB images packed one after another in one buffer: image i is the
+// images[i].height rows of images[i].width * 3 bytes at pixels.data() + images[i].offset.
+struct PackedImages {
+  struct Extent {
+    size_t offset = 0;
+    uint32_t width = 0, height = 0;
+  };
+  std::vector<uint8_t> pixels;  // size(): the batch's bytes; capacity() is reused batch after batch
+  std::vector<Extent> images;
+};
+
 class BatchDecoder {
  public:
   // Throws Error(usage) when the field is not an image field or the options are invalid.
@@ -146,6 +157,13 @@ class BatchDecoder {
   // same images batch after batch allocates only for larger images. Throws as decode() (the
   // images' contents are then unspecified).
   void decode_images(std::span<const uint64_t> ids, std::span<RgbImage> images);
+  // The same images packed into one buffer (the Loader's decode pipeline). Its size is planned
+  // from the images' headers before decoding, so the storage is one block per batch, reused as
+  // long as the batch fits: a caller passing the same PackedImages batch after batch allocates
+  // only for a batch larger than any before (with 1/4 to spare), or when the storage is over
+  // 4 MiB and over twice what the batch needs (then it is given back). Which thread decodes
+  // which image changes nothing of this. Throws as decode() (contents then unspecified).
+  void decode_images(std::span<const uint64_t> ids, PackedImages& out);
 
  private:
 #ifdef SLIP_UNSTABLE_API
@@ -166,18 +184,24 @@ RgbImage engine_decode_full(std::span<const std::byte> payload);
 // self-test at first use gives libjpeg's own fields and pixels. Otherwise every decode uses
 // libjpeg's public API: the same pixels, slower crops.
 struct JpegEngineInfo {
-  std::string libjpeg_compiled;  // the libjpeg-turbo this build's headers came from
-  std::string libjpeg_loaded;    // the library file this process runs with, and its ABI generation
+  std::string libjpeg_compiled;  // the libjpeg-turbo this build's headers came from, and where CMake found them
+  std::string libjpeg_loaded;    // the library this process runs with: version string, file, ABI generation
   bool entropy_hook = false;     // slip's Huffman decoder and partial decompression are in use
   std::string reason;            // why not, when entropy_hook is false
 };
-// Runs the self-test on first call (about a millisecond), then answers from memory.
+// Runs the self-test on first call (a few milliseconds), then answers from memory; never when the
+// internals are turned off (set_libjpeg_internals(false)) or the loaded libjpeg is refused
+// outright (one built for 12-bit samples: the reason says so, and every JPEG decode fails with
+// Error(io) "this libjpeg cannot decode JPEGs for slip").
 JpegEngineInfo jpeg_engine_info();
 // false: the public-API path only, in this process, from the next decode on (the `slip` command
 // and the Python module call it when the environment has SLIP_JPEG_INTERNALS=off); true: the
 // internals again where the self-test allows them.
 void set_libjpeg_internals(bool allowed);
-// SLIP_JPEG_INTERNALS=off (or 0) in `env`: set_libjpeg_internals(false). Returns whether it did.
+// SLIP_JPEG_INTERNALS in `env`: "off" calls set_libjpeg_internals(false) (then nothing probes
+// libjpeg: jpeg_engine_info() answers without the self-test), "on" or "auto" (the default)
+// set_libjpeg_internals(true); any other value throws Error(usage) naming the variable and the
+// value (as SLIP_SIMD: exact lower-case words). Returns whether it turned the internals off.
 // The slip command, the Python module and the unit tests call it once.
 bool apply_libjpeg_environment(const Environment& env);
 

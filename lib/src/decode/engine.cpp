@@ -6,6 +6,7 @@
 #include <exception>
 #include <new>
 #include <limits>
+#include <mutex>
 #include <optional>
 
 #include "decode/jpeg_region.hpp"
@@ -130,6 +131,8 @@ struct BatchDecoder::Impl {
 
   // A sample's bytes are bad: the error names the payload file, the sample and its offset.
   void fail(Worker& w, size_t slot, uint64_t id, const std::string& message) { record(w, slot, named_error(Errc::bad_input, message, id)); }
+  // The region decoder's failure, in its class: corrupt data, or this libjpeg cannot decode it.
+  void fail_jpeg(Worker& w, size_t slot, uint64_t id) { record(w, slot, named_error(w.jpeg.failure_code(), w.jpeg.failure(), id)); }
   // Records the exception in flight (called from a catch block). Each keeps its class: a
   // corrupt payload stays bad input, an I/O error or an interruption stays what it is, and
   // std::bad_alloc is rethrown as itself ("out of memory", not a verdict on the cache).
@@ -232,7 +235,7 @@ struct BatchDecoder::Impl {
       // A cut that does not decode: the whole image says what is wrong (or decodes after all).
       if (!restarted || !w.jpeg.read_header(payload, info) || !w.jpeg.planar_capable() ||
           !decode_window_planes(w, denom, x0, y0, x1, y1, {}, planes)) {
-        fail(w, slot, id, w.jpeg.failure());
+        fail_jpeg(w, slot, id);
         return true;
       }
     }
@@ -441,7 +444,7 @@ struct BatchDecoder::Impl {
         // A cut that does not decode: the whole image says what is wrong (or decodes after all).
         cut_x = cut_y = 0;
         if (!restarted || !w.jpeg.read_header(payload, info) || !w.jpeg.decode_region(denom, rx0, ry0, rx1, ry1, w.region, region)) {
-          fail(w, slot, id, w.jpeg.failure());
+          fail_jpeg(w, slot, id);
           return false;
         }
       }
@@ -686,6 +689,74 @@ void BatchDecoder::decode_images(std::span<const uint64_t> ids, std::span<RgbIma
   });
 }
 
+void BatchDecoder::decode_images(std::span<const uint64_t> ids, PackedImages& out) {
+  // The plan: each image's place from its header's size (what the decoders allocate by too;
+  // one beyond the pixel limit is refused by them and planned empty). An image that decodes to
+  // another size lands aside and the batch is packed again after: rare, never wrong.
+  constexpr size_t kAlwaysKeep = size_t{4} << 20;
+  for (uint64_t id : ids)
+    if (id >= impl_->cache.size()) throw Error(Errc::usage, "sample id " + std::to_string(id) + " is out of range");
+  out.images.assign(ids.size(), {});
+  size_t total = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const ImageSize size = declared_image_size(impl_->payload_of(ids[i]));
+    if (uint64_t{size.width} * size.height > kDecodePixelLimit) continue;
+    out.images[i] = {total, size.width, size.height};
+    total += size_t{size.width} * size.height * 3;
+  }
+  const auto fit_storage = [&out, kAlwaysKeep](size_t bytes) {
+    const size_t capacity = out.pixels.capacity();
+    if (capacity < bytes || (capacity > kAlwaysKeep && capacity / 2 > bytes)) {
+      std::vector<uint8_t> fresh;
+      fresh.reserve(bytes + bytes / 4);  // room for somewhat larger batches to come
+      out.pixels.swap(fresh);
+    }
+    out.pixels.resize(bytes);  // (zero-fills only bytes never used before)
+  };
+  fit_storage(total);
+  std::vector<std::vector<uint8_t>> aside;  // slot -> an image that did not match its plan
+  std::mutex aside_mutex;
+  impl_->for_each_whole_image(ids, [&](Worker& w, size_t slot, const RgbView& view) {
+    PackedImages::Extent& e = out.images[slot];
+    const size_t row = static_cast<size_t>(view.width) * 3, bytes = row * static_cast<size_t>(view.height);
+    uint8_t* dst = nullptr;
+    std::vector<uint8_t> misfit;
+    if (e.width == static_cast<uint32_t>(view.width) && e.height == static_cast<uint32_t>(view.height)) {
+      dst = out.pixels.data() + e.offset;
+    } else {
+      misfit.resize(bytes);
+      dst = misfit.data();
+      e = {0, static_cast<uint32_t>(view.width), static_cast<uint32_t>(view.height)};
+    }
+    for (int y = 0; y < view.height; ++y)
+      std::memcpy(dst + static_cast<size_t>(y) * row, view.data + static_cast<size_t>(y) * view.stride, row);
+    if (!misfit.empty()) {
+      std::lock_guard lock(aside_mutex);
+      if (aside.empty()) aside.resize(ids.size());
+      aside[slot] = std::move(misfit);
+    }
+    // A worker does not keep a huge image's scratch for every later one.
+    if (w.region.capacity() > kAlwaysKeep && w.region.capacity() / 2 > bytes) std::vector<uint8_t>().swap(w.region);
+  });
+  if (aside.empty()) return;
+  // Pack again: every image at its decoded size, in slot order.
+  std::vector<uint8_t> planned(out.pixels.begin(), out.pixels.end());
+  size_t packed = 0;
+  std::vector<size_t> from(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    from[i] = out.images[i].offset;
+    out.images[i].offset = packed;
+    packed += size_t{out.images[i].width} * out.images[i].height * 3;
+  }
+  fit_storage(packed);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const PackedImages::Extent& e = out.images[i];
+    const size_t bytes = size_t{e.width} * e.height * 3;
+    const uint8_t* src = aside[i].empty() ? planned.data() + from[i] : aside[i].data();
+    if (bytes) std::memcpy(out.pixels.data() + e.offset, src, bytes);
+  }
+}
+
 namespace detail {
 
 std::vector<uint8_t> decode_crops_for_test(const Cache& cache, uint64_t sample, const DecodeOptions& options,
@@ -716,7 +787,7 @@ RgbImage engine_decode_full(std::span<const std::byte> payload) {
       if (oversized(info)) throw Error(Errc::bad_input, refused_message(info));
       std::vector<uint8_t> scratch;
       DecodedRegion region;
-      if (!jpeg.decode_region(1, 0, 0, info.width, info.height, scratch, region)) throw Error(Errc::bad_input, jpeg.failure());
+      if (!jpeg.decode_region(1, 0, 0, info.width, info.height, scratch, region)) throw Error(jpeg.failure_code(), jpeg.failure());
       RgbImage image;
       image.width = static_cast<uint32_t>(info.width);
       image.height = static_cast<uint32_t>(info.height);
@@ -727,7 +798,7 @@ RgbImage engine_decode_full(std::span<const std::byte> payload) {
                     static_cast<size_t>(info.width) * 3);
       return image;
     }
-    if (!jpeg.message().empty()) throw Error(Errc::bad_input, jpeg.failure());
+    if (!jpeg.message().empty()) throw Error(jpeg.failure_code(), jpeg.failure());
   }
   return decode_to_rgb(payload);
 }

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <span>
 
+#include "slip/error.hpp"
 #include "slip/image.hpp"
 #include "util/scratch.hpp"
 
@@ -21,8 +22,9 @@
 namespace slip::detail {
 
 JpegRegionDecoder::JpegRegionDecoder(LibjpegInternals internals) : internals_mode_(internals) {
+  require_usable_libjpeg();
   errors_.attach(reinterpret_cast<j_common_ptr>(&cinfo_));
-  jpeg_create_decompress(&cinfo_);
+  if (!errors_.create(&cinfo_)) throw Error(Errc::io, "libjpeg: " + errors_.message);
   errors_.limit_scans(&cinfo_);
 }
 
@@ -34,9 +36,9 @@ bool JpegRegionDecoder::read_header(std::span<const std::byte> data, JpegImageIn
   jpeg_destroy_decompress(&cinfo_);
   cinfo_ = {};
   errors_.attach(reinterpret_cast<j_common_ptr>(&cinfo_));
-  jpeg_create_decompress(&cinfo_);
-  errors_.limit_scans(&cinfo_);
   errors_.clear();
+  if (!errors_.create(&cinfo_)) return false;  // (out of memory, say: a capability failure)
+  errors_.limit_scans(&cinfo_);
   if (setjmp(errors_.jump())) {
     jpeg_abort_decompress(&cinfo_);
     return false;
@@ -76,6 +78,7 @@ bool internals_for(LibjpegInternals mode) {
 }  // namespace
 
 std::string JpegRegionDecoder::failure() const {
+  if (errors_.capability) return "this libjpeg cannot decode this JPEG (" + errors_.message + ")";
   if (errors_.refused) return "JPEG not decodable with this libjpeg (it refused the request, not the data: " + errors_.message + ")";
   return "corrupt JPEG: " + errors_.message;
 }

@@ -19,6 +19,7 @@
 #include "decode/huffman_decoder.hpp"
 #include "decode/restart_cut.hpp"
 #include "image/libjpeg_errors.hpp"
+#include "slip/error.hpp"
 
 namespace slip::detail {
 
@@ -68,6 +69,7 @@ enum class LibjpegInternals { automatic, probe, never };
 
 class JpegRegionDecoder {
  public:
+  // Throws Error(io) when the loaded libjpeg must not be used at all (libjpeg_unusable()).
   explicit JpegRegionDecoder(LibjpegInternals internals = LibjpegInternals::automatic);
   ~JpegRegionDecoder();
   JpegRegionDecoder(const JpegRegionDecoder&) = delete;
@@ -109,6 +111,9 @@ class JpegRegionDecoder {
   // The last failure as the engine reports it: "corrupt JPEG: ..." for bad data, or libjpeg's
   // refusal of the request (a feature this libjpeg does not support), which is not the data's fault.
   std::string failure() const;
+  // failure()'s class: Errc::io ("this libjpeg cannot decode it": arithmetic coding or a sample
+  // precision not compiled in, another library version) or Errc::bad_input (corrupt data).
+  Errc failure_code() const { return errors_.capability ? Errc::io : Errc::bad_input; }
   // Whether the last decode went through libjpeg's internals.
   bool last_decode_used_internals() const { return use_internals_; }
 

@@ -6,8 +6,9 @@
 // before insufficient_data). So the internals are used only when, once per process,
 //   1. this build was compiled against a tested libjpeg-turbo (kTestedRange),
 //   2. the library loaded at run time is of the same ABI generation as those headers, and
-//   3. a self-test on small JPEGs made at run time reads libjpeg's own master fields back as
-//      expected and decodes them through the internals to exactly libjpeg's own pixels;
+//   3. a self-test on small JPEGs made at run time finds libjpeg's method pointers in the library,
+//      reads libjpeg's own master fields back as expected, and decodes them (every sampling and
+//      DCT scale) through the internals to exactly libjpeg's own pixels;
 // otherwise every decode goes through libjpeg's public API (its own Huffman decoder,
 // jpeg_crop_scanline / jpeg_skip_scanlines, whole planes), which gives the same bytes.
 #pragma once
@@ -36,8 +37,14 @@ struct LibjpegStatus {
   std::string reason;      // why the internals are off ("" when on)
 };
 
-// Decided once per process, on first call (about a millisecond); thread-safe.
+// Decided on first call (a few milliseconds) for the SIMD level in use, again on the first call
+// after a change of level that switches slip's Huffman decoder on or off; thread-safe. A library
+// that libjpeg_unusable() refuses is never probed.
 const LibjpegStatus& libjpeg_status();
+// The libjpeg-turbo this build's headers came from, and where CMake found them.
+std::string libjpeg_compiled();
+// The library this process runs with: its version string, file and ABI generation.
+const std::string& libjpeg_loaded();
 // libjpeg_status().internals, unless the embedding program forbade them
 // (slip::set_libjpeg_internals(false)). Cheap: called per decode.
 bool libjpeg_internals_usable();
@@ -45,5 +52,11 @@ bool libjpeg_internals_usable();
 // Runs the self-test now, whatever was decided for the process: "" when it passes, else what
 // failed (tests call it to show the self-test itself works).
 std::string libjpeg_self_test();
+// How many times this process decided by running the self-test (libjpeg_status()); tests check
+// that SLIP_JPEG_INTERNALS=off and a refused library never get there.
+int libjpeg_decisions_probed();
+// Whether `function` lies in the loaded libjpeg (the library holding jpeg_read_header): the
+// self-test's check of the method pointers it reads through this build's layout.
+bool libjpeg_holds(const void* function);
 
 }  // namespace slip::detail

@@ -7,6 +7,7 @@
 #include <jpeglib.h>
 
 #include "image/libjpeg_errors.hpp"
+#include "slip/error.hpp"
 
 namespace slip::detail {
 
@@ -24,11 +25,15 @@ namespace {
 class Reencoder {
  public:
   Reencoder() {
+    require_usable_libjpeg();
     errors_.attach(reinterpret_cast<j_common_ptr>(&decompress_));
     errors_.attach(reinterpret_cast<j_common_ptr>(&compress_));
-    jpeg_create_decompress(&decompress_);
+    if (!errors_.create(&decompress_) || !errors_.create(&compress_)) {
+      jpeg_destroy_compress(&compress_);  // (safe on an object whose create failed or never ran)
+      jpeg_destroy_decompress(&decompress_);
+      throw Error(Errc::io, "libjpeg: " + errors_.message);
+    }
     errors_.limit_scans(&decompress_);
-    jpeg_create_compress(&compress_);
   }
   ~Reencoder() {
     jpeg_destroy_compress(&compress_);

@@ -28,6 +28,7 @@ uint32_t restart_interval_for(uint32_t mcus_per_row, uint32_t mcu_width);
 // extended) JPEG with optimal Huffman tables and restart_interval_for(...) MCUs per restart
 // interval. nullopt when libjpeg reports anything about the input, even a warning (a corrupt
 // JPEG is then stored as it came, not repaired), or when it is not a 1- or 3-component JPEG.
+// Throws Error(io) when the loaded libjpeg must not be used (libjpeg_unusable()).
 std::optional<std::vector<std::byte>> reencode_with_restarts(std::span<const std::byte> jpeg);
 
 }  // namespace slip::detail

@@ -14,7 +14,7 @@
 
 #include <archive.h>
 #include <curl/curl.h>
-#include <openssl/opensslv.h>
+#include <openssl/crypto.h>
 #include <png.h>
 #include <xxhash.h>
 #include <zstd.h>
@@ -159,8 +159,11 @@ std::string build_info() {
       "\n  SIMD kernels: " + std::string(simd_level_name()) + " (this CPU's best: " + std::string(simd_level_name(cpu_simd_level())) + ")";
   out += "\n  " + std::string(archive_version_string());
   out += "\n  libcurl " + std::string(curl_version_info(CURLVERSION_NOW)->version);
-  out += "\n  " + std::string(OPENSSL_VERSION_TEXT);
-  out += "\n  libpng " + std::string(PNG_LIBPNG_VER_STRING);
+  // The libraries loaded, not the headers compiled against (a distribution update or
+  // LD_LIBRARY_PATH changes them under the same SONAME).
+  out += "\n  " + std::string(OpenSSL_version(OPENSSL_VERSION));
+  const png_uint_32 png = png_access_version_number();  // e.g. 10639 for 1.6.39
+  out += "\n  libpng " + std::to_string(png / 10000) + "." + std::to_string(png / 100 % 100) + "." + std::to_string(png % 100);
   out += "\n  zstd " + std::string(ZSTD_versionString());
   out += "\n  xxhash " + std::to_string(XXH_versionNumber());
   return out;

@@ -13,6 +13,7 @@
 #include "format/layout.hpp"
 #include "format/pickle_index.hpp"
 #include "format/staging.hpp"
+#include "image/libjpeg_errors.hpp"
 #include "slip/cache.hpp"
 #include "slip/decode.hpp"
 #include "slip/error.hpp"
@@ -322,6 +323,9 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
   const unsigned threads = options.threads ? options.threads : available_cpus();
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw Error(Errc::io, "not a directory").with_path(dir.string());
+  // --decode with a libjpeg that must not be handed a buffer (a 12-bit build): one error first,
+  // not every image called corrupt after the structural pass.
+  if (options.decode) detail::require_usable_libjpeg();
 
   auto finish = [&] {
     report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -562,6 +566,7 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
               sink.add(f.files[0], i, f.name,
                        "decoded pixels differ from TurboJPEG's: max " + std::to_string(max_diff) + ", mean " + std::to_string(mean));
           } catch (const Error& e) {
+            if (e.code() != Errc::bad_input) throw;  // this libjpeg cannot decode it (exit 4), not a corrupt image
             sink.add(f.files[0], i, f.name, "image does not decode: " + e.message());
           }
         });
