@@ -128,7 +128,7 @@ _slip() {
       --seed) return ;;
       --crops) return ;;
       --flip) return ;;
-      --layout) COMPREPLY=($(compgen -W "hwc chw" -- "$cur")); return ;;
+      --layout) COMPREPLY=($(compgen -W "hwc chw nhwc nchw" -- "$cur")); return ;;
       --dtype) COMPREPLY=($(compgen -W "uint8 float32" -- "$cur")); return ;;
       --filter) COMPREPLY=($(compgen -W "bilinear bicubic" -- "$cur")); return ;;
       --resample) COMPREPLY=($(compgen -W "auto rgb planar" -- "$cur")); return ;;

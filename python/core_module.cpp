@@ -889,8 +889,7 @@ PYBIND11_MODULE(_core, m) {
              cfg.decode.flip_probability = flip && pipeline != "center" ? 0.5 : 0.0;
              cfg.decode.seed = seed;
              cfg.decode.threads = threads;
-             if (layout != "NHWC" && layout != "NCHW") throw slip::Error(slip::Errc::usage, "layout must be NHWC or NCHW");
-             cfg.decode.layout = layout == "NCHW" ? slip::PixelLayout::chw : slip::PixelLayout::hwc;
+             cfg.decode.layout = slip::parse_pixel_layout(layout);
              if (dtype != "uint8" && dtype != "float32") throw slip::Error(slip::Errc::usage, "dtype must be uint8 or float32");
              cfg.decode.type = dtype == "float32" ? slip::PixelType::float32 : slip::PixelType::uint8;
              if (mean.size() != 3 || std.size() != 3) throw slip::Error(slip::Errc::usage, "mean and std want 3 values");

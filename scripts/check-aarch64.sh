@@ -56,8 +56,8 @@ cmake --build "$BUILD" -j "$(nproc)"
 #  python.module               the host's Python (numpy, Pillow, torchvision are x86-64) cannot import the arm64 module
 #  integration.install_consumer  compiles consumers with the host's g++ against the installed arm64 library
 #  integration.bounded_rss       measures resident memory, which under emulation is qemu's, not slip's
-#  integration.remote_planning   bounds the time to the first request (5 s), which emulation exceeds
-#  integration.imagefolder_slowfs  a speed ratio against a FUSE file system
+#  integration.remote_planning   plans 1,000,000 shards and 100,000 twice: minutes of CPU emulated
+#  integration.imagefolder_slowfs  mounts tests/slowfs, an arm64 FUSE daemon the host would run emulated
 unset SLIP_TEST_LIBJPEG3_DIR  # an x86-64 libjpeg-turbo 3.x (tests/integration/jpeg_engine.sh) cannot load into arm64 slip
 excluded='^(python\.module|integration\.install_consumer|integration\.bounded_rss|integration\.remote_planning|integration\.imagefolder_slowfs)$'
 selection=()

@@ -97,7 +97,9 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("--crops", a->options.crops, "multicrop: crop groups, e.g. 2x224@0.32-1,8x96@0.05-0.32 (default: dino)")
       ->type_name("SPEC");
   sub.add_option("--flip", a->options.decode.flip_probability, "Horizontal flip probability")->default_val(0.5);
-  sub.add_option("--layout", a->layout, "hwc or chw")->check(CLI::IsMember({"hwc", "chw"}))->default_val("hwc");
+  sub.add_option("--layout", a->layout, "Pixel layout: hwc (NHWC) or chw (NCHW), any case, as the Python Loader's layout=")
+      ->check(CLI::IsMember({"hwc", "chw", "nhwc", "nchw"}, CLI::ignore_case))
+      ->default_val("hwc");
   sub.add_option("--dtype", a->dtype, "uint8, or float32 with ImageNet normalisation")
       ->check(CLI::IsMember({"uint8", "float32"}))
       ->default_val("uint8");
@@ -135,7 +137,7 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
     BenchOptions options = a->options;
     options.decode.threads = resolve_threads(options.decode.threads);
     options.shuffle = a->order == "shuffle";
-    options.decode.layout = a->layout == "chw" ? PixelLayout::chw : PixelLayout::hwc;
+    options.decode.layout = parse_pixel_layout(a->layout);
     options.decode.type = a->dtype == "float32" ? PixelType::float32 : PixelType::uint8;
     options.decode.filter = a->filter == "bicubic" ? ResampleFilter::bicubic : ResampleFilter::bilinear;
     options.decode.crop_aware = !a->no_crop_aware;

@@ -114,7 +114,12 @@ std::string zsh(const std::vector<OptionInfo>& globals, const std::vector<Comman
     else
       o << "        '*:file:_files' ;;\n";
   }
-  o << "    esac ;;\n  esac\n}\n_slip \"$@\"\n";
+  // Autoloaded from fpath, this file is _slip's body: funcstack[1] is _slip, so it completes.
+  // Sourced (`source <(slip completions zsh)`), it registers _slip instead, starting compinit
+  // first if the shell has not (compdef comes with it).
+  o << "    esac ;;\n  esac\n}\n"
+    << "if [[ ${funcstack[1]-} == _slip ]]; then\n  _slip \"$@\"\nelse\n"
+    << "  (( $+functions[compdef] )) || { autoload -Uz compinit && compinit; }\n  compdef _slip slip\nfi\n";
   return o.str();
 }
 
@@ -157,6 +162,13 @@ std::string fish(const std::vector<OptionInfo>& globals, const std::vector<Comma
 Action setup_completions(CLI::App& sub, const GlobalOptions&) {
   auto shell = std::make_shared<std::string>();
   sub.add_option("shell", *shell, "Shell to generate completions for")->required()->check(CLI::IsMember({"bash", "zsh", "fish"}));
+  sub.footer(
+      "Installing (the script prints to stdout):\n"
+      "  bash  in ~/.bashrc: source <(slip completions bash)\n"
+      "        or: slip completions bash > ~/.local/share/bash-completion/completions/slip\n"
+      "  zsh   in ~/.zshrc: source <(slip completions zsh)   (runs compinit if it has not run)\n"
+      "        or on fpath: slip completions zsh > ~/.zfunc/_slip, with fpath+=(~/.zfunc) before compinit\n"
+      "  fish  slip completions fish > ~/.config/fish/completions/slip.fish");
   return [shell, &sub]() -> int {
     const CLI::App& root = *sub.get_parent();
     const auto globals = describe_options(root, false);

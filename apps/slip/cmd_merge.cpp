@@ -23,7 +23,7 @@ Action setup_merge(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("--from", a->from, "Work directory holding the parts (<name>-<id8>.parts)")->type_name("DIR");
   sub.add_option("--source", a->sources,
                  "The source(s) given to convert --shard (with the same -o): merge the work directory of that conversion, "
-                 "found without reading the source")
+                 "found without reading the source (several sources: repeatable, or listed after one --source)")
       ->type_name("SOURCE");
   sub.add_option("--status", a->status, "List done / missing / incomplete parts of a work directory; exit 1 unless all are done")
       ->type_name("DIR");

@@ -8,9 +8,22 @@
 #include "slip/cache.hpp"
 #include "slip/convert.hpp"
 #include "slip/error.hpp"
+#include "slip/runtime.hpp"
 #include "slip/subset.hpp"
 
 namespace slip::cli {
+
+namespace {
+// Where a copy subset goes: -o, else $SLIPSTREAM_CACHE_DIR when the user set it, else beside its
+// parent cache, on the same file system (a subset of /scratch/C belongs in /scratch, not in
+// ~/.slipstream on a home directory with a small quota).
+std::filesystem::path subset_root(const std::string& given, const Cache& parent) {
+  if (!given.empty() || env_value(process_environment(), "SLIPSTREAM_CACHE_DIR")) return output_root(given);
+  std::filesystem::path cache = std::filesystem::absolute(parent.path()).lexically_normal();
+  if (!cache.has_filename()) cache = cache.parent_path();  // "C/": the directory C
+  return cache.parent_path();
+}
+}  // namespace
 
 Action setup_subset(CLI::App& sub, const GlobalOptions& global) {
   struct Args {
@@ -43,7 +56,7 @@ Action setup_subset(CLI::App& sub, const GlobalOptions& global) {
       ->default_val("copy");
   sub.add_option("-o,--output", a->output, "Output directory (copy) or .npy file (ids; - for stdout)")
       ->type_name("PATH")
-      ->default_str("$SLIPSTREAM_CACHE_DIR or ~/.slipstream; ids: ./<cache>-<n>.ids.npy");
+      ->default_str("copy: $SLIPSTREAM_CACHE_DIR if set, else beside the parent cache (its directory); ids: ./<cache>-<n>.ids.npy");
   sub.add_option("--name", a->name, "Name part of the subset cache (default: <parent>-subset)")->type_name("NAME");
   sub.add_flag("--json", a->json, "Print one JSON object");
   sub.add_flag("-n,--dry-run", a->dry_run, "Say what would be selected and written where; write nothing");
@@ -84,7 +97,7 @@ Action setup_subset(CLI::App& sub, const GlobalOptions& global) {
       } else {
         auto source = open_cache_subset(a->cache, ids);
         ConvertOptions options;
-        options.output_dir = output_root(a->output);
+        options.output_dir = subset_root(a->output, cache);
         options.created = source_date_epoch();
         options.name = a->name;
         options.non_jpeg = NonJpegPolicy::keep;  // as the real run: part of the content id
@@ -107,7 +120,7 @@ Action setup_subset(CLI::App& sub, const GlobalOptions& global) {
     } else {
       auto source = open_cache_subset(a->cache, ids);
       ConvertOptions options;
-      options.output_dir = output_root(a->output);  // -o, else $SLIPSTREAM_CACHE_DIR or ~/.slipstream (as --help says)
+      options.output_dir = subset_root(a->output, cache);  // as --help says
       options.name = a->name;
       options.non_jpeg = NonJpegPolicy::keep;  // payloads are copied as the parent stores them
       Progress progress("subset", global.show_progress());

@@ -87,8 +87,10 @@ int main(int argc, char** argv) {
   // conversion went to that churn (perf). 4 MiB per arena is a few samples, not a leak.
   ::mallopt(M_TRIM_THRESHOLD, 4 << 20);
 
-  // Colour only on a terminal, as spdlog's colour sink did; NO_COLOR (no-color.org) turns it off.
-  const bool color = stderr_is_terminal() && std::getenv("NO_COLOR") == nullptr;
+  // Colour only on a terminal, as spdlog's colour sink did; NO_COLOR (no-color.org) turns it off
+  // when set to a non-empty value (an empty NO_COLOR= leaves colour on, as the convention says).
+  const char* no_color = std::getenv("NO_COLOR");
+  const bool color = stderr_is_terminal() && (no_color == nullptr || *no_color == '\0');
   auto logger = std::make_shared<spdlog::logger>("slip", std::make_shared<PrintableStderrSink>(color));
   spdlog::set_default_logger(logger);
   // The library prints nothing itself: its warnings and notes come here.

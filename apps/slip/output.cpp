@@ -252,19 +252,27 @@ void Progress::update(uint64_t done, std::optional<uint64_t> total) {
   if (!enabled_) return;
   const auto now = std::chrono::steady_clock::now();
   if (drawn_ && now - last_ < std::chrono::milliseconds(100) && !(total && done >= *total)) return;
+  // A rate needs time to mean anything: none on a phase's first tick (a few items in
+  // microseconds read as "984615385/s") nor before half a second has passed.
+  const double secs = std::chrono::duration<double>(now - start_).count();
+  const bool rated = drawn_ && secs >= 0.5 && done > 0;
   last_ = now;
   drawn_ = true;
-  const double secs = std::chrono::duration<double>(now - start_).count();
-  const double rate = secs > 0 ? static_cast<double>(done) / secs : 0;
+  const double rate = rated ? static_cast<double>(done) / secs : 0;
   char line[160];
   if (total && *total > 0) {
-    const double eta = rate > 0 ? static_cast<double>(*total - std::min(done, *total)) / rate : 0;
-    std::snprintf(line, sizeof line, "\r%s %llu/%llu (%3.0f%%) %.0f/s ETA %.0fs   ", label_.c_str(), static_cast<unsigned long long>(done),
-                  static_cast<unsigned long long>(*total), 100.0 * static_cast<double>(done) / static_cast<double>(*total), rate, eta);
+    const int n = std::snprintf(line, sizeof line, "\r%s %llu/%llu (%3.0f%%)", label_.c_str(), static_cast<unsigned long long>(done),
+                                static_cast<unsigned long long>(*total), 100.0 * static_cast<double>(done) / static_cast<double>(*total));
+    if (rated && n > 0 && static_cast<size_t>(n) < sizeof line)
+      std::snprintf(line + n, sizeof line - static_cast<size_t>(n), " %.0f/s ETA %.0fs", rate,
+                    static_cast<double>(*total - std::min(done, *total)) / rate);
   } else {
-    std::snprintf(line, sizeof line, "\r%s %llu %.0f/s   ", label_.c_str(), static_cast<unsigned long long>(done), rate);
+    const int n = std::snprintf(line, sizeof line, "\r%s %llu", label_.c_str(), static_cast<unsigned long long>(done));
+    if (rated && n > 0 && static_cast<size_t>(n) < sizeof line)
+      std::snprintf(line + n, sizeof line - static_cast<size_t>(n), " %.0f/s", rate);
   }
   std::fputs(line, stderr);
+  std::fputs("   ", stderr);  // clears what a longer previous line left
   std::fflush(stderr);
 }
 

@@ -5,21 +5,26 @@
 namespace slip::cli {
 
 namespace {
-// A repeatable KEY=VALUE style flag stored as ("key", value) settings in flag order.
+// How often a setting may be given: `many` settings (read with get_all) keep every value in flag
+// order and show "..." in --help; `once` settings take one value (a repeat: the last wins) and
+// show none, so --help does not suggest they can be repeated.
+enum class Given { once, many };
+
+// A KEY=VALUE style flag stored as ("key", value) settings in flag order.
 // `type` is the placeholder --help shows (N, SECONDS, DIR, ...; "" for a choice).
 CLI::Option* add_setting(CLI::App& sub, SourceOptions& options, const std::string& flag, const std::string& key, const std::string& type,
-                         const std::string& help) {
-  return sub
-      .add_option_function<std::vector<std::string>>(
-          flag,
-          [&options, key](const std::vector<std::string>& values) {
-            for (const auto& v : values) options.set(key, v);
-          },
-          help)
-      ->type_name(type)
-      ->allow_extra_args(false)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
-      ->group("Source options");
+                         const std::string& help, Given given = Given::once) {
+  CLI::Option* opt = sub.add_option_function<std::vector<std::string>>(
+                            flag,
+                            [&options, key](const std::vector<std::string>& values) {
+                              for (const auto& v : values) options.set(key, v);
+                            },
+                            help)
+                         ->type_name(type)
+                         ->allow_extra_args(false)
+                         ->group("Source options");
+  if (given == Given::many) return opt->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  return opt->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
 }
 }  // namespace
 
@@ -45,7 +50,8 @@ void add_source_flags(CLI::App& sub, SourceOptions& options) {
          "--allow-truncated", [&options] { options.set("allow-truncated", "1"); },
          "Tar: convert a shard that ends without tar's end-of-archive blocks (cut short) instead of failing (exit 3)")
       ->group("Source options");
-  add_setting(sub, options, "--field", "field", "EXT=TYPE", "Tar: type of a member extension, EXT=image|int|float|str|bytes (repeatable)");
+  add_setting(sub, options, "--field", "field", "EXT=TYPE", "Tar: type of a member extension, EXT=image|int|float|str|bytes (repeatable)",
+              Given::many);
   add_setting(sub, options, "--image-field", "image-field", "EXT",
               "Tar: member extension that feeds the image field (default: the first image member)");
   add_setting(sub, options, "--label-field", "label-field", "EXT",
@@ -53,13 +59,15 @@ void add_source_flags(CLI::App& sub, SourceOptions& options) {
   add_setting(sub, options, "--missing", "missing", "", "Tar: a sample missing a field: error, skip (ledger) or empty")
       ->check(CLI::IsMember({"error", "skip", "empty"}));
   // LitData.
-  add_setting(sub, options, "--fields", "fields", "NAMES", "LitData: names for the leaves of tuple/list samples, in order: a,b,...");
+  add_setting(sub, options, "--fields", "fields", "NAMES", "LitData: names for the leaves of tuple/list samples, in order: a,b,... (repeatable: the lists are joined)",
+              Given::many);
   add_setting(sub, options, "--layout", "layout", "", "Tar: webdataset (key.ext members, default) or imagefolder (class/file members)")
       ->check(CLI::IsMember({"webdataset", "imagefolder"}));
   // FFCV (and other sources with named fields).
-  add_setting(sub, options, "--rename", "rename", "OLD=NEW", "Rename a source field: OLD=NEW (repeatable)");
+  add_setting(sub, options, "--rename", "rename", "OLD=NEW", "Rename a source field: OLD=NEW (repeatable)", Given::many);
   add_setting(sub, options, "--raw-field", "raw-field", "FIELD",
-              "FFCV custom field classes / LitData unknown serializers: keep the raw bytes as a bytes field instead of failing");
+              "FFCV custom field classes / LitData unknown serializers: keep the raw bytes as a bytes field instead of failing (repeatable)",
+              Given::many);
   // Remote sources (http://, https://, s3://).
   add_setting(sub, options, "--download-dir", "download-dir", "DIR",
               "Remote: where downloads go and resume from (default: $SLIPSTREAM_CACHE_DIR/downloads or ~/.slipstream/downloads)")

@@ -261,7 +261,7 @@ class Loader:
             per epoch, disjoint from the others' (padded by repetition, as DistributedSampler).
         drop_last: leave out the last, smaller batch.
         threads: decoding threads; 0: every available CPU.
-        layout: ``"NHWC"`` or ``"NCHW"``.
+        layout: ``"NHWC"`` or ``"NCHW"`` (also ``"HWC"``/``"CHW"``, as ``slip bench --layout``; any case).
         dtype: ``"uint8"`` (0..255) or ``"float32"`` (``(x/255 - mean) / std``).
         mean: per-channel mean for float32 output (ImageNet's by default).
         std: per-channel standard deviation for float32 output.

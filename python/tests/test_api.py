@@ -105,14 +105,23 @@ def test_stubtest_when_mypy_is_installed():
     assert out.returncode == 0, out.stdout + out.stderr
 
 
+@pytest.mark.parametrize("layout,shape", [("NCHW", (2, 3, 32, 32)), ("nchw", (2, 3, 32, 32)), ("chw", (2, 3, 32, 32)),
+                                          ("CHW", (2, 3, 32, 32)), ("hwc", (2, 32, 32, 3)), ("nhwc", (2, 32, 32, 3))])
+def test_layout_any_spelling_any_case(sample_cache, layout, shape):
+    # One spelling everywhere: `slip bench --layout` says hwc/chw, the Loader said NHWC/NCHW.
+    batch = next(iter(slipcache.Loader(sample_cache, batch_size=2, pipeline="32@0.5-1", layout=layout)))
+    assert batch["image"].shape == shape
+
+
 def test_errors_carry_code_path_and_sample(sample_cache):
     with pytest.raises(slipcache.Error) as e:
         slipcache.Cache("/nonexistent/cache")
     assert e.value.code == 4 and e.value.kind == "io" and e.value.path.startswith("/nonexistent")
     assert e.value.sample is None and "/nonexistent" in str(e.value)
     with pytest.raises(slipcache.Error) as e:
-        slipcache.Loader(sample_cache, layout="CHW")
-    assert e.value.code == 2 and e.value.kind == "usage" and e.value.message == "layout must be NHWC or NCHW"
+        slipcache.Loader(sample_cache, layout="CWH")
+    assert e.value.code == 2 and e.value.kind == "usage"
+    assert e.value.message == "layout must be HWC (NHWC) or CHW (NCHW), in any case, not 'CWH'"
     assert isinstance(e.value, RuntimeError) and slipcache.Error.__module__ == "slipcache"
     assert "exit status" in slipcache.Error.__doc__
 

@@ -85,6 +85,14 @@ if command -v zsh >/dev/null; then
     words=(slip ""); CURRENT=2; _slip' 2>&1 | cut -d: -f1 | tr '\n' ' ')
   echo "$got" | grep -qw convert || fail "zsh: completion did not offer convert (got: $got)"
   pass "zsh registers _slip for slip and offers the subcommands"
+  # Sourced, as `slip completions --help` says (`source <(slip completions zsh)` in ~/.zshrc),
+  # after compinit and without it: _slip is registered, and sourcing prints nothing.
+  for init in 'autoload -U compinit; compinit -u -D' ':'; do
+    got=$(ZDOTDIR=$WORK zsh -f -c "$init"'; source <("$0" completions zsh) || exit 1; print -r -- "${_comps[slip]-unregistered}"' "$SLIP" 2>&1)
+    [ "$got" = _slip ] || fail "zsh: source <(slip completions zsh) after '$init' gave: $got"
+  done
+  "$SLIP" completions --help | grep -q 'source <(slip completions zsh)' || fail "slip completions --help does not say how to install them"
+  pass "zsh: source <(slip completions zsh) registers _slip, with or without compinit before it"
 else
   echo "skip: zsh not installed"
 fi

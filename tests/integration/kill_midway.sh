@@ -15,6 +15,17 @@ t0=$(date +%s%N)
 "$SLIP" convert "$BIG" -o "$WORK/timing" -j 1 >/dev/null
 full_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 echo "an uninterrupted convert takes ${full_ms} ms"
+# wait_for_temp PID: until convert PID's temporary directory exists in $out (an event, not a
+# time: a kill after a fixed fraction of the calibrated run could land before it on a loaded
+# machine). The polls are a hang guard; the conversion takes seconds after it appears.
+wait_for_temp() {
+  for _ in $(seq 6000); do
+    ls -A "$out" | grep -q "tmp-$1-" && return 0
+    kill -0 "$1" 2>/dev/null || fail "convert $1 ended before its temporary directory was seen"
+    sleep 0.01
+  done
+  fail "convert $1 made no temporary directory"
+}
 
 # A staging directory whose files are all written (a run killed between its last fsync and the
 # rename) is still not a cache: verify rejects it by its name, abandoned or in progress.
@@ -70,7 +81,7 @@ pass "SIGKILL midway $caught times: nothing complete, verify rejects the leftove
 rm -rf "$out" && mkdir -p "$out"
 "$SLIP" convert "$BIG" -o "$out" -j 1 >/dev/null 2>"$WORK/int-err" &
 pid=$!
-sleep "$(awk -v ms="$full_ms" 'BEGIN{printf "%.3f", ms*0.3/1000}')"
+wait_for_temp "$pid"
 kill -INT "$pid"
 status=0; wait "$pid" || status=$?
 [ "$status" -eq 130 ] || fail "SIGINT exit status $status, want 130"
@@ -81,7 +92,7 @@ pass "SIGINT: exit 130, temporary directory removed"
 # Leave an abandoned temporary directory behind, then convert for real.
 "$SLIP" convert "$BIG" -o "$out" -j 1 >/dev/null 2>&1 &
 pid=$!
-sleep "$(awk -v ms="$full_ms" 'BEGIN{printf "%.3f", ms*0.3/1000}')"
+wait_for_temp "$pid"
 kill -9 "$pid"; wait "$pid" 2>/dev/null || true
 ls -A "$out" | grep -q "^\.big-.*\.tmp-$pid-[0-9a-f]*\$" || fail "the SIGKILLed convert left no temporary directory"
 expect_status 0 "$SLIP" ls "$out"

@@ -8,7 +8,7 @@ start() {  # start NAME ARGS...: a hostile_server.py in the background; sets POR
   local name=$1; shift
   $PY "$SRC/tests/servers/hostile_server.py" "$WORK/$name.port" --log "$WORK/$name.log" "$@" &
   echo $! >> "$WORK/pids"
-  for i in $(seq 100); do [ -s "$WORK/$name.port" ] && break; sleep 0.05; done
+  for i in $(seq 1200); do [ -s "$WORK/$name.port" ] && break; sleep 0.05; done  # a hang guard
   eval "PORT_$name=$(cat "$WORK/$name.port")"
 }
 trap 'kill $(cat "$WORK/pids" 2>/dev/null) 2>/dev/null; rm -rf "$WORK"' EXIT

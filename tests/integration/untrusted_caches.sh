@@ -243,7 +243,7 @@ import fcntl, sys, time
 f = open(sys.argv[1], 'a'); fcntl.flock(f, fcntl.LOCK_EX); open(sys.argv[2], 'w').close(); time.sleep(600)" "$1" "$WORK/locked" \
     >/dev/null 2>&1 &
   holders+=($!)
-  for _ in $(seq 400); do [ -e "$WORK/locked" ] && return; sleep 0.05; done
+  for _ in $(seq 6000); do [ -e "$WORK/locked" ] && return; sleep 0.05; done  # a hang guard, not a bound
   fail "could not take the lock of $1"
 }
 holders=()
@@ -305,7 +305,7 @@ sleep 600 >"$WORK/stdin" &  # a writer that never finishes: slip blocks reading 
 writer=$!
 TMPDIR=$spool "$SLIP" convert - -o "$WORK/stdin-out" <"$WORK/stdin" >/dev/null 2>&1 &
 pid=$!
-for _ in $(seq 200); do [ -n "$(ls -A "$spool")" ] && break; sleep 0.05; done
+for _ in $(seq 6000); do [ -n "$(ls -A "$spool")" ] && break; sleep 0.05; done  # an event; the count is a hang guard
 [ -n "$(ls -A "$spool")" ] || fail "no stdin spool appeared"
 kill -TERM "$pid"
 status=0; wait "$pid" || status=$?

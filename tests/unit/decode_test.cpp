@@ -151,6 +151,21 @@ TEST(Samplers, WindowsLieInsideAndAreFixedBySeed) {
   EXPECT_LT(same, 5);
 }
 
+TEST(Samplers, PixelLayoutOneSpellingAnyCase) {
+  // bench said hwc/chw, the Loader NHWC/NCHW: both spellings, any case, everywhere.
+  for (const char* name : {"hwc", "HWC", "nhwc", "NHWC", "NhWc"}) EXPECT_EQ(parse_pixel_layout(name), PixelLayout::hwc) << name;
+  for (const char* name : {"chw", "CHW", "nchw", "NCHW", "nChW"}) EXPECT_EQ(parse_pixel_layout(name), PixelLayout::chw) << name;
+  for (const char* name : {"", "cwh", "nhw", "NCHWX", "n chw"}) {
+    try {
+      parse_pixel_layout(name);
+      ADD_FAILURE() << "accepted '" << name << "'";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::usage) << name;
+      EXPECT_NE(e.message().find("HWC (NHWC) or CHW (NCHW)"), std::string::npos) << e.message();
+    }
+  }
+}
+
 TEST(Samplers, CropSpecsParseAndRejectNonsense) {
   const auto dino = parse_crop_groups("dino");
   ASSERT_EQ(dino.size(), 2u);

@@ -107,7 +107,8 @@ struct ConvertResult {
   // read: `slip verify` checks them). A cache there that fails these checks is converted again.
   std::string reuse_checked;
   std::string options;  // canonical_options(): the byte-affecting options, recorded in the manifest
-  uint64_t source_samples = 0, written = 0, skipped = 0, transcoded = 0;
+  uint64_t source_samples = 0, written = 0, skipped = 0;
+  uint64_t transcoded = 0;  // samples with a transcoded field (the ledger has one entry per field)
   uint64_t bytes_written = 0;
   double seconds = 0;
   // Busy seconds of each pipeline stage (they overlap, so they may add up to more than

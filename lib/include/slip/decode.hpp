@@ -74,6 +74,9 @@ CropWindow sample_crop_window(const CropGroup& group, uint32_t image_width, uint
                               uint64_t sample, uint32_t crop_index, double flip_probability);
 
 enum class PixelLayout { hwc, chw };
+// The one spelling of a layout everywhere (bench, the CLI, the Python Loader): "hwc" or "nhwc",
+// "chw" or "nchw", in any case. Throws Error(usage) naming the accepted spellings otherwise.
+PixelLayout parse_pixel_layout(std::string_view name);
 enum class PixelType { uint8, float32 };
 enum class ResampleFilter { bilinear, bicubic };
 

@@ -446,10 +446,11 @@ void run_pipeline(Source& source, const Schema& schema, const ConvertOptions& op
           }
           for (const auto& [field, why] : s.filled)
             result.ledger.push_back({s.source_index, writer.count(), s.origin, field, "filled", why});
-          for (const auto& [field, why] : p.transcoded) {
+          // The ledger has an entry per transcoded field; the count is of samples (as written
+          // and skipped are), so "N samples written, M transcoded" never has M > N.
+          for (const auto& [field, why] : p.transcoded)
             result.ledger.push_back({s.source_index, writer.count(), s.origin, field, "transcoded", why});
-            ++result.transcoded;
-          }
+          if (!p.transcoded.empty()) ++result.transcoded;
           if (parallel)
             writer.append(s.values, p.sums, p.offsets);
           else

@@ -805,4 +805,12 @@ RgbImage engine_decode_full(std::span<const std::byte> payload) {
   return decode_to_rgb(payload);
 }
 
+PixelLayout parse_pixel_layout(std::string_view name) {
+  std::string lower(name);
+  for (char& c : lower) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  if (lower == "hwc" || lower == "nhwc") return PixelLayout::hwc;
+  if (lower == "chw" || lower == "nchw") return PixelLayout::chw;
+  throw Error(Errc::usage, "layout must be HWC (NHWC) or CHW (NCHW), in any case, not '" + printable(name) + "'");
+}
+
 }  // namespace slip
