@@ -543,8 +543,9 @@ TEST(DecodeEngine, DecodeImagesLetsGoOfALargeImagesStorage) {
       // One thread: the first small decode hands the slot the worker's buffer (the worker takes
       // the large one); the worker then decodes into the large buffer, too large to hand over,
       // and copies into the slot's storage, which fits.
-      if (threads == 1 && round > 0)
+      if (threads == 1 && round > 0) {
         EXPECT_EQ(slot[0].pixels.data(), storage) << "storage that fits was reallocated (round " << round << ")";
+      }
     }
   }
 }

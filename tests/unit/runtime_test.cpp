@@ -50,10 +50,11 @@ TEST(WorkerPool, FirstExceptionIsRethrownAndThePoolStaysUsable) {
                             if (i == 10) throw std::runtime_error("boom");
                           }),
                  std::runtime_error);
-    if (threads == 1)
+    if (threads == 1) {
       EXPECT_EQ(ran.load(), 11u) << "indices were handed out after the exception";
-    else
+    } else {
       EXPECT_GE(ran.load(), 11u);
+    }
     std::vector<std::atomic<int>> seen(1000);
     pool.run(seen.size(), [&](unsigned thread, size_t i) {
       EXPECT_LT(thread, pool.size());
