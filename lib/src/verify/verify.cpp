@@ -250,18 +250,20 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 // What accounts for each file a cache directory may hold: the cache's own files (manifest, its
 // checksum, the writer lock), each field's storage files, and what the manifest records
 // (file_sizes, slip.checksums, slip.payload_checksums, slip.indexes, slip.yuv420_siblings). In a
-// cache without a "slip" section (the Python slipstream's), whose writers record nothing, also the
-// files the format lets later commands add beside a field (indexes, YUV420 siblings, checksums).
-// In a cache with one, slip records every file it adds, so such a file left unrecorded is found:
-// an index or siblings whose record was lost, or a file another tool put there.
+// cache slip did not write (no slip.content_id: the Python slipstream's, also once `slip index`
+// added a section to it), whose writers record nothing, also the files the format lets later
+// commands add beside a field (indexes, YUV420 siblings, checksums). slip records every file it
+// adds to a cache it wrote, so there such a file left unrecorded is found: an index or siblings
+// whose record was lost, or a file another tool put there.
 std::set<std::string> verify_known_cache_files(const Cache& cache, const nlohmann::json& manifest) {
   std::set<std::string> known;
   for (std::string_view own : detail::kCacheOwnFiles) known.emplace(own);
   const auto slip = manifest.is_object() ? manifest.find("slip") : manifest.end();
   const bool slip_section = slip != manifest.end() && slip->is_object();
+  const bool slip_wrote = slip_section && slip->contains("content_id");
   for (const CacheField& f : cache.fields()) {
     known.insert(f.files.begin(), f.files.end());
-    if (!slip_section)
+    if (!slip_wrote)
       for (detail::FieldFile& file : detail::field_files(f.name, field_type_from_name(f.type_name))) known.insert(std::move(file.name));
   }
   // Untrusted JSON: walked with find(), names taken only where they are strings.
