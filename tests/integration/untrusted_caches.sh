@@ -14,6 +14,7 @@ for c in $(ls "$CORPUS" | LC_ALL=C sort | first_lines 3); do
 done
 expect_status 0 "$SLIP" convert "$root" -o "$WORK/caches" -q
 base=$(tail -n1 "$WORK/out")
+rm -rf "$WORK/unindexed" && cp -r "$base" "$WORK/unindexed"
 expect_status 0 "$SLIP" index "$base" -F label
 expect_status 0 "$SLIP" verify "$base"
 fresh() {  # fresh NAME: a copy of the clean cache
@@ -86,7 +87,17 @@ np.save(os.path.join(cache, "keys_index.npy"),
         np.array({0.5: np.array([1], dtype=np.int64), "n01440764": np.array([0, 2], dtype=np.int64), float("nan"): np.array([], dtype=np.int64)},
                  dtype=object), allow_pickle=True)
 PY
-expect_status 0 "$SLIP" verify "$c"
+# Parsed and accepted: the only findings are that no manifest record accounts for these files
+# (indexes of fields this cache does not have).
+expect_status 1 "$SLIP" verify "$c" --json
+$PY - "$WORK/out" <<'PY' || fail "verify --json: a legitimate pickle was refused"
+import json, sys
+d = json.load(open(sys.argv[1]))
+names = {p + "_index.npy" for p in "p2 e2 p3 e3 p4 e4 keys".split()}
+assert {i["file"] for i in d["issues"]} == names, d["issues"]
+assert all(i["message"].startswith("unknown file (an index of a field the cache does not have)") for i in d["issues"]), d["issues"]
+assert sorted(d["unknown_files"]) == sorted(names), d["unknown_files"]
+PY
 if have_shared "the Python slipstream fixture's index pickle"; then
 cp "$SLIP_SHARED_DIR/fixtures/pyslipstream/slipcache-3131b662/label_index.npy" "$c/label_index.npy"
 expect_status 1 "$SLIP" verify "$c"  # the fixture's ids (up to 23) do not exist in a 9-sample cache
@@ -96,7 +107,7 @@ expect_status 0 "$SLIP" verify "$WORK/pyfix"
 fi
 pass "slip's, the Python slipstream's, protocol 2/4 and float/str-keyed index pickles are accepted"
 
-# A linked index file is refused too; unknown files are reported, not ignored.
+# A linked index file is refused too; unknown files fail verification.
 c=$(fresh links)
 echo hello >"$c/notes.txt"
 mkdir "$c/stuff"
@@ -106,13 +117,47 @@ $PY - "$WORK/out" <<'PY' || fail "verify --json: linked index / unknown files"
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert any(i["file"] == "other_index.npy" and "symbolic link" in i["message"] for i in d["issues"]), d["issues"]
-assert sorted(d["unknown_files"]) == ["notes.txt", "stuff"], d["unknown_files"]
-assert any("notes.txt" in n for n in d["notes"]), d["notes"]
+assert sorted(d["unknown_files"]) == ["notes.txt", "other_index.npy", "stuff"], d["unknown_files"]
+assert any(i["file"] == "notes.txt" and i["message"].startswith("unknown file:") for i in d["issues"]), d["issues"]
+assert any(i["file"] == "stuff" and i["message"].startswith("unknown file (a directory)") for i in d["issues"]), d["issues"]
 PY
 rm "$c/other_index.npy"
+expect_status 1 "$SLIP" verify "$c"
+grep -q "^FAIL notes.txt: unknown file" "$WORK/out" || { cat "$WORK/out"; fail "unknown file not reported"; }
+rm -r "$c/notes.txt" "$c/stuff"
 expect_status 0 "$SLIP" verify "$c"
-grep -q "unknown file notes.txt" "$WORK/err" || { cat "$WORK/err"; fail "unknown file not reported"; }
-pass "linked index refused; unknown files reported in verify's notes and --json"
+pass "linked index refused; unknown files fail verification, named in its issues and --json"
+
+# Files whose record was lost (issue 42: two commands rewriting one manifest lost the indexes
+# record, and verify said OK): an index and YUV420 siblings with no record fail verification,
+# naming each file and the command that records them; that command makes the cache whole again.
+c=$WORK/unrecorded
+rm -rf "$c" && cp -r "$WORK/unindexed" "$c"
+cp "$base/label_index.npy" "$base"/label.index.*.npy "$c/"
+sib=$WORK/siblings
+rm -rf "$sib" && cp -r "$WORK/unindexed" "$sib"
+expect_status 0 "$SLIP" yuv420 "$sib"
+cp "$sib"/image_yuv420.* "$c/"
+expect_status 1 "$SLIP" verify "$c" --json
+$PY - "$WORK/out" <<'PY' || fail "verify --json: unrecorded index / siblings"
+import json, sys
+d = json.load(open(sys.argv[1]))
+want = {"label_index.npy", "label.index.keys.npy", "label.index.offsets.npy", "label.index.ids.npy",
+        "image_yuv420.bin", "image_yuv420.meta.npy"}
+assert set(d["unknown_files"]) == want, d["unknown_files"]
+by_file = {i["file"]: i for i in d["issues"]}
+assert set(by_file) == want, d["issues"]
+assert all(i["message"].startswith("unrecorded file") for i in d["issues"]), d["issues"]
+assert "slip index CACHE -F label" in by_file["label_index.npy"]["message"], by_file["label_index.npy"]
+assert "slip yuv420 CACHE --field image" in by_file["image_yuv420.bin"]["message"], by_file["image_yuv420.bin"]
+PY
+expect_status 1 "$SLIP" verify "$c"
+grep -q "^FAIL label_index.npy: .*unrecorded file" "$WORK/out" || { cat "$WORK/out"; fail "unrecorded index not named"; }
+expect_status 0 "$SLIP" index "$c" -F label
+expect_status 0 "$SLIP" yuv420 "$c"  # the siblings are current: reused, and recorded now
+expect_status 0 "$SLIP" verify "$c"
+[ -f "$c/manifest.json.lock" ] || fail "no lock file after index"
+pass "unrecorded index and siblings fail verify, named; slip index / slip yuv420 record them, lock file known"
 
 # ---- 2. links, FIFOs and corrupt payloads ------------------------------------------------
 outside=$WORK/outside.bin
@@ -292,6 +337,11 @@ echo keep >"$WORK/victim"
 for f in label_index.npy.tmp manifest.json.tmp manifest.json.xxh3.tmp label.index.ids.npy.tmp; do ln -s "$WORK/victim" "$c/$f"; done
 expect_status 0 "$SLIP" index "$c" -F label
 [ "$(cat "$WORK/victim")" = keep ] || fail "slip index wrote through a planted link"
+expect_status 1 "$SLIP" verify "$c"  # the planted links are files no record accounts for
+for f in label_index.npy.tmp manifest.json.tmp manifest.json.xxh3.tmp label.index.ids.npy.tmp; do
+  grep -q "^FAIL $f: unknown file (a symbolic link)" "$WORK/out" || { cat "$WORK/out"; fail "planted link $f not reported"; }
+  rm "$c/$f"
+done
 expect_status 0 "$SLIP" verify "$c"
 pass "temporaries: abandoned ones (lock free) removed and reported, held ones kept, planted links not followed"
 

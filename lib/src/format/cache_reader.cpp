@@ -23,6 +23,7 @@ using nlohmann::json;
 struct Cache::Impl {
   fs::path dir;
   std::string manifest_text;
+  bool manifest_sum_mismatch = false;  // manifest.json.xxh3 present and not manifest_text's
   uint64_t num_samples = 0;
   std::vector<CacheField> fields;
   // Field name -> position: lookups by name stay constant-time for caches of many fields (a
@@ -139,7 +140,9 @@ Cache Cache::open(const fs::path& dir) {
                                      (staging->in_progress ? "" : "; the next run of the same command removes it"))
         .with_path(staging->path.string());
   if (!present(manifest_path)) throw Error(Errc::bad_input, "not a slipstream cache (no manifest.json)").with_path(dir.string());
-  m.manifest_text = detail::read_text_file(manifest_path, detail::Open::cache_file);
+  auto [manifest_text, sum_matches] = detail::read_manifest_with_sum(dir);
+  m.manifest_text = std::move(manifest_text);
+  m.manifest_sum_mismatch = !sum_matches.value_or(true);
   json manifest;
   try {
     manifest = detail::parse_json_bounded(m.manifest_text);
@@ -494,7 +497,7 @@ std::optional<uint64_t> Cache::payload_checksum(size_t field, uint64_t sample) c
 
 void Cache::check_checksums(std::optional<size_t> field) const {
   const Impl& m = *impl_;
-  if (present(m.dir / detail::kManifestSumName) && !detail::manifest_sum_matches(m.dir, m.manifest_text))
+  if (m.manifest_sum_mismatch)  // as read at open, with the text read then (a writer may replace both since)
     throw Error(Errc::bad_input, "checksum mismatch: manifest.json does not match manifest.json.xxh3 (modified or corrupt)")
         .with_path((m.dir / detail::kManifestName).string());
   std::vector<std::string> names;

@@ -111,9 +111,8 @@ void check_field_files_disjoint(std::span<const std::pair<std::string_view, Fiel
   };
   constexpr size_t kCacheItself = SIZE_MAX;
   std::unordered_map<std::string, Owner> owner;
-  owner.reserve(fields.size() * 7 + 2);
-  owner.emplace(std::string(kManifestName), Owner{kCacheItself, FileKind::bin});
-  owner.emplace(std::string(kManifestSumName), Owner{kCacheItself, FileKind::bin});
+  owner.reserve(fields.size() * 7 + std::size(kCacheOwnFiles));
+  for (std::string_view own : kCacheOwnFiles) owner.emplace(std::string(own), Owner{kCacheItself, FileKind::bin});
   for (size_t i = 0; i < fields.size(); ++i) {
     for (FieldFile& file : field_files(fields[i].first, fields[i].second)) {
       auto [it, inserted] = owner.emplace(file.name, Owner{i, file.kind});

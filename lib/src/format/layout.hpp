@@ -14,6 +14,12 @@ namespace slip::detail {
 inline constexpr std::string_view kManifestName = "manifest.json";
 // XXH3-64 of manifest.json, as 16 hex digits + "\n" (the manifest cannot hold its own sum).
 inline constexpr std::string_view kManifestSumName = "manifest.json.xxh3";
+// The cache's writer lock: every command that rewrites an existing cache's manifest holds an
+// exclusive flock() on it (format/manifest_io.hpp ManifestUpdate). Empty, kept once made (removing
+// a lock file lets a waiter lock a name nobody else uses). A field's files end in .bin or .npy.
+inline constexpr std::string_view kCacheLockName = "manifest.json.lock";
+// The cache's own files, no field's: the manifest, its checksum and the writer lock.
+inline constexpr std::string_view kCacheOwnFiles[] = {kManifestName, kManifestSumName, kCacheLockName};
 inline constexpr int kSlipFormatVersion = 1;
 inline constexpr std::string_view kContentIdSalt = "slipstream-v1";
 inline constexpr std::string_view kCacheSuffix = ".slipstream";
@@ -55,7 +61,7 @@ std::string checksum_file(std::string_view field);
 
 // Throws Error(bad_input) "<origin>: fields "A" and "B" would share FILE (A's ..., B's ...)"
 // when a file of one field (field_files, now or after `slip index` / `slip yuv420`) is a file
-// of another, or manifest.json / manifest.json.xxh3. `hint` ends the message.
+// of another, or one of the cache's own files (kCacheOwnFiles). `hint` ends the message.
 void check_field_files_disjoint(std::span<const std::pair<std::string_view, FieldType>> fields, std::string_view origin,
                                 std::string_view hint);
 

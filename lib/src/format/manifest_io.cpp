@@ -35,4 +35,7 @@ nlohmann::ordered_json read_manifest(const fs::path& dir) {
   }
 }
 
+ManifestUpdate::ManifestUpdate(const fs::path& dir)
+    : dir_(dir), lock_(dir / kCacheLockName, "the cache's lock"), manifest_(read_manifest(dir)) {}
+
 }  // namespace slip::detail

@@ -13,6 +13,7 @@
 #include "slip/error.hpp"
 #include "slip/hash.hpp"
 #include "util/file_io.hpp"
+#include "util/file_lock.hpp"
 #include "util/untrusted.hpp"
 
 namespace slip::detail {
@@ -101,6 +102,20 @@ bool manifest_sum_matches(const fs::path& dir, std::string_view text) {
     if (e.code() != Errc::bad_input) throw;  // unreadable (permission, I/O): not a mismatch
     return false;
   }
+}
+
+std::pair<std::string, std::optional<bool>> read_manifest_with_sum(const fs::path& dir) {
+  const auto read = [&]() -> std::pair<std::string, std::optional<bool>> {
+    std::string text = read_text_file(dir / kManifestName, Open::cache_file);
+    std::error_code ec;
+    if (fs::symlink_status(dir / kManifestSumName, ec).type() == fs::file_type::not_found) return {std::move(text), std::nullopt};
+    const bool matches = manifest_sum_matches(dir, text);
+    return {std::move(text), matches};
+  };
+  auto pair = read();
+  if (pair.second.value_or(true)) return pair;
+  const SharedFileLock writers_done(dir / kCacheLockName);
+  return writers_done.held() ? read() : pair;
 }
 
 bool is_complete_cache(const fs::path& dir, const std::string& id) {

@@ -53,6 +53,12 @@ inline constexpr std::string_view kReuseChecks = "manifest checksum, file sizes 
 // manifest.json.xxh3 exists and matches manifest.json (whose text is given).
 bool manifest_sum_matches(const std::filesystem::path& dir, std::string_view manifest_text);
 
+// manifest.json's text, and whether manifest.json.xxh3 matches it (nullopt: there is none), as one
+// pair: a writer replaces the two one after the other under the cache's lock (manifest_io.hpp
+// ManifestUpdate), so a mismatch is read again holding that lock shared (when the lock file can be
+// opened: readers never need it) before it counts. Throws as read_text_file.
+std::pair<std::string, std::optional<bool>> read_manifest_with_sum(const std::filesystem::path& dir);
+
 // "2026-11-22T14:00:00Z", or SOURCE_DATE_EPOCH when set (reproducible builds).
 std::string utc_timestamp(std::optional<int64_t> seconds_since_epoch = std::nullopt);
 

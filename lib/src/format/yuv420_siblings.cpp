@@ -133,6 +133,44 @@ bool siblings_are_current(const Cache& cache, const std::string& field, const nl
   }
 }
 
+// A cache's record of field's siblings: their checksums and the slip.yuv420_siblings entry.
+void put_yuv420_sibling_records(nlohmann::ordered_json& slip, const std::string& field, uint64_t bin_sum, uint64_t meta_sum, uint64_t n,
+                                uint64_t bytes) {
+  const auto names = yuv420_sibling_files(field);
+  if (!slip.contains("checksums") || !slip["checksums"].is_object())
+    slip["checksums"] = {{"algorithm", "xxh3-64"}, {"files", nlohmann::ordered_json::object()}};
+  if (!slip["checksums"].contains("files") || !slip["checksums"]["files"].is_object())
+    slip["checksums"]["files"] = nlohmann::ordered_json::object();
+  slip["checksums"]["files"][names[0]] = hex64(bin_sum);
+  slip["checksums"]["files"][names[1]] = hex64(meta_sum);
+  if (!slip.contains("yuv420_siblings") || !slip["yuv420_siblings"].is_object()) slip["yuv420_siblings"] = nlohmann::ordered_json::object();
+  slip["yuv420_siblings"][field] = {{"num_samples", n}, {"bytes", bytes}, {"decoder", "turbojpeg"}};
+}
+
+bool yuv420_siblings_recorded(const nlohmann::ordered_json& manifest, const std::string& field) {
+  const auto* files = find_path(manifest, {"slip", "checksums", "files"});
+  const auto* entries = find_path(manifest, {"slip", "yuv420_siblings"});
+  for (const std::string& name : yuv420_sibling_files(field))
+    if (!files || !files->contains(name)) return false;
+  return entries && entries->is_object() && entries->contains(field);
+}
+
+// Current siblings that a cache slip wrote does not record (files the Python loader built, or
+// whose record an older slip lost to a concurrent command): recorded now, from the files as
+// they are, under the cache's lock. Nothing is locked or written when they are recorded.
+void record_current_yuv420_siblings(const fs::path& dir, const std::string& field, const nlohmann::ordered_json& manifest, uint64_t n,
+                                    uint64_t bytes) {
+  if (!manifest.contains("slip") || !manifest["slip"].is_object() || yuv420_siblings_recorded(manifest, field)) return;
+  detail::ManifestUpdate update(dir);
+  auto& fresh = update.manifest();
+  if (!fresh.contains("slip") || !fresh["slip"].is_object() || yuv420_siblings_recorded(fresh, field)) return;
+  const auto names = yuv420_sibling_files(field);
+  const uint64_t bin_sum = detail::xxh3_64_of_file(dir / names[0], detail::Open::cache_file).second;
+  const uint64_t meta_sum = detail::xxh3_64_of_file(dir / names[1], detail::Open::cache_file).second;
+  put_yuv420_sibling_records(fresh["slip"], field, bin_sum, meta_sum, n, bytes);
+  update.commit();
+}
+
 }  // namespace
 
 std::vector<SiblingResult> add_yuv420_siblings(const fs::path& dir, const SiblingOptions& options) {
@@ -159,14 +197,12 @@ std::vector<SiblingResult> add_yuv420_siblings(const fs::path& dir, const Siblin
   for (const auto& t : detail::remove_stale_temporaries(dir))
     detail::warn("removed {} ({} bytes), left by an interrupted run", detail::escape_for_terminal(t.path.string()), t.bytes);
   for (size_t fi : fields) cache.check_checksums(fi);
-  nlohmann::ordered_json manifest = detail::read_manifest(dir);
-  const bool slip_written = manifest.contains("slip") && manifest["slip"].is_object();
-  if (options.threads > kMaxConvertThreads)  // batches below are sized by it
+  const nlohmann::ordered_json manifest = detail::read_manifest(dir);  // what is current; records are written under the lock
+  if (options.threads > kMaxConvertThreads)                            // batches below are sized by it
     throw Error(Errc::usage, "--threads must be in 0.." + std::to_string(kMaxConvertThreads) + ", got " + std::to_string(options.threads));
   const unsigned threads = options.threads ? options.threads : available_cpus();
   const uint64_t n = cache.size();
   std::vector<SiblingResult> results;
-  bool manifest_changed = false;
   for (size_t fi : fields) {
     const auto t0 = std::chrono::steady_clock::now();
     const CacheField& f = cache.fields()[fi];
@@ -178,6 +214,7 @@ std::vector<SiblingResult> add_yuv420_siblings(const fs::path& dir, const Siblin
     if (!options.force && siblings_are_current(cache, f.name, manifest)) {
       result.reused = true;
       result.bytes = Yuv420Siblings::open(cache, f.name)->payload_bytes();
+      record_current_yuv420_siblings(dir, f.name, manifest, n, result.bytes);
       results.push_back(result);
       continue;
     }
@@ -223,26 +260,27 @@ std::vector<SiblingResult> add_yuv420_siblings(const fs::path& dir, const Siblin
     meta.write(npy_header(kMetaRecordDescr, std::vector<uint64_t>{n}));
     meta.write(std::as_bytes(std::span(table)));
     meta.close();
-    // Never let a reader pair an old table with new payloads: the old table goes first (a
-    // loader then sees the siblings as absent), the new table arrives last.
-    std::error_code ec;
-    fs::remove(dir / names[1], ec);
-    bin_file.commit();
-    meta_file.commit();
-    if (slip_written) {
-      auto& slip = manifest["slip"];
-      if (!slip.contains("checksums") || !slip["checksums"].is_object())
-        slip["checksums"] = {{"algorithm", "xxh3-64"}, {"files", nlohmann::ordered_json::object()}};
-      slip["checksums"]["files"][names[0]] = hex64(bin.checksum());
-      slip["checksums"]["files"][names[1]] = hex64(meta.checksum());
-      slip["yuv420_siblings"][f.name] = {{"num_samples", n}, {"bytes", offset}, {"decoder", "turbojpeg"}};
-      manifest_changed = true;
+    {
+      // Files and records change together, under the cache's lock, in a manifest read after
+      // taking it: a concurrent `slip index` or `slip yuv420` keeps its records. One field at a
+      // time, so a later field's failure leaves no committed file unrecorded.
+      detail::ManifestUpdate update(dir);
+      // Never let a reader pair an old table with new payloads: the old table goes first (a
+      // loader then sees the siblings as absent), the new table arrives last.
+      std::error_code ec;
+      fs::remove(dir / names[1], ec);
+      bin_file.commit();
+      meta_file.commit();
+      auto& fresh = update.manifest();
+      if (fresh.contains("slip") && fresh["slip"].is_object()) {  // a cache slip wrote (or indexed): record them
+        put_yuv420_sibling_records(fresh["slip"], f.name, bin.checksum(), meta.checksum(), n, offset);
+        update.commit();
+      }
     }
     result.bytes = offset;
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     results.push_back(result);
   }
-  if (manifest_changed) detail::write_manifest(dir, manifest);
   return results;
 }
 

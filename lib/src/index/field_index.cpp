@@ -410,7 +410,10 @@ void write_field_index(const Cache& cache, const FieldIndex& idx) {
   files.emplace_back(names[1], npy_of("'<i8'", offsets));
   files.emplace_back(names[2], npy_of("'<i8'", idx.ids));
 
-  auto manifest = detail::read_manifest(dir);
+  // Under the cache's lock, with the manifest read after taking it: a concurrent `slip index` of
+  // another field or `slip yuv420` keeps its records, and files and records change together.
+  detail::ManifestUpdate update(dir);
+  auto& manifest = update.manifest();
   auto& slip = manifest["slip"];
   if (!slip.is_object()) slip = nlohmann::ordered_json::object();
   auto& sums = slip["checksums"];
@@ -421,7 +424,7 @@ void write_field_index(const Cache& cache, const FieldIndex& idx) {
   }
   slip["indexes"][idx.field] = {
       {"pickled", files[0].first}, {"keys", names[0]}, {"offsets", names[1]}, {"ids", names[2]}, {"num_keys", idx.num_keys()}};
-  detail::write_manifest(dir, manifest);
+  update.commit();
 }
 
 std::optional<FieldIndex> read_field_index(const Cache& cache, std::string_view field) {

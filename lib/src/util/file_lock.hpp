@@ -1,9 +1,11 @@
 // An exclusive flock() on a lock file, held for a scope: one download of a file at a time, one
-// scan of an ImageFolder per job array. Waiting is interruptible (SIGINT, a call's CancelToken).
+// scan of an ImageFolder per job array, one rewrite of a cache's manifest. Waiting is
+// interruptible (SIGINT, a call's CancelToken). SharedFileLock: a reader's view of the same.
 #pragma once
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -42,6 +44,45 @@ class FileLock {
   FileLock& operator=(const FileLock&) = delete;
 
  private:
+  int fd_ = -1;
+};
+
+// A shared flock() on an existing lock file, held for a scope: a reader that wants to see at once
+// what a writer holding the exclusive lock changes together (a cache's files and its manifest).
+// Best effort, never required: it creates nothing, and without the file, permission to open it or
+// a regular file there (a cache may be read-only, or someone else's) nothing is held. Waiting is
+// interruptible like FileLock's.
+class SharedFileLock {
+ public:
+  explicit SharedFileLock(const std::filesystem::path& path) {
+    // O_NONBLOCK: a FIFO planted under the name must not block the open.
+    fd_ = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    struct stat st {};
+    if (fd_ >= 0 && (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode))) release();
+    while (fd_ >= 0 && ::flock(fd_, LOCK_SH) != 0) {
+      if (errno != EINTR) {
+        release();  // a file system without flock: read without it
+        break;
+      }
+      try {
+        throw_if_interrupted();
+      } catch (...) {
+        release();
+        throw;
+      }
+    }
+  }
+  ~SharedFileLock() { release(); }
+  SharedFileLock(const SharedFileLock&) = delete;
+  SharedFileLock& operator=(const SharedFileLock&) = delete;
+
+  bool held() const noexcept { return fd_ >= 0; }
+
+ private:
+  void release() noexcept {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
   int fd_ = -1;
 };
 

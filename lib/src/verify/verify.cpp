@@ -14,6 +14,7 @@
 #include "format/pickle_index.hpp"
 #include "format/staging.hpp"
 #include "image/libjpeg_errors.hpp"
+#include "util/file_lock.hpp"
 #include "slip/cache.hpp"
 #include "slip/decode.hpp"
 #include "slip/error.hpp"
@@ -254,29 +255,88 @@ bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// Every entry of the cache directory: *_index.npy files read as pickles without running them
-// (the Python loader unpickles every one it globs, so one that is not exactly the dict of
-// int64 arrays numpy and slip write could run code there), slip's temporaries, unknown files.
-void check_directory_entries(const Cache& cache, IssueSink& sink, VerifyReport& report) {
-  const fs::path& dir = cache.path();
-  std::set<std::string> known{std::string(detail::kManifestName), std::string(detail::kManifestSumName)};
+// What accounts for each file a cache directory may hold: the cache's own files (manifest, its
+// checksum, the writer lock), each field's storage files, and what the manifest records
+// (file_sizes, slip.checksums, slip.payload_checksums, slip.indexes, slip.yuv420_siblings). In a
+// cache slip did not write (no slip.content_id: the Python slipstream's, also once `slip index`
+// added a section to it), whose writers record nothing, also the files the format lets later
+// commands add beside a field (indexes, YUV420 siblings, checksums). slip records every file it
+// adds to a cache it wrote, so there such a file left unrecorded is found: an index or siblings
+// whose record was lost, or a file another tool put there.
+std::set<std::string> verify_known_cache_files(const Cache& cache, const nlohmann::json& manifest) {
+  std::set<std::string> known;
+  for (std::string_view own : detail::kCacheOwnFiles) known.emplace(own);
+  const auto slip = manifest.is_object() ? manifest.find("slip") : manifest.end();
+  const bool slip_section = slip != manifest.end() && slip->is_object();
+  const bool slip_wrote = slip_section && slip->contains("content_id");
   for (const CacheField& f : cache.fields()) {
     known.insert(f.files.begin(), f.files.end());
-    known.insert(detail::checksum_file(f.name));
-    for (const std::string& name : csr_index_names(f.name)) known.insert(name);
-    for (detail::FieldFile& file : detail::field_files(f.name, field_type_from_name(f.type_name))) known.insert(std::move(file.name));
+    if (!slip_wrote)
+      for (detail::FieldFile& file : detail::field_files(f.name, field_type_from_name(f.type_name))) known.insert(std::move(file.name));
   }
-  try {  // what the manifest lists (e.g. checksummed files of a newer slip); Cache::open parsed it already
-    const auto manifest = detail::parse_json_bounded(cache.manifest_text());
-    for (const char* key : {"file_sizes"})
-      if (auto it = manifest.find(key); it != manifest.end() && it->is_object())
-        for (auto& [name, v] : it->items()) known.insert(name);
-    if (auto s = manifest.find("slip"); s != manifest.end() && s->is_object())
-      if (auto c = s->find("checksums"); c != s->end() && c->is_object())
-        if (auto files = c->find("files"); files != c->end() && files->is_object())
-          for (auto& [name, v] : files->items()) known.insert(name);
-  } catch (const nlohmann::json::exception&) {
+  // Untrusted JSON: walked with find(), names taken only where they are strings.
+  const auto names_in = [&](const nlohmann::json& j, bool keys) {
+    if (!j.is_object()) return;
+    for (auto& [key, value] : j.items()) {
+      if (keys)
+        known.insert(key);
+      else if (value.is_string())
+        known.insert(value.get<std::string>());
+    }
+  };
+  if (const auto sizes = manifest.is_object() ? manifest.find("file_sizes") : manifest.end(); sizes != manifest.end())
+    names_in(*sizes, true);
+  if (!slip_section) return known;
+  if (const auto c = slip->find("checksums"); c != slip->end() && c->is_object())
+    if (const auto files = c->find("files"); files != c->end()) names_in(*files, true);
+  if (const auto p = slip->find("payload_checksums"); p != slip->end()) names_in(*p, false);
+  if (const auto indexes = slip->find("indexes"); indexes != slip->end() && indexes->is_object())
+    for (auto& [field, spec] : indexes->items()) names_in(spec, false);
+  if (const auto siblings = slip->find("yuv420_siblings"); siblings != slip->end() && siblings->is_object())
+    for (auto& [field, spec] : siblings->items())
+      for (std::string& name : yuv420_sibling_files(field)) known.insert(std::move(name));
+  return known;
+}
+
+// Which field's optional file `name` is (its index, siblings or checksums), for the message.
+std::optional<std::pair<std::string, detail::FileKind>> verify_field_file_of(const Cache& cache, const std::string& name) {
+  for (const CacheField& f : cache.fields())
+    for (const detail::FieldFile& file : detail::field_files(f.name, field_type_from_name(f.type_name)))
+      if (file.name == name) return std::pair{f.name, file.kind};
+  return std::nullopt;
+}
+
+// Every entry of the cache directory: *_index.npy files read as pickles without running them
+// (the Python loader unpickles every one it globs, so one that is not exactly the dict of
+// int64 arrays numpy and slip write could run code there), slip's temporaries, and files nothing
+// accounts for (verify_known_cache_files), which fail verification.
+void check_directory_entries(const Cache& cache, IssueSink& sink, VerifyReport& report) {
+  const fs::path& dir = cache.path();
+  // The listing and the manifest at one moment: writers commit files and their records together
+  // under the cache's lock (format/manifest_io.hpp ManifestUpdate), so a shared hold keeps a
+  // concurrent `slip index` from showing its files without their records. Best effort: a reader
+  // never needs the lock (a read-only cache may have no lock file).
+  std::string manifest_text;
+  std::vector<std::string> names;
+  std::error_code ec;
+  {
+    const detail::SharedFileLock consistent(dir / detail::kCacheLockName);
+    try {
+      manifest_text = detail::read_text_file(dir / detail::kManifestName, detail::Open::cache_file);
+    } catch (const Error&) {
+      manifest_text = cache.manifest_text();  // what the other checks read
+    }
+    for (const auto& e : fs::directory_iterator(dir, ec)) names.push_back(e.path().filename().string());
   }
+  std::sort(names.begin(), names.end());
+  nlohmann::json manifest;
+  try {
+    manifest = detail::parse_json_bounded(manifest_text);
+  } catch (const nlohmann::json::exception&) {  // reported by the manifest checks
+  } catch (const Error& e) {
+    if (!is_finding(e)) throw;
+  }
+  const std::set<std::string> known = verify_known_cache_files(cache, manifest);
   std::set<std::string> temporaries;
   for (const detail::TempEntry& t : detail::find_temporaries(dir)) {
     const std::string name = t.path.filename().string();
@@ -287,10 +347,6 @@ void check_directory_entries(const Cache& cache, IssueSink& sink, VerifyReport& 
         "temporary " + detail::escape_for_terminal(name) + " (" + std::to_string(t.bytes) + " bytes) " +
         (t.in_progress ? "of a run in progress" : "left by an interrupted run; the next run of the same command removes it"));
   }
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec)) names.push_back(e.path().filename().string());
-  std::sort(names.begin(), names.end());
   for (const std::string& name : names) {
     const fs::path p = dir / name;
     if (ends_with(name, "_index.npy")) {
@@ -300,13 +356,10 @@ void check_directory_entries(const Cache& cache, IssueSink& sink, VerifyReport& 
         // Bounded by the cache (every id one of its samples, at most N of them, ~32 bytes a
         // key), the file's pages released behind the reader.
         (void)detail::read_pickled_index(file, cache.size());
-        if (!cache.field_index(field))
-          report.notes.push_back(detail::escape_for_terminal(name) + " indexes a field the cache does not have");
       } catch (const Error& e) {
         if (!is_finding(e)) throw;
         sink.add(name, std::nullopt, "", e.message() + (e.offset() ? " (byte " + std::to_string(*e.offset()) + ")" : ""));
       }
-      continue;
     }
     if (known.count(name) || temporaries.count(name)) continue;
     const auto type = fs::symlink_status(p, ec).type();
@@ -315,8 +368,24 @@ void check_directory_entries(const Cache& cache, IssueSink& sink, VerifyReport& 
                              : type != fs::file_type::regular   ? " (not a regular file)"
                                                                 : "";
     report.unknown_files.push_back(name);
-    report.notes.push_back("unknown file " + detail::escape_for_terminal(name) + what +
-                           ": no part of the cache format (ignored by the loaders)");
+    const auto owner = verify_field_file_of(cache, name);
+    if (!owner) {
+      const std::string index_of = ends_with(name, "_index.npy") ? " (an index of a field the cache does not have)" : "";
+      sink.add(name, std::nullopt, "",
+               "unknown file" + what + index_of + ": no part of the cache format, and no manifest record accounts for it");
+      continue;
+    }
+    const auto& [field, kind] = *owner;
+    const bool siblings = kind == detail::FileKind::yuv420_bin || kind == detail::FileKind::yuv420_meta;
+    const bool index = kind == detail::FileKind::pickled_index || kind == detail::FileKind::index_keys ||
+                       kind == detail::FileKind::index_offsets || kind == detail::FileKind::index_ids;
+    const std::string redo = siblings ? "`slip yuv420 CACHE --field " + detail::escape_for_terminal(field) + "` records them"
+                             : index  ? "`slip index CACHE -F " + detail::escape_for_terminal(field) + "` rewrites and records it"
+                                      : "remove it";
+    sink.add(name, std::nullopt, field,
+             "unrecorded file" + what + ": " + std::string(detail::file_kind_description(kind)) +
+                 " of the field that no manifest record accounts for (its record was lost, or a tool that records nothing wrote it; " +
+                 redo + ")");
   }
 }
 
@@ -345,8 +414,7 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
   const bool have_sum = fs::symlink_status(sum_path, ec).type() != fs::file_type::not_found;
   if (have_sum && fs::exists(dir / detail::kManifestName, ec)) {
     try {
-      const std::string text = detail::read_text_file(dir / detail::kManifestName, detail::Open::cache_file);
-      if (!detail::manifest_sum_matches(dir, text))
+      if (!detail::read_manifest_with_sum(dir).second.value_or(false))
         sink.add(std::string(detail::kManifestSumName), std::nullopt, "",
                  "manifest.json checksum mismatch (manifest or its checksum file was modified)");
       ++report.checksums_checked;
