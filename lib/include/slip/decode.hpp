@@ -132,8 +132,8 @@ class PackedImages {
   std::span<const uint8_t> pixels() const noexcept { return {storage_.get(), size_}; }
   size_t capacity() const noexcept { return capacity_; }
   // size() == bytes, reusing the storage when it fits (the pages past `bytes` go back to the
-  // system when the last batch used over 4 MiB and over twice that); else a new block with 1/4
-  // to spare. Contents are then unspecified.
+  // system when the last batch used over 4 MiB and over 1/4 more); else a new block with 1/4 to
+  // spare. Contents are then unspecified.
   void resize(size_t bytes);
 
  private:

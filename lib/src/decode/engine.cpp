@@ -757,8 +757,8 @@ void PackedImages::resize(size_t bytes) {
     const size_t capacity = bytes + bytes / 4;  // room for somewhat larger batches to come
     storage_ = std::make_unique_for_overwrite<uint8_t[]>(capacity);
     capacity_ = capacity;
-  } else if (size_ > kAlwaysKeep && size_ / 2 > bytes) {
-    // A much smaller batch after a large one (a huge image, an epoch's short last batch): the
+  } else if (size_ > bytes + std::max(kAlwaysKeep, bytes / 4)) {
+    // A much smaller batch after a larger one (a huge image, an epoch's short last batch): the
     // block stays (a new one would fault in every page again, batch after batch), but the pages
     // past what this batch uses go back to the system; they read as zeros when used again.
     const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
