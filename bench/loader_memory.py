@@ -4,18 +4,25 @@ of PIPELINE over the first IMAGES images of a cache, RSS (VmRSS) after each; the
 largest RSS after epoch WARM over the RSS at epoch WARM (the goal: within 5%). Not a timed test:
 run it by hand; it prints one line per REPORT epochs and the verdict.
 
-Usage: bench/loader_memory.py CACHE [--images N] [--epochs N] [--pipeline decode] [--batch-size 64]
-                              [--threads 2] [--warm 5] [--report 10]
+Usage: bench/loader_memory.py CACHE [--images N] [--max-mpix 10] [--epochs N] [--pipeline decode]
+                              [--batch-size 64] [--threads 2] [--warm 5] [--report 10]
+  --max-mpix: leave out images over this many megapixels (as the peer figures do: the corpus's two
+  12-MPix photos make RSS at an epoch's end swing by 36 MB, by which buffer holds them then;
+  0: keep every image).
   slipcache must be importable (installed, or PYTHONPATH=build/python). Make CACHE with
   `slip convert ../shared/corpus/imagenet_like -o CACHE` (800 images of 3 px to 36 MB of RGB)."""
 import argparse
+import io
 import sys
+
+from PIL import Image
 
 import slipcache
 
 parser = argparse.ArgumentParser(usage=__doc__.split("Usage: ")[1].split("\n  slipcache")[0])
 parser.add_argument("cache")
 parser.add_argument("--images", type=int, default=250)
+parser.add_argument("--max-mpix", type=float, default=10)
 parser.add_argument("--epochs", type=int, default=200)
 parser.add_argument("--pipeline", default="decode")
 parser.add_argument("--batch-size", type=int, default=64)
@@ -34,16 +41,24 @@ def rss_mb():
 
 
 cache = slipcache.Cache(args.cache)
-loader = slipcache.Loader(cache, batch_size=args.batch_size, pipeline=args.pipeline, threads=args.threads,
-                          indices=range(min(args.images, len(cache))))
-print(f"{args.pipeline}: {min(args.images, len(cache))} images, batch {args.batch_size}, {args.threads} threads, "
-      f"{args.epochs} epochs; start {rss_mb():.0f} MB")
+image_field = next(name for name, kind in cache.fields.items() if kind.startswith("Image"))
+ids = []
+for i in range(len(cache)):
+    if len(ids) == args.images:
+        break
+    width, height = Image.open(io.BytesIO(cache[i][image_field])).size  # the header only
+    if not args.max_mpix or width * height <= args.max_mpix * 1e6:
+        ids.append(i)
+loader = slipcache.Loader(cache, batch_size=args.batch_size, pipeline=args.pipeline, threads=args.threads, indices=ids)
+print(f"{args.pipeline}: {len(ids)} images (of {len(cache)}; at most {args.max_mpix:g} MPix), batch {args.batch_size}, "
+      f"{args.threads} threads, {args.epochs} epochs; start {rss_mb():.0f} MB")
 rss = []
 for epoch in range(args.epochs):
     pixels = 0
     for batch in loader:
         images = batch["image"]
         pixels += sum(a.size for a in images) if isinstance(images, list) else images.size
+    del batch, images  # what a training loop lets go of
     rss.append(rss_mb())
     if epoch % args.report == 0 or epoch == args.epochs - 1:
         print(f"epoch {epoch:4d}: RSS {rss[-1]:7.1f} MB ({pixels / 1e6:.0f} MB of pixels this epoch)")

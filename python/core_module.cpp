@@ -430,7 +430,7 @@ class Loader {
       for (size_t i = 0; i < count; ++i) {
         const slip::PackedImages::Extent& im = buffer.full.images[i];
         images.append(py::array(pixel, {static_cast<py::ssize_t>(im.height), static_cast<py::ssize_t>(im.width), py::ssize_t{3}}, {},
-                                buffer.full.pixels.data() + im.offset, owner));
+                                buffer.full.pixels().data() + im.offset, owner));
       }
       out["image"] = images;
     }

@@ -121,13 +121,27 @@ struct RgbImage;  // slip/image.hpp
 
 // A batch of whole RGB images packed one after another in one buffer: image i is the
 // images[i].height rows of images[i].width * 3 bytes at pixels.data() + images[i].offset.
-struct PackedImages {
+class PackedImages {
+ public:
   struct Extent {
     size_t offset = 0;
     uint32_t width = 0, height = 0;
   };
-  std::vector<uint8_t> pixels;  // size(): the batch's bytes; capacity() is reused batch after batch
   std::vector<Extent> images;
+
+  // The batch's bytes (their storage is reused batch after batch; never zero-filled: every byte
+  // of it is an image's).
+  std::span<uint8_t> pixels() noexcept { return {storage_.get(), size_}; }
+  std::span<const uint8_t> pixels() const noexcept { return {storage_.get(), size_}; }
+  size_t capacity() const noexcept { return capacity_; }
+  // size() == bytes, reusing the storage when it fits (the pages past `bytes` go back to the
+  // system when the last batch used over 4 MiB and over 1/4 more); else a new block with 1/4 to
+  // spare. Contents are then unspecified.
+  void resize(size_t bytes);
+
+ private:
+  std::unique_ptr<uint8_t[]> storage_;
+  size_t size_ = 0, capacity_ = 0;
 };
 
 class BatchDecoder {
@@ -160,8 +174,8 @@ class BatchDecoder {
   // The same images packed into one buffer (the Loader's decode pipeline). Its size is planned
   // from the images' headers before decoding, so the storage is one block per batch, reused as
   // long as the batch fits: a caller passing the same PackedImages batch after batch allocates
-  // only for a batch larger than any before (with 1/4 to spare), or when the storage is over
-  // 4 MiB and over twice what the batch needs (then it is given back). Which thread decodes
+  // only for a batch larger than any before (with 1/4 to spare); after a much smaller batch the
+  // pages it does not use go back to the system. Which thread decodes
   // which image changes nothing of this. Throws as decode() (contents then unspecified).
   void decode_images(std::span<const uint64_t> ids, PackedImages& out);
 

@@ -9,6 +9,9 @@
 #include <mutex>
 #include <optional>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include "decode/jpeg_region.hpp"
 #include "decode/resample.hpp"
 #include "decode/resample_planar.hpp"
@@ -706,16 +709,7 @@ void BatchDecoder::decode_images(std::span<const uint64_t> ids, PackedImages& ou
     out.images[i] = {total, size.width, size.height};
     total += size_t{size.width} * size.height * 3;
   }
-  const auto fit_storage = [&out, kAlwaysKeep](size_t bytes) {
-    const size_t capacity = out.pixels.capacity();
-    if (capacity < bytes || (capacity > kAlwaysKeep && capacity / 2 > bytes)) {
-      std::vector<uint8_t> fresh;
-      fresh.reserve(bytes + bytes / 4);  // room for somewhat larger batches to come
-      out.pixels.swap(fresh);
-    }
-    out.pixels.resize(bytes);  // (zero-fills only bytes never used before)
-  };
-  fit_storage(total);
+  out.resize(total);
   std::vector<std::vector<uint8_t>> aside;  // slot -> an image that did not match its plan
   std::mutex aside_mutex;
   impl_->for_each_whole_image(ids, [&](Worker& w, size_t slot, const RgbView& view) {
@@ -724,7 +718,7 @@ void BatchDecoder::decode_images(std::span<const uint64_t> ids, PackedImages& ou
     uint8_t* dst = nullptr;
     std::vector<uint8_t> misfit;
     if (e.width == static_cast<uint32_t>(view.width) && e.height == static_cast<uint32_t>(view.height)) {
-      dst = out.pixels.data() + e.offset;
+      dst = out.pixels().data() + e.offset;
     } else {
       misfit.resize(bytes);
       dst = misfit.data();
@@ -742,7 +736,7 @@ void BatchDecoder::decode_images(std::span<const uint64_t> ids, PackedImages& ou
   });
   if (aside.empty()) return;
   // Pack again: every image at its decoded size, in slot order.
-  std::vector<uint8_t> planned(out.pixels.begin(), out.pixels.end());
+  const std::vector<uint8_t> planned(out.pixels().begin(), out.pixels().end());
   size_t packed = 0;
   std::vector<size_t> from(ids.size());
   for (size_t i = 0; i < ids.size(); ++i) {
@@ -750,13 +744,33 @@ void BatchDecoder::decode_images(std::span<const uint64_t> ids, PackedImages& ou
     out.images[i].offset = packed;
     packed += size_t{out.images[i].width} * out.images[i].height * 3;
   }
-  fit_storage(packed);
+  out.resize(packed);
   for (size_t i = 0; i < ids.size(); ++i) {
     const PackedImages::Extent& e = out.images[i];
     const size_t bytes = size_t{e.width} * e.height * 3;
     const uint8_t* src = aside[i].empty() ? planned.data() + from[i] : aside[i].data();
-    if (bytes) std::memcpy(out.pixels.data() + e.offset, src, bytes);
+    if (bytes) std::memcpy(out.pixels().data() + e.offset, src, bytes);
   }
+}
+
+void PackedImages::resize(size_t bytes) {
+  constexpr size_t kAlwaysKeep = size_t{4} << 20;
+  if (capacity_ < bytes) {
+    storage_.reset();  // first: the old block and the new one are never held at once
+    capacity_ = size_ = 0;
+    const size_t capacity = bytes + bytes / 4;  // room for somewhat larger batches to come
+    storage_ = std::make_unique_for_overwrite<uint8_t[]>(capacity);
+    capacity_ = capacity;
+  } else if (size_ > bytes + std::max(kAlwaysKeep, bytes / 4)) {
+    // A much smaller batch after a larger one (a huge image, an epoch's short last batch): the
+    // block stays (a new one would fault in every page again, batch after batch), but the pages
+    // past what this batch uses go back to the system; they read as zeros when used again.
+    const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    const auto begin = (reinterpret_cast<uintptr_t>(storage_.get()) + bytes + page - 1) / page * page;
+    const auto end = (reinterpret_cast<uintptr_t>(storage_.get()) + capacity_) / page * page;
+    if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+  }
+  size_ = bytes;
 }
 
 namespace detail {
