@@ -59,15 +59,16 @@ void add_source_flags(CLI::App& sub, SourceOptions& options) {
   add_setting(sub, options, "--missing", "missing", "", "Tar: a sample missing a field: error, skip (ledger) or empty")
       ->check(CLI::IsMember({"error", "skip", "empty"}));
   // LitData.
-  add_setting(sub, options, "--fields", "fields", "NAMES", "LitData: names for the leaves of tuple/list samples, in order: a,b,... (repeatable: the lists are joined)",
-              Given::many);
+  add_setting(sub, options, "--fields", "fields", "NAMES",
+              "LitData: names for the leaves of tuple/list samples, in order: a,b,... (repeatable: the lists are joined)", Given::many);
   add_setting(sub, options, "--layout", "layout", "", "Tar: webdataset (key.ext members, default) or imagefolder (class/file members)")
       ->check(CLI::IsMember({"webdataset", "imagefolder"}));
   // FFCV (and other sources with named fields).
   add_setting(sub, options, "--rename", "rename", "OLD=NEW", "Rename a source field: OLD=NEW (repeatable)", Given::many);
-  add_setting(sub, options, "--raw-field", "raw-field", "FIELD",
-              "FFCV custom field classes / LitData unknown serializers: keep the raw bytes as a bytes field instead of failing (repeatable)",
-              Given::many);
+  add_setting(
+      sub, options, "--raw-field", "raw-field", "FIELD",
+      "FFCV custom field classes / LitData unknown serializers: keep the raw bytes as a bytes field instead of failing (repeatable)",
+      Given::many);
   // Remote sources (http://, https://, s3://).
   add_setting(sub, options, "--download-dir", "download-dir", "DIR",
               "Remote: where downloads go and resume from (default: $SLIPSTREAM_CACHE_DIR/downloads or ~/.slipstream/downloads)")
