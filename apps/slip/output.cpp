@@ -253,9 +253,11 @@ void Progress::update(uint64_t done, std::optional<uint64_t> total) {
   const auto now = std::chrono::steady_clock::now();
   if (drawn_ && now - last_ < std::chrono::milliseconds(100) && !(total && done >= *total)) return;
   // A rate needs time to mean anything: none on a phase's first tick (a few items in
-  // microseconds read as "984615385/s") nor before half a second has passed.
+  // microseconds read as "984615385/s") nor before half a second has passed, except on the
+  // last tick, which is the whole phase's rate (so even a short phase ends with one).
   const double secs = std::chrono::duration<double>(now - start_).count();
-  const bool rated = drawn_ && secs >= 0.5 && done > 0;
+  const bool last_tick = total && done >= *total;
+  const bool rated = drawn_ && done > 0 && secs > 0 && (secs >= 0.5 || last_tick);
   last_ = now;
   drawn_ = true;
   const double rate = rated ? static_cast<double>(done) / secs : 0;
