@@ -766,9 +766,10 @@ void PackedImages::resize(size_t bytes) {
     // block stays (a new one would fault in every page again, batch after batch), but the pages
     // past what this batch uses go back to the system; they read as zeros when used again.
     const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-    const auto begin = (reinterpret_cast<uintptr_t>(storage_.get()) + bytes + page - 1) / page * page;
-    const auto end = (reinterpret_cast<uintptr_t>(storage_.get()) + capacity_) / page * page;
-    if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+    const auto base = reinterpret_cast<uintptr_t>(storage_.get());
+    const size_t first = (base + bytes + page - 1) / page * page - base;  // whole pages only
+    const size_t last = (base + capacity_) / page * page - base;
+    if (last > first) madvise(storage_.get() + first, last - first, MADV_DONTNEED);
   }
   size_ = bytes;
 }
