@@ -29,6 +29,15 @@ namespace {
 // executable) through the public-API path; CI runs it so once per build.
 const bool kInternalsForcedOff = apply_libjpeg_environment(process_environment());
 
+// Death-test children must start with no libjpeg decision made. When this process has probed
+// nothing yet (ctest runs one test per process) a fork is such a child ("fast"), and it works
+// under qemu-user too, where re-executing an aarch64 binary fails with "Exec format error" unless
+// binfmt_misc is set up; otherwise (the whole suite in one process) the child re-executes this
+// binary ("threadsafe").
+void death_test_children_start_undecided() {
+  GTEST_FLAG_SET(death_test_style, libjpeg_decisions_probed() == 0 ? "fast" : "threadsafe");
+}
+
 // A JPEG with sharp detail (many non-zero coefficients) at the given TurboJPEG sampling.
 std::vector<std::byte> detailed_jpeg(int width, int height, int sampling, bool restarts) {
   std::vector<uint8_t> rgb(static_cast<size_t>(width) * height * 3);
@@ -184,7 +193,7 @@ TEST(LibjpegInternals, EnvironmentTakesOnOffAutoAndRefusesAnythingElse) {
 // In a fresh process (the death-test child re-runs this executable): turned off, nothing probes
 // libjpeg, not even jpeg_engine_info() (slip --version, bench --json, slipcache.build_info()).
 TEST(LibjpegInternalsDeathTest, TurnedOffNeverRunsTheSelfTest) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  death_test_children_start_undecided();
   EXPECT_EXIT(
       {
         set_libjpeg_internals(false);
@@ -209,7 +218,7 @@ TEST(LibjpegInternalsDeathTest, ChangingTheSimdLevelDecidesAgain) {
   if (kInternalsForcedOff) GTEST_SKIP() << "SLIP_JPEG_INTERNALS=off";
   set_simd_level(cpu_simd_level());
   if (!HuffmanDecoder::runs_here()) GTEST_SKIP() << "slip's Huffman decoder does not run on this CPU (needs BMI2 and avx2)";
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  death_test_children_start_undecided();
   EXPECT_EXIT(
       {
         set_simd_level(SimdLevel::sse4);
