@@ -38,6 +38,7 @@ Action setup_order(CLI::App&, const GlobalOptions&);
 Action setup_merge(CLI::App&, const GlobalOptions&);
 Action setup_bench(CLI::App&, const GlobalOptions&);
 Action setup_yuv420(CLI::App&, const GlobalOptions&);
+Action setup_stage(CLI::App&, const GlobalOptions&);
 Action setup_completions(CLI::App&, const GlobalOptions&);
 Action setup_man(CLI::App&, const GlobalOptions&);
 

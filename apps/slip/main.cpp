@@ -36,6 +36,8 @@ const Command kCommands[] = {
     {"merge", "Join the part caches of a job-array conversion (convert --shard I/N) into one cache", setup_merge},
     {"bench", "Measure how fast a cache loads (raw I/O, decode, center, RRC, multi-crop) against the machine's limit", setup_bench},
     {"yuv420", "Add the YUV420 sibling files (docs/FORMAT.md) to a JPEG cache, decoded once on all threads", setup_yuv420},
+    {"stage", "Copy caches to a node-local directory once per node (verified, shared by the node's processes, evicted under a budget)",
+     setup_stage},
     {"completions", "Print a bash, zsh or fish completion script", setup_completions},
     {"man", "Print or write the man pages", setup_man},
 };

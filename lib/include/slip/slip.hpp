@@ -39,6 +39,7 @@
 #include "slip/shuffle.hpp"
 #include "slip/simd.hpp"
 #include "slip/source.hpp"
+#include "slip/stage.hpp"
 #include "slip/subset.hpp"
 #include "slip/verify.hpp"
 #include "slip/version.hpp"
