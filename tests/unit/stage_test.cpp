@@ -2,6 +2,7 @@
 // damaged sources refused, eviction under a budget that spares held caches, no second copy.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -233,6 +234,15 @@ TEST_F(Stage, BudgetEvictsLeastRecentlyUsedUnheldCaches) {
   o.budget = size - 1;
   EXPECT_THROW((void)stage(a, o), Error);
   EXPECT_TRUE(fs::exists(o.dir / "c.slipstream"));
+}
+
+TEST_F(Stage, SourceNamedWithDotOrSlashStagesUnderItsName) {
+  const StageOptions o = options();
+  for (const fs::path& src : {cache_ / ".", fs::path(cache_.string() + "/"), cache_ / "x" / ".."}) {
+    const StagedCache s = stage(src, o);
+    EXPECT_EQ(s.path(), o.dir / cache_.filename()) << src;
+    EXPECT_EQ(s.source(), cache_) << src;
+  }
 }
 
 TEST_F(Stage, InTheWayAndStageDirRule) {

@@ -37,7 +37,7 @@ class StagedCache {
   StagedCache& operator=(const StagedCache&) = delete;
 
   const std::filesystem::path& path() const noexcept { return path_; }      // the staged copy
-  const std::filesystem::path& source() const noexcept { return source_; }  // the cache it copies
+  const std::filesystem::path& source() const noexcept { return source_; }  // the cache it copies (absolute)
   bool held() const noexcept { return fd_ >= 0; }
   void release() noexcept;  // drops the read lock (the copy stays until evicted)
 

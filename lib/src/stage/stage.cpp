@@ -262,12 +262,15 @@ StagedCache stage(const fs::path& source, const StageOptions& options) {
     const Cache cache = Cache::open(src);  // refuses what is not a cache, naming why
     manifest_text = cache.manifest_text();
   }
-  const std::string name = fs::absolute(src).lexically_normal().filename().string();
+  fs::path absolute = fs::absolute(src).lexically_normal();  // "." and "a/.." name a directory too
+  if (!absolute.has_filename()) absolute = absolute.parent_path();
+  const std::string name = absolute.filename().string();
+  if (name.empty()) throw Error(Errc::usage, "cannot stage the root directory").with_path(src.string());
   const fs::path& dir = options.dir;
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw_errno("cannot create the stage directory", dir.string(), ec.value());
-  if (fs::equivalent(fs::absolute(src).parent_path(), dir, ec))
+  if (fs::equivalent(absolute.parent_path(), dir, ec))
     throw Error(Errc::usage, "the cache is already in the stage directory").with_path(src.string());
 
   // One stager per directory at a time; the others wait here. The kernel drops the lock when
@@ -276,7 +279,7 @@ StagedCache stage(const fs::path& source, const StageOptions& options) {
   detail::remove_stale_temporaries(dir);
 
   StagedCache h;
-  h.source_ = src;
+  h.source_ = absolute;
   h.path_ = dir / name;
   const std::vector<StageSourceFile> files = stage_source_files(src);
   for (const StageSourceFile& f : files) h.bytes += f.size;
