@@ -20,6 +20,7 @@ TEST(PublicApi, OneIncludeNamesEveryHeadersTypes) {
   EXPECT_TRUE(std::is_class_v<slip::ConvertOptions>);  // convert.hpp
   EXPECT_TRUE(std::is_class_v<slip::CancelToken>);     // runtime.hpp
   EXPECT_TRUE(std::is_class_v<slip::ProgressUpdate>);  // source.hpp
+  EXPECT_TRUE(std::is_class_v<slip::StagedCache>);     // stage.hpp
   EXPECT_NE(&slip::merge_parts, nullptr);
   EXPECT_NE(&slip::parse_crop_groups, nullptr);
 }
