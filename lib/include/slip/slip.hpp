@@ -6,6 +6,7 @@
 //   inspect ............. slip/inspect.hpp (summarize, list_caches)
 //   indexes, subsets .... slip/index.hpp, slip/subset.hpp
 //   epoch orders ........ slip/shuffle.hpp (EpochOrder)
+//   training batches .... slip/loader.hpp  (Loader: prefetching thread, buffer pool, elastic state)
 //   images .............. slip/image.hpp   (header parsing, decode, encode)
 //   batches, crops ...... slip/decode.hpp  (BatchDecoder, DecodeOptions, crop groups)
 //   YUV420 siblings ..... slip/yuv420.hpp  (add_yuv420_siblings)
@@ -30,6 +31,7 @@
 #include "slip/image.hpp"
 #include "slip/index.hpp"
 #include "slip/inspect.hpp"
+#include "slip/loader.hpp"
 #include "slip/log.hpp"
 #include "slip/merge.hpp"
 #include "slip/npy.hpp"
