@@ -361,55 +361,7 @@ LoaderPtr make_loader(CachePtr cache, size_t batch_size, const std::string& pipe
   return LoaderPtr(std::make_unique<slip::Loader>(std::move(cache), std::move(cfg)).release());
 }
 
-}  // namespace
-
-PYBIND11_MODULE(_core, m) {
-  m.doc() = "The compiled core of slipcache (use the slipcache package, which documents it)";
-  // numpy now, while the import lock keeps every other thread out of this module: pybind11 keeps
-  // numpy's API (and dtype(str)'s helper) in function-local statics filled by importing numpy on
-  // first use, and that import lets the GIL go; two threads making their first arrays at once
-  // then deadlock, one in the static's guard holding the GIL, the other importing, waiting for it.
-  py::detail::npy_api::get();
-  static_cast<void>(py::dtype(std::string("B")));
-  m.attr("__version__") = slip::version();
-  m.def("build_info", &slip::build_info,
-        "The libraries slip runs with: libjpeg compiled against and loaded, the JPEG entropy hook, SIMD kernels");
-  static py::exception<slip::Error> error(m, "Error", PyExc_RuntimeError);
-  for (const char* attribute : {"code", "kind", "path", "sample", "offset", "message"}) error.attr(attribute) = py::none();
-  // One mapping (slip::current_exception_error): a slip::Error keeps its class; an OS error
-  // (std::system_error) is an Error of the io class (code 4); out of memory stays Python's
-  // MemoryError; pybind11's own exceptions (error_already_set, ...) pass through.
-  py::register_exception_translator([](std::exception_ptr p) {
-    const auto raise = [](const slip::Error& e) {
-      py::object exc = py::reinterpret_borrow<py::object>(error.ptr())(e.describe());
-      exc.attr("code") = exit_class(e.code());
-      exc.attr("kind") = slip::errc_name(e.code());
-      exc.attr("message") = e.message();
-      exc.attr("path") = e.path().empty() ? py::object(py::none()) : py::object(py::str(e.path()));
-      exc.attr("sample") = e.sample() ? py::object(py::int_(*e.sample())) : py::object(py::none());
-      exc.attr("offset") = e.offset() ? py::object(py::int_(*e.offset())) : py::object(py::none());
-      PyErr_SetObject(error.ptr(), exc.ptr());
-    };
-    try {
-      if (p) std::rethrow_exception(p);
-    } catch (const slip::Error& e) {
-      raise(e);
-    } catch (const std::system_error&) {
-      raise(slip::current_exception_error());
-    }
-  });
-  // SLIP_SIMD, as the slip command honours it (slip/simd.hpp); a bad value fails the import.
-  slip::apply_simd_environment(slip::process_environment());
-  // As the slip command: SLIP_JPEG_INTERNALS=off decodes through libjpeg's public API only and
-  // build_info() never probes libjpeg; a value other than on/off/auto fails the import.
-  slip::apply_libjpeg_environment(slip::process_environment());
-  m.def(
-      "simd_level", [] { return std::string(slip::simd_level_name()); },
-      "The SIMD level the decode kernels run at: scalar, sse4, avx2 or avx512 (SLIP_SIMD, else the CPU's best)");
-  m.def(
-      "set_simd_level", [](const std::string& level) { slip::set_simd_level(level); }, py::arg("level"),
-      "Run the kernels at most at `level` (same pixels at every level); slip.Error if this CPU lacks it");
-
+void bind_cache(py::module_& m) {
   py::class_<slip::Cache, CachePtr>(m, "Cache")
       .def(py::init([](const std::string& path) { return std::make_shared<slip::Cache>(slip::Cache::open(path)); }), py::arg("path"))
       .def("__len__", [](const slip::Cache& c) { return c.size(); })
@@ -460,7 +412,10 @@ PYBIND11_MODULE(_core, m) {
         d["indexes"] = s.indexes;
         return d;
       });
+}
 
+// _core.Loader and what iter() returns.
+void bind_loader(py::module_& m) {
   py::class_<LoaderIterator>(m, "LoaderIterator")
       .def("__iter__", [](LoaderIterator& it) -> LoaderIterator& { return it; })
       .def("__next__", [](LoaderIterator& it) {
@@ -469,7 +424,7 @@ PYBIND11_MODULE(_core, m) {
         return *b;
       });
 
-  // Arguments are checked here once more, but documented (and converted: paths, defaults) by
+  // Arguments are checked (make_loader) once more, but documented (and converted: paths, defaults) by
   // slipcache.Loader, which is what users call.
   py::class_<slip::Loader, LoaderPtr>(m, "Loader")
       .def(py::init(&make_loader), py::arg("cache"), py::arg("batch_size"), py::arg("pipeline"), py::arg("size").none(true),
@@ -514,4 +469,57 @@ PYBIND11_MODULE(_core, m) {
             return LoaderIterator{&l, l.start()};
           },
           py::keep_alive<0, 1>());
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "The compiled core of slipcache (use the slipcache package, which documents it)";
+  // numpy now, while the import lock keeps every other thread out of this module: pybind11 keeps
+  // numpy's API (and dtype(str)'s helper) in function-local statics filled by importing numpy on
+  // first use, and that import lets the GIL go; two threads making their first arrays at once
+  // then deadlock, one in the static's guard holding the GIL, the other importing, waiting for it.
+  py::detail::npy_api::get();
+  static_cast<void>(py::dtype(std::string("B")));
+  m.attr("__version__") = slip::version();
+  m.def("build_info", &slip::build_info,
+        "The libraries slip runs with: libjpeg compiled against and loaded, the JPEG entropy hook, SIMD kernels");
+  static py::exception<slip::Error> error(m, "Error", PyExc_RuntimeError);
+  for (const char* attribute : {"code", "kind", "path", "sample", "offset", "message"}) error.attr(attribute) = py::none();
+  // One mapping (slip::current_exception_error): a slip::Error keeps its class; an OS error
+  // (std::system_error) is an Error of the io class (code 4); out of memory stays Python's
+  // MemoryError; pybind11's own exceptions (error_already_set, ...) pass through.
+  py::register_exception_translator([](std::exception_ptr p) {
+    const auto raise = [](const slip::Error& e) {
+      py::object exc = py::reinterpret_borrow<py::object>(error.ptr())(e.describe());
+      exc.attr("code") = exit_class(e.code());
+      exc.attr("kind") = slip::errc_name(e.code());
+      exc.attr("message") = e.message();
+      exc.attr("path") = e.path().empty() ? py::object(py::none()) : py::object(py::str(e.path()));
+      exc.attr("sample") = e.sample() ? py::object(py::int_(*e.sample())) : py::object(py::none());
+      exc.attr("offset") = e.offset() ? py::object(py::int_(*e.offset())) : py::object(py::none());
+      PyErr_SetObject(error.ptr(), exc.ptr());
+    };
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const slip::Error& e) {
+      raise(e);
+    } catch (const std::system_error&) {
+      raise(slip::current_exception_error());
+    }
+  });
+  // SLIP_SIMD, as the slip command honours it (slip/simd.hpp); a bad value fails the import.
+  slip::apply_simd_environment(slip::process_environment());
+  // As the slip command: SLIP_JPEG_INTERNALS=off decodes through libjpeg's public API only and
+  // build_info() never probes libjpeg; a value other than on/off/auto fails the import.
+  slip::apply_libjpeg_environment(slip::process_environment());
+  m.def(
+      "simd_level", [] { return std::string(slip::simd_level_name()); },
+      "The SIMD level the decode kernels run at: scalar, sse4, avx2 or avx512 (SLIP_SIMD, else the CPU's best)");
+  m.def(
+      "set_simd_level", [](const std::string& level) { slip::set_simd_level(level); }, py::arg("level"),
+      "Run the kernels at most at `level` (same pixels at every level); slip.Error if this CPU lacks it");
+
+  bind_cache(m);
+  bind_loader(m);
 }

@@ -126,7 +126,9 @@ class Loader {
   // that failed, rethrows its error (every call). `replaced`: a later start() or interrupt()
   // superseded this iteration.
   NextResult next(uint64_t generation, std::chrono::milliseconds wait = std::chrono::milliseconds::max());
-  // Convenience: start() and next() until the end, for C++ loops.
+  // For C++ loops: the running iteration's next batch (starting one when none runs; batches
+  // whose samples were all skipped are passed over); nullptr at its end, after which the next
+  // call starts the next epoch. Throws the iteration's error.
   BatchPtr next();
   void interrupt();  // ends the running iteration (its next() calls return `replaced`)
   uint64_t generation() const;
