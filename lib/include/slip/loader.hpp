@@ -5,8 +5,9 @@
 // holds sample EpochOrder{seed, e, block_size}.global(g). Rank r of W takes positions r, r+W,
 // r+2W, ... (as PyTorch's DistributedSampler), so after every rank took k batches of B samples
 // the first k*B*W positions are consumed whatever W was; a LoaderState records that count and
-// resumes on any number of ranks with every sample of the epoch seen once (the rank that runs
-// past the epoch's end repeats positions from its start: DistributedSampler's padding).
+// resumes on any number of ranks with every sample of the epoch seen once (ranks that run past
+// the epoch's end repeat the first positions left: DistributedSampler's padding). The order and
+// the ranks' shares are slip/mix.hpp's MixedOrder (over one cache) and RankPositions.
 //
 // Threads: next() may be called from any thread (a batch goes to one caller); start(),
 // set_epoch() and load_state() are not concurrent with each other. A Loader inherited through

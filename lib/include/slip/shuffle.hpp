@@ -42,8 +42,8 @@ struct ShuffleSpec {
 
 // The epoch order for one rank. The global order does not depend on the world size: rank r
 // takes global positions start+r, start+r+W, start+r+2W, ... (PyTorch's DistributedSampler
-// interleaving), ceil((N-start)/W) of them; positions past N wrap to the start of the epoch
-// (DistributedSampler's padding by repetition). So "the first S positions" of an epoch are
+// interleaving), ceil((N-start)/W) of them; positions past N wrap to `start` (DistributedSampler's
+// padding by repetition of the first remaining positions; slip/mix.hpp's RankPositions). So "the first S positions" of an epoch are
 // consumed once every rank took S/W of them, whatever W was. (Dropping the tail is not offered.)
 class EpochOrder {
  public:

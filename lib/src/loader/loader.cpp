@@ -16,6 +16,7 @@
 
 #include "slip/cache.hpp"
 #include "slip/error.hpp"
+#include "slip/mix.hpp"
 #include "slip/shuffle.hpp"
 
 namespace slip {
@@ -266,20 +267,18 @@ void Loader::load_state(const LoaderState& state) {
 namespace {
 
 // Positions [first, first + ids.size()) of this rank's share of the iteration (epoch, origin).
+// The order is a dataset's (slip/mix.hpp) over one cache: MixedOrder of one cache without
+// weights is the cache's EpochOrder (what `slip order` prints), and RankPositions interleaves
+// the ranks over the positions left after `origin`. A Loader over a Dataset of many caches
+// (and weights) changes only the MixSpec here and the decode side (ids -> (cache, local id)).
 void fill_loader_ids(const LoaderOptions& o, uint64_t n, uint64_t epoch, uint64_t origin, uint64_t first, std::span<uint64_t> ids) {
   if (ids.empty() || n == 0) return;
-  if (o.shuffle) {
-    ShuffleSpec spec;
-    spec.num_samples = n;
-    spec.seed = o.decode.seed;
-    spec.epoch = epoch;
-    spec.block_size = o.block_size;
-    spec.rank = o.rank;
-    spec.world_size = o.world_size;
-    spec.start = origin;
-    EpochOrder(spec).fill(first, ids);
-  } else {  // the same interleaving over the identity order
-    for (size_t i = 0; i < ids.size(); ++i) ids[i] = (origin + o.rank + (first + i) * o.world_size) % n;
+  const RankPositions mine(n, origin, o.rank, o.world_size);
+  std::optional<MixedOrder> order;
+  if (o.shuffle) order.emplace(MixSpec{{n}, {}, std::nullopt, o.decode.seed, epoch, o.block_size});
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const uint64_t position = mine(first + i);
+    ids[i] = order ? (*order)(position) : position;  // unshuffled: the identity order, interleaved the same way
   }
   if (o.indices.given())
     for (uint64_t& id : ids) id = o.indices[id];

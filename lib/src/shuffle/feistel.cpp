@@ -95,9 +95,12 @@ uint64_t EpochOrder::global(uint64_t p) const noexcept {
 
 uint64_t EpochOrder::operator()(uint64_t position) const noexcept {
   // Rank r takes every W-th global position from start + r, so the epoch's global order (and
-  // which samples "the first S positions" are) is the same for every world size; positions
-  // past N wrap to the start of the epoch: padding by repetition, as DistributedSampler does.
-  return global(spec_.start + spec_.rank + position * spec_.world_size);
+  // which samples "the first S positions" are) is the same for every world size; positions past
+  // the end wrap to the first remaining one (start): padding by repetition, as DistributedSampler
+  // does, and as RankPositions (slip/mix.hpp) counts.
+  const uint64_t remaining = spec_.num_samples - spec_.start;
+  if (remaining == 0) return global(0);  // (no position of this rank: size() is 0)
+  return global(spec_.start + (spec_.rank + position * spec_.world_size) % remaining);
 }
 
 void EpochOrder::fill(uint64_t start, std::span<uint64_t> out) const noexcept {
