@@ -2,8 +2,9 @@
 """The Python package's slipcache.Loader against `slip bench` (the same engine without Python) and against
 torchvision's ImageFolder + DataLoader (2 workers), RandomResizedCrop(224) + flip, on the same
 images in one run, for both outputs a training loop takes: uint8 HWC images (torchvision's
-PILToTensor) and normalised float32 CHW (ToTensor + Normalize). Prints images/s (best of EPOCHS
-epochs) and the ratios, one table per thread count.
+PILToTensor) and normalised float32 CHW (ToTensor + Normalize); and whole images (pipeline="decode"
+against `slip bench -p decode`, no torchvision row). Prints images/s (best of EPOCHS epochs) and the
+ratios, one table per thread count.
 
 Usage: bench/python_loader.py SLIP IMAGEFOLDER [EPOCHS] [--threads 1,2,4,...|scaling] [--no-torchvision]
   --threads: the loader's threads and the DataLoader's workers (default 2); "scaling": 1, 2, 4, ...
@@ -67,18 +68,20 @@ def best(run):
     return max(rates)
 
 
-def module_rate(threads, **kw):
-    loader = slipcache.Loader(cache, batch_size=batch, pipeline="rrc", size=224, flip=True, threads=threads, shuffle=True, **kw)
+def module_rate(threads, pipeline="rrc", **kw):
+    size = 224 if pipeline == "rrc" else None
+    loader = slipcache.Loader(cache, batch_size=batch, pipeline=pipeline, size=size, flip=True, threads=threads, shuffle=True, **kw)
 
     def epoch(e):
         loader.set_epoch(e)
-        return sum(b["image"].shape[0] for b in loader)  # numpy arrays, ready for torch.from_numpy
+        # numpy arrays, ready for torch.from_numpy (decode: a list of per-image views of one block)
+        return sum(len(b["image"]) for b in loader)
 
     return best(epoch)
 
 
-def bench_rate(threads, *flags):
-    out = subprocess.run([slip_bin, "bench", cache, "-p", "rrc", "-j", str(threads), "-b", str(batch), "-e", str(epochs), "--order",
+def bench_rate(threads, *flags, pipeline="rrc"):
+    out = subprocess.run([slip_bin, "bench", cache, "-p", pipeline, "-j", str(threads), "-b", str(batch), "-e", str(epochs), "--order",
                           "shuffle", "--no-limit", "--json", *flags], check=True, capture_output=True).stdout
     return json.loads(out)["best_images_per_second"]
 
@@ -104,9 +107,12 @@ for threads in thread_counts:
         ("uint8 NHWC / PILToTensor", module_rate(threads), bench_rate(threads), torchvision_rate(threads, T.PILToTensor())),
         ("float32 NCHW normalised / ToTensor+Normalize", module_rate(threads, layout="NCHW", dtype="float32"),
          bench_rate(threads, "--layout", "chw", "--dtype", "float32"), torchvision_rate(threads, T.ToTensor(), norm)),
+        # issue 44: whole images, no crop (the Loader's pipeline="decode" against `slip bench -p decode`)
+        ("uint8 HWC whole images / -p decode", module_rate(threads, pipeline="decode"), bench_rate(threads, pipeline="decode"),
+         float("nan")),
     ]
     print(f"\n{threads} threads / workers")
     print(f"{'output':46} {'Loader':>11} {'slip bench':>10} {'torchvision':>11} {'Loader/bench':>12} {'Loader/torchvision':>18}")
     for name, ours, cli, tv in rows:
-        vs_tv = "-" if args.no_torchvision else f"{ours / tv:.1f}x"
+        vs_tv = "-" if args.no_torchvision or tv != tv else f"{ours / tv:.1f}x"
         print(f"{name:46} {ours:11.1f} {cli:10.1f} {tv:11.1f} {ours / cli:12.2f} {vs_tv:>18}")

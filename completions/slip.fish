@@ -103,7 +103,7 @@ complete -c slip -n "__fish_seen_subcommand_from order" -l help -s h -d 'Print t
 complete -c slip -n "__fish_seen_subcommand_from order" -l seed -x -d 'Shuffle seed'
 complete -c slip -n "__fish_seen_subcommand_from order" -l epoch -x -d 'Epoch number (each epoch is a different order)'
 complete -c slip -n "__fish_seen_subcommand_from order" -l rank -x -d 'This process'\''s rank'
-complete -c slip -n "__fish_seen_subcommand_from order" -l world-size -x -d 'Number of ranks; each gets ceil(N/W) positions, padded by repetition'
+complete -c slip -n "__fish_seen_subcommand_from order" -l world-size -x -d 'Number of ranks; rank R takes positions R, R+W, R+2W, ... of the global order (ceil(N/W), padded by repetition)'
 complete -c slip -n "__fish_seen_subcommand_from order" -l block-size -x -d 'Shuffle blocks of B consecutive samples, then within blocks (1: plain shuffle)'
 complete -c slip -n "__fish_seen_subcommand_from order" -l format -x -a 'text npy' -d 'text (one id per line) or npy (int64 array)'
 complete -c slip -n "__fish_seen_subcommand_from order" -l output -s o -r -F -d 'Write to this file instead of stdout (- for stdout); npy is never written to a terminal'

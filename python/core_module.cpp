@@ -1,27 +1,20 @@
 // slipcache._core, the compiled half of the `slipcache` Python package (python/slipcache wraps
 // and documents it): caches and a batch loader on slip's decode engine, for training loops.
-// Uses only libslipstream's public API. Batches are buffers handed to numpy without
-// copying; a buffer goes back to a pool when Python drops the last array that views it, and is
-// reused for a later batch (new ones are allocated only while Python holds the others). The next
-// `prefetch` batches are decoded on a background thread, with the GIL released, while Python
-// trains on the current one.
+// Uses only libslipstream's public API; the Loader's engine (prefetch thread, buffer pool, skip
+// policy, epoch and elastic state) is slip::Loader (slip/loader.hpp), and this only converts
+// types. Batches are buffers handed to numpy without copying; a buffer goes back to the
+// loader's pool when Python drops the last array that views it.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <chrono>
 #include <cstdlib>
-#include <condition_variable>
-#include <deque>
 #include <exception>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string_view>
 #include <system_error>
-#include <thread>
-
-#include <unistd.h>
 
 #include "slip/slip.hpp"
 
@@ -104,553 +97,105 @@ py::dict verify_dict(const slip::VerifyReport& r) {
 }
 
 // ---- Loader ---------------------------------------------------------------------------------
+// The engine is slip::Loader (slip/loader.hpp); this converts its batches and states. Its
+// producer thread never takes the GIL, so the GIL may be held while it is stopped or joined.
 
-// The samples a Loader draws from: every sample, an explicit list, or an arithmetic progression
-// (a Python range, kept as three numbers so that range(10**8) costs no memory per sample).
-class SampleIndices {
- public:
-  static SampleIndices list(std::vector<uint64_t> ids) {
-    SampleIndices s;
-    s.list_ = std::move(ids);
-    s.count_ = s.list_.size();
-    s.explicit_ = true;
-    return s;
-  }
-  static SampleIndices progression(uint64_t first, int64_t step, uint64_t count) {
-    SampleIndices s;
-    s.first_ = first;
-    s.step_ = step;
-    s.count_ = count;
-    s.explicit_ = true;
-    s.progression_ = true;
-    return s;
-  }
-  bool given() const { return explicit_; }  // false: every sample of the cache
-  uint64_t size() const { return count_; }
-  uint64_t operator[](uint64_t i) const {
-    if (!progression_) return list_[i];
-    return first_ + static_cast<uint64_t>(step_) * i;  // modular: a negative step counts down
-  }
-  // The first id >= `samples`, if any (O(1) for a progression).
-  std::optional<uint64_t> first_beyond(uint64_t samples) const {
-    if (progression_) {
-      if (count_ == 0) return std::nullopt;
-      const uint64_t last = (*this)[count_ - 1];
-      if (first_ >= samples) return first_;
-      if (last >= samples) return last;
-      return std::nullopt;
-    }
-    for (uint64_t id : list_)
-      if (id >= samples) return id;
-    return std::nullopt;
-  }
-
- private:
-  std::vector<uint64_t> list_;
-  uint64_t first_ = 0, count_ = 0;
-  int64_t step_ = 1;
-  bool explicit_ = false, progression_ = false;
-};
-
-struct LoaderConfig {
-  size_t batch_size = 256;
-  slip::DecodeOptions decode;
-  bool shuffle = true, drop_last = false;
-  uint64_t epoch = 0;
-  uint32_t rank = 0, world_size = 1;
-  uint64_t block_size = 1;
-  SampleIndices indices;  // not given: every sample; given and empty: an empty epoch
-  std::vector<std::string> fields;
-  size_t prefetch = 2;
-  bool full_decode = false;  // pipeline "decode": whole images, each its own size
-  bool skip_errors = false;  // on_error="skip": drop samples that fail to decode, count them
-};
-
-// One batch's memory: the crop groups' pixels and the requested fields' values.
-struct Buffer {
-  std::vector<std::vector<std::byte>> groups;
-  std::vector<std::vector<std::byte>> fields;  // int64 or float64, batch_size each
-  slip::PackedImages full;                     // pipeline "decode": the batch's images in one block
-  size_t count = 0;
-  uint64_t index = 0;  // which batch of the epoch
-};
-
-using BufferPtr = std::shared_ptr<Buffer>;
-
-// Buffers Python has let go of, for the next batches. Shared with the arrays' owners: a batch
-// may outlive its Loader (then its buffer is simply freed), and a caller that keeps every batch
-// (list(loader)) makes the loader allocate more instead of waiting for a buffer that never
-// comes back.
-class Pool {
- public:
-  void put(BufferPtr b) {
-    // In a forked child the mutex may have been held by a thread that no longer exists: the
-    // buffer is simply freed there.
-    if (getpid() != pid_) return;
-    std::lock_guard lock(mutex_);
-    free_.push_back(std::move(b));
-  }
-  BufferPtr take() {
-    std::lock_guard lock(mutex_);
-    if (free_.empty()) return nullptr;
-    BufferPtr b = std::move(free_.front());
-    free_.pop_front();
-    return b;
-  }
-
- private:
-  const pid_t pid_ = getpid();
-  std::mutex mutex_;
-  std::deque<BufferPtr> free_;
-};
-
-// A sample the loader dropped under on_error="skip", and why.
-struct Skipped {
-  uint64_t sample;
-  std::string message;
-};
-
-// The loader and its one running iteration (a background producer thread). iter() starts a new
-// iteration, which supersedes the previous one; the epoch advances by itself from one iteration
-// to the next unless set_epoch() chose the next one.
-class Loader {
- public:
-  Loader(CachePtr cache, LoaderConfig config) : cache_(std::move(cache)), config_(std::move(config)), epoch_(config_.epoch) {
-    if (config_.full_decode) {
-      image_field_ = image_field();
-      if (cache_->fields()[image_field_].image_format == "yuv420" || config_.decode.yuv420_siblings)
-        throw slip::Error(slip::Errc::usage, "the decode pipeline reads encoded images; this field is YUV420 planes");
-      if (config_.decode.type != slip::PixelType::uint8 || config_.decode.layout != slip::PixelLayout::hwc)
-        throw slip::Error(slip::Errc::usage, "the decode pipeline returns uint8 HWC images");
-      slip::DecodeOptions whole = config_.decode;  // (the Loader's own groups stay empty: no crop buffers)
-      whole.groups = slip::pipeline_crop_groups("decode");
-      decoder_ = std::make_unique<slip::BatchDecoder>(*cache_, std::move(whole));
-    } else {
-      decoder_ = std::make_unique<slip::BatchDecoder>(*cache_, config_.decode);
-    }
-    for (const std::string& name : config_.fields) {
-      const auto fi = cache_->field_index(name);
-      if (!fi) throw slip::Error(slip::Errc::usage, "no field \"" + name + "\"").with_path(cache_->path().string());
-      const auto t = cache_->fields()[*fi].type;
-      if (t != slip::FieldType::int64 && t != slip::FieldType::float64)
-        throw slip::Error(slip::Errc::usage, "field \"" + name + "\": the loader returns int and float fields");
-      field_ids_.push_back(*fi);
-    }
-    if (const auto beyond = config_.indices.first_beyond(cache_->size()))
-      throw slip::Error(slip::Errc::usage,
-                        "index " + std::to_string(*beyond) + " is beyond the cache's " + std::to_string(cache_->size()) + " samples");
-    pool_ = std::make_shared<Pool>();
-  }
-  ~Loader() { stop_worker(); }
-  bool forked() const { return getpid() != pid_; }
-
-  const CachePtr& cache() const { return cache_; }
-  const LoaderConfig& config() const { return config_; }
-  uint64_t samples() const { return config_.indices.given() ? config_.indices.size() : cache_->size(); }
-  uint64_t per_rank() const { return samples() == 0 ? 0 : slip::EpochOrder(order_spec(epoch_)).size(); }
-  size_t batches() const {
-    const uint64_t n = per_rank();
-    return config_.drop_last ? n / config_.batch_size : (n + config_.batch_size - 1) / config_.batch_size;
-  }
-
-  // The next iter() runs `epoch` from batch `start_batch` (resuming mid-epoch); the running
-  // iteration, if any, finishes its own epoch undisturbed.
-  void set_epoch(uint64_t e, uint64_t start_batch) {
-    if (start_batch > batches())
-      throw slip::Error(slip::Errc::usage,
-                        "start_batch " + std::to_string(start_batch) + " is beyond the epoch's " + std::to_string(batches()) + " batches");
-    epoch_ = e;
-    start_batch_ = start_batch;
-    epoch_chosen_ = true;
-  }
-  uint64_t epoch() const { return epoch_; }
-  // (epoch, batch): set_epoch(epoch, batch) resumes right after the last batch handed out.
-  std::pair<uint64_t, uint64_t> state() const { return {epoch_, epoch_chosen_ ? start_batch_ : next_batch_}; }
-
-  std::vector<Skipped> skipped() {
-    check_process();
-    std::lock_guard lock(mutex_);
-    return skipped_;
-  }
-
-  // The image field the pipelines read: DecodeOptions::field, else the first image field.
-  size_t image_field() const {
-    if (!config_.decode.field.empty()) return *cache_->field_index(config_.decode.field);
-    size_t fi = 0;
-    while (fi < cache_->fields().size() && cache_->fields()[fi].type != slip::FieldType::image) ++fi;
-    if (fi == cache_->fields().size())
-      throw slip::Error(slip::Errc::usage, "the cache has no image field").with_path(cache_->path().string());
-    return fi;
-  }
-
-  // The source window of crop `crop` of `sample` in the loader's epoch (what the engine decodes).
-  py::tuple window(uint64_t sample, uint32_t crop) const {
-    if (sample >= cache_->size()) throw slip::Error(slip::Errc::usage, "sample " + std::to_string(sample) + " is beyond the cache");
-    const slip::MetaRecord r = cache_->record(image_field(), sample);
-    uint32_t index = crop;
-    for (const slip::CropGroup& g : config_.decode.groups) {
-      if (index < g.count) {
-        const slip::CropWindow w =
-            slip::sample_crop_window(g, r.width, r.height, config_.decode.seed, epoch_, sample, crop, config_.decode.flip_probability);
-        return py::make_tuple(w.x, w.y, w.width, w.height, w.flip);
-      }
-      index -= g.count;
-    }
-    throw slip::Error(slip::Errc::usage, "crop " + std::to_string(crop) + " is beyond the pipeline's crops");
-  }
-
-  // The sample ids of this rank's epoch, in order (what `slip order` prints).
-  std::vector<uint64_t> order() const {
-    std::vector<uint64_t> ids(per_rank());
-    fill_ids(epoch_, 0, ids);
-    return ids;
-  }
-
-  // Starts an iteration (iter()) and returns its generation, which next() checks. Called with
-  // the GIL held; a next() of the iteration it replaces, waiting on another thread, wakes and
-  // raises ValueError.
-  uint64_t start() {
-    check_process();
-    {
-      std::lock_guard lock(mutex_);
-      ++generation_;  // first: a waiting next() must not take the end of the old run for its own
-    }
-    ready_cv_.notify_all();
-    stop_worker();
-    if (!epoch_chosen_ && started_) {  // as DataLoader/FFCV: a new epoch for each pass
-      ++epoch_;
-      start_batch_ = 0;
-    }
-    epoch_chosen_ = false;
-    started_ = true;
-    next_batch_ = start_batch_;
-    std::lock_guard lock(mutex_);
-    stop_ = false;
-    finished_ = false;
-    error_ = nullptr;
-    skipped_.clear();
-    worker_ = std::thread([this, epoch = epoch_, first = start_batch_] { produce(epoch, first); });
-    return generation_;
-  }
-
-  // The next batch of iteration `generation` as a dict of numpy arrays; nullopt at the end of
-  // the epoch. After an error every later call raises it again: the epoch is over, but never
-  // silently. Called with the GIL held, which it releases while it waits (never holding mutex_
-  // while it takes the GIL back). Any number of threads may call it and iter() at once: a
-  // batch goes to one caller of its own iteration, and a replaced iteration raises ValueError.
-  std::optional<py::dict> next(uint64_t generation) {
-    check_process();
-    const auto replaced = [] {
-      return py::value_error(
-          "this iterator is no longer running: a later iter(loader) replaced it, or it was interrupted "
-          "(one iteration per Loader runs at a time, whichever thread started it)");
-    };
-    BufferPtr b;
-    bool interrupted = false;
-    {
-      py::gil_scoped_release release;
-      std::unique_lock lock(mutex_);
-      const auto wake = [&] { return generation != generation_ || !ready_.empty() || finished_; };
-      while (!ready_cv_.wait_for(lock, std::chrono::milliseconds(50), wake)) {
-        lock.unlock();
-        bool signalled = false;
-        {
-          py::gil_scoped_acquire acquire;
-          signalled = PyErr_CheckSignals() != 0;  // Ctrl-C: the exception is set on this thread
-        }
-        lock.lock();
-        if (signalled) {
-          interrupted = true;
-          break;
-        }
-      }
-      if (generation == generation_ && !interrupted && !ready_.empty()) {
-        b = std::move(ready_.front());
-        ready_.pop_front();
-        space_cv_.notify_all();
-      }
-    }
-    // The GIL is held again; iter() changes generation_ only under it, so this check holds until
-    // we return.
-    if (generation != generation_) {
-      if (b) pool_->put(std::move(b));
-      if (interrupted) throw py::error_already_set();
-      throw replaced();
-    }
-    if (interrupted) {
-      {
-        std::lock_guard lock(mutex_);
-        ++generation_;
-      }
-      ready_cv_.notify_all();
-      stop_worker();
-      throw py::error_already_set();  // with the GIL held again: KeyboardInterrupt
-    }
-    if (!b) {
-      std::lock_guard lock(mutex_);
-      if (error_) std::rethrow_exception(error_);
-      return std::nullopt;
-    }
-    next_batch_ = b->index + 1;
-    return to_dict(std::move(b));
-  }
-
-  // Refuses a Loader inherited through fork(): its producer and decode threads were not copied
-  // into this process, and a lock one of them held at the fork would stay locked.
-  void check_process() const {
-    const pid_t now = getpid();
-    if (now != pid_)
-      throw slip::Error(slip::Errc::usage, "this Loader was created in process " + std::to_string(pid_) +
-                                               " and cannot run in its forked child " + std::to_string(now) +
-                                               " (its decode threads stay in the parent): create the Loader in the child, after "
-                                               "the fork (in the worker function or worker_init_fn)");
-  }
-
- private:
-  py::dict to_dict(BufferPtr b) {
-    // Every array of the batch shares one owner: the buffer returns to the pool when the last
-    // of them is garbage-collected.
-    struct Lease {
-      std::weak_ptr<Pool> pool;
-      BufferPtr buffer;
-    };
-    const size_t count = b->count;
-    Buffer& buffer = *b;
-    py::capsule owner(std::make_unique<Lease>(Lease{pool_, std::move(b)}).release(), [](void* p) {
-      std::unique_ptr<Lease> lease(static_cast<Lease*>(p));
-      if (auto pool = lease->pool.lock()) pool->put(std::move(lease->buffer));
-    });
-    py::dict out;
-    const auto& groups = config_.decode.groups;
-    const bool f32 = config_.decode.type == slip::PixelType::float32;
-    const py::dtype pixel = f32 ? py::dtype::of<float>() : py::dtype::of<uint8_t>();
-    const auto n = static_cast<py::ssize_t>(count);
-    py::list images;
-    if (config_.full_decode) {  // a list of (H, W, 3) arrays, one per sample, views of the batch's one block
-      for (size_t i = 0; i < count; ++i) {
-        const slip::PackedImages::Extent& im = buffer.full.images[i];
-        images.append(py::array(pixel, {static_cast<py::ssize_t>(im.height), static_cast<py::ssize_t>(im.width), py::ssize_t{3}}, {},
-                                buffer.full.pixels().data() + im.offset, owner));
-      }
-      out["image"] = images;
-    }
-    for (size_t g = 0; g < groups.size(); ++g) {
-      const auto s = static_cast<py::ssize_t>(groups[g].size);
-      const auto c = static_cast<py::ssize_t>(groups[g].count);
-      std::vector<py::ssize_t> shape;
-      if (config_.decode.layout == slip::PixelLayout::hwc)
-        shape = c == 1 ? std::vector<py::ssize_t>{n, s, s, 3} : std::vector<py::ssize_t>{n, c, s, s, 3};
-      else
-        shape = c == 1 ? std::vector<py::ssize_t>{n, 3, s, s} : std::vector<py::ssize_t>{n, c, 3, s, s};
-      images.append(py::array(pixel, shape, {}, buffer.groups[g].data(), owner));
-    }
-    if (!config_.full_decode) out["image"] = groups.size() == 1 ? py::object(images[0]) : py::object(images);
-    for (size_t k = 0; k < field_ids_.size(); ++k) {
-      const bool is_int = cache_->fields()[field_ids_[k]].type == slip::FieldType::int64;
-      out[py::str(config_.fields[k])] =
-          py::array(is_int ? py::dtype::of<int64_t>() : py::dtype::of<double>(), {n}, {}, buffer.fields[k].data(), owner);
-    }
-    return out;
-  }
-
-  slip::ShuffleSpec order_spec(uint64_t epoch) const {
-    slip::ShuffleSpec spec;
-    spec.num_samples = samples();
-    spec.seed = config_.decode.seed;
-    spec.epoch = epoch;
-    spec.block_size = config_.block_size;
-    spec.rank = config_.rank;
-    spec.world_size = config_.world_size;
-    return spec;
-  }
-  void fill_ids(uint64_t epoch, uint64_t first, std::span<uint64_t> ids) const {
-    if (ids.empty()) return;  // an empty epoch has no order to build
-    if (config_.shuffle) {
-      slip::EpochOrder(order_spec(epoch)).fill(first, ids);
-    } else {  // the same rank slicing over the identity order
-      const uint64_t n = samples(), per = (n + config_.world_size - 1) / config_.world_size;
-      for (size_t i = 0; i < ids.size(); ++i) ids[i] = (config_.rank * per + first + i) % n;
-    }
-    if (config_.indices.given())
-      for (uint64_t& id : ids) id = config_.indices[id];
-  }
-
-  // A batch never holds more than the rank's samples, whatever batch_size says.
-  size_t batch_capacity() const { return static_cast<size_t>(std::min<uint64_t>(config_.batch_size, std::max<uint64_t>(1, per_rank()))); }
-
-  // Decodes `batch` into `b`; under on_error="skip" a failed batch is decoded again one sample at
-  // a time, keeping those that decode (packed to the front), and returns how many were kept.
-  size_t decode_into(Buffer& b, std::span<uint64_t> batch, uint64_t epoch) {
-    if (config_.full_decode) {
-      // The engine's threads; one block per batch, reused by the next batch this buffer holds.
-      try {
-        decoder_->decode_images(batch, b.full);
-        return batch.size();
-      } catch (const slip::Error& e) {
-        if (!config_.skip_errors || e.code() != slip::Errc::bad_input) throw;  // only a corrupt sample is skipped
-      }
-      size_t kept = 0;
-      for (size_t i = 0; i < batch.size(); ++i) {
-        try {
-          decoder_->decode_images(batch.subspan(i, 1), b.full);
-          batch[kept++] = batch[i];
-        } catch (const slip::Error& e) {
-          if (e.code() != slip::Errc::bad_input) throw;
-          record_skip(batch[i], e.describe());
-        }
-      }
-      decoder_->decode_images(batch.first(kept), b.full);  // the good ones, packed (each decoded twice: the rare path)
-      return kept;
-    }
-    auto outputs_at = [&](size_t slot, size_t count) {
-      std::vector<std::span<std::byte>> outs;
-      for (size_t g = 0; g < b.groups.size(); ++g) {
-        const size_t bytes = slip::crop_group_sample_bytes(config_.decode.groups[g], config_.decode.type);
-        outs.push_back(std::span<std::byte>(b.groups[g]).subspan(slot * bytes, count * bytes));
-      }
-      return outs;
-    };
-    try {
-      decoder_->decode(batch, epoch, outputs_at(0, batch.size()));
-      return batch.size();
-    } catch (const slip::Error& e) {
-      if (!config_.skip_errors || e.code() != slip::Errc::bad_input) throw;  // an I/O error or an interruption is no bad sample
-    }
-    size_t kept = 0;
-    for (size_t i = 0; i < batch.size(); ++i) {
-      try {
-        decoder_->decode(batch.subspan(i, 1), epoch, outputs_at(kept, 1));  // crops depend on (seed, epoch, sample) only
-        batch[kept++] = batch[i];
-      } catch (const slip::Error& e) {
-        if (e.code() != slip::Errc::bad_input) throw;
-        record_skip(batch[i], e.describe());
-      }
-    }
-    return kept;
-  }
-
-  void record_skip(uint64_t sample, std::string message) {
-    std::lock_guard lock(mutex_);
-    skipped_.push_back({sample, std::move(message)});
-  }
-
-  // The producer thread: every failure, allocation failures included, is handed to next(),
-  // which raises it in Python (an exception escaping a thread would abort the interpreter).
-  void produce(uint64_t epoch, uint64_t first_batch) {
-    try {
-      std::vector<uint64_t> ids(batch_capacity());
-      const size_t total = batches();
-      const uint64_t n = per_rank();
-      for (size_t k = first_batch; k < total; ++k) {
-        {  // at most `prefetch` decoded batches wait for Python
-          std::unique_lock lock(mutex_);
-          space_cv_.wait(lock, [&] { return stop_ || ready_.size() < config_.prefetch; });
-          if (stop_) return;
-        }
-        BufferPtr b = pool_->take();
-        if (!b) b = make_buffer();
-        const size_t count = static_cast<size_t>(std::min<uint64_t>(config_.batch_size, n - k * config_.batch_size));
-        std::span<uint64_t> batch(ids.data(), count);
-        fill_ids(epoch, k * config_.batch_size, batch);
-        const size_t kept = decode_into(*b, batch, epoch);
-        if (kept == 0) {  // every sample skipped
-          pool_->put(std::move(b));
-          continue;
-        }
-        for (size_t f = 0; f < field_ids_.size(); ++f) {
-          const bool is_int = cache_->fields()[field_ids_[f]].type == slip::FieldType::int64;
-          for (size_t i = 0; i < kept; ++i) {
-            if (is_int) {
-              const int64_t v = cache_->int_value(field_ids_[f], batch[i]);
-              std::memcpy(b->fields[f].data() + i * 8, &v, 8);
-            } else {
-              const double v = cache_->float_value(field_ids_[f], batch[i]);
-              std::memcpy(b->fields[f].data() + i * 8, &v, 8);
-            }
-          }
-        }
-        b->count = kept;
-        b->index = k;
-        std::lock_guard lock(mutex_);
-        ready_.push_back(std::move(b));
-        ready_cv_.notify_all();
-      }
-    } catch (...) {
-      std::lock_guard lock(mutex_);
-      error_ = std::current_exception();
-    }
-    std::lock_guard lock(mutex_);
-    finished_ = true;
-    ready_cv_.notify_all();
-  }
-
-  BufferPtr make_buffer() const {
-    const size_t capacity = batch_capacity();
-    auto b = std::make_shared<Buffer>();
-    try {
-      for (const auto& g : config_.decode.groups) {
-        const size_t per_sample = slip::crop_group_sample_bytes(g, config_.decode.type);
-        if (per_sample != 0 && capacity > SIZE_MAX / per_sample) throw std::bad_alloc();
-        b->groups.emplace_back(capacity * per_sample);
-      }
-      b->fields.assign(field_ids_.size(), std::vector<std::byte>(capacity * 8));
-    } catch (const std::length_error&) {  // beyond vector::max_size(): still "out of memory" to Python
-      throw std::bad_alloc();
-    }
-    return b;
-  }
-
-  // Stops and joins the producer (which never takes the GIL, so the GIL may be held here) and
-  // returns the batches it decoded but never handed out to the pool.
-  void stop_worker() {
-    {
-      std::lock_guard lock(mutex_);
-      stop_ = true;
-    }
-    space_cv_.notify_all();
-    if (worker_.joinable()) worker_.join();
-    std::lock_guard lock(mutex_);
-    for (BufferPtr& b : ready_) pool_->put(std::move(b));  // decoded but never handed out
-    ready_.clear();
-    finished_ = true;
-  }
-
-  CachePtr cache_;
-  LoaderConfig config_;
-  std::unique_ptr<slip::BatchDecoder> decoder_;  // the crop pipelines
-  size_t image_field_ = 0;                       // the decode pipeline's field
-  std::vector<size_t> field_ids_;
-  std::shared_ptr<Pool> pool_;
-  // The epoch of the running (or last) iteration, or of the next one once set_epoch chose it.
-  uint64_t epoch_ = 0, start_batch_ = 0, next_batch_ = 0, generation_ = 0;
-  bool epoch_chosen_ = true, started_ = false;  // the constructor's epoch is the first one
-  std::mutex mutex_;
-  std::condition_variable ready_cv_, space_cv_;
-  std::deque<BufferPtr> ready_;
-  bool stop_ = false, finished_ = false;
-  std::exception_ptr error_;
-  std::vector<Skipped> skipped_;
-  std::thread worker_;
-  const pid_t pid_ = getpid();  // the process that made the threads
-};
-
-// Python's handle on a Loader. A forked child never destroys its parent's Loader: the producer
-// and decode threads exist only in the parent, so they cannot be joined there (std::thread's
-// destructor would terminate the child), and destroying a condition variable a parent thread
-// was waiting on at the fork blocks forever (glibc waits for its waiters). The child leaves the
-// object to its own exit.
+// Python's handle on a Loader: a forked child never destroys its parent's Loader (its threads
+// exist only in the parent); slip::Loader's destructor leaves them alone there too.
 struct LoaderDelete {
-  void operator()(Loader* loader) const {
-    if (!loader->forked()) std::default_delete<Loader>()(loader);
+  void operator()(slip::Loader* loader) const {
+    if (!loader->forked()) std::default_delete<slip::Loader>()(loader);
   }
 };
-using LoaderPtr = std::unique_ptr<Loader, LoaderDelete>;
+using LoaderPtr = std::unique_ptr<slip::Loader, LoaderDelete>;
 
 // What iter(loader) returns: next() asks the loader for its iteration's next batch.
 struct LoaderIterator {
-  Loader* loader;
+  slip::Loader* loader;
   uint64_t generation;
 };
+
+// A batch as a dict of numpy arrays. Every array shares one owner: the batch's buffer returns to
+// the loader's pool when the last of them is garbage-collected.
+py::dict batch_dict(const slip::Loader& loader, slip::BatchPtr b) {
+  const slip::LoaderOptions& o = loader.options();
+  slip::Batch& batch = *b;
+  py::capsule owner(std::make_unique<slip::BatchPtr>(std::move(b)).release(), [](void* p) { delete static_cast<slip::BatchPtr*>(p); });
+  py::dict out;
+  const bool f32 = o.decode.type == slip::PixelType::float32;
+  const py::dtype pixel = f32 ? py::dtype::of<float>() : py::dtype::of<uint8_t>();
+  const auto n = static_cast<py::ssize_t>(batch.count);
+  py::list images;
+  if (o.full_decode) {  // a list of (H, W, 3) arrays, one per sample, views of the batch's one block
+    for (size_t i = 0; i < batch.count; ++i) {
+      const slip::PackedImages::Extent& im = batch.full.images[i];
+      images.append(py::array(pixel, {static_cast<py::ssize_t>(im.height), static_cast<py::ssize_t>(im.width), py::ssize_t{3}}, {},
+                              batch.full.pixels().data() + im.offset, owner));
+    }
+    out["image"] = images;
+  }
+  const auto& groups = o.decode.groups;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const auto s = static_cast<py::ssize_t>(groups[g].size);
+    const auto c = static_cast<py::ssize_t>(groups[g].count);
+    std::vector<py::ssize_t> shape;
+    if (o.decode.layout == slip::PixelLayout::hwc)
+      shape = c == 1 ? std::vector<py::ssize_t>{n, s, s, 3} : std::vector<py::ssize_t>{n, c, s, s, 3};
+    else
+      shape = c == 1 ? std::vector<py::ssize_t>{n, 3, s, s} : std::vector<py::ssize_t>{n, c, 3, s, s};
+    images.append(py::array(pixel, shape, {}, batch.groups[g].data(), owner));
+  }
+  if (!o.full_decode) out["image"] = groups.size() == 1 ? py::object(images[0]) : py::object(images);
+  for (size_t k = 0; k < o.fields.size(); ++k) {
+    const bool is_int = loader.cache().fields()[*loader.cache().field_index(o.fields[k])].type == slip::FieldType::int64;
+    out[py::str(o.fields[k])] =
+        py::array(is_int ? py::dtype::of<int64_t>() : py::dtype::of<double>(), {n}, {}, batch.fields[k].data(), owner);
+  }
+  return out;
+}
+
+// The next batch of iteration `generation`, or nullopt at its end. Called with the GIL held,
+// which it releases while it waits (taking it back every 50 ms to let Ctrl-C through). Any number
+// of threads may call it and iter() at once: a batch goes to one caller of its own iteration,
+// and a replaced iteration raises ValueError.
+std::optional<py::dict> loader_next(slip::Loader& loader, uint64_t generation) {
+  loader.check_process();
+  for (;;) {
+    slip::Loader::NextResult r;
+    {
+      py::gil_scoped_release release;
+      r = loader.next(generation, std::chrono::milliseconds(50));
+    }
+    if (r.status == slip::Loader::Next::timeout) {
+      if (PyErr_CheckSignals() != 0) {  // Ctrl-C: the exception is set on this thread
+        if (loader.generation() == generation) loader.interrupt();
+        throw py::error_already_set();
+      }
+      continue;
+    }
+    // The GIL is held again; iter() changes the generation only under it, so this check holds
+    // until we return (a batch taken for a run replaced meanwhile goes back to the pool).
+    if (r.status == slip::Loader::Next::replaced || loader.generation() != generation)
+      throw py::value_error(
+          "this iterator is no longer running: a later iter(loader) replaced it, or it was interrupted "
+          "(one iteration per Loader runs at a time, whichever thread started it)");
+    if (r.status == slip::Loader::Next::end) return std::nullopt;
+    if (r.batch->count == 0) continue;  // every sample of it skipped
+    return batch_dict(loader, std::move(r.batch));
+  }
+}
+
+py::dict state_dict_of(const slip::LoaderState& s) {
+  py::dict d;
+  d["version"] = s.version;
+  d["epoch"] = s.epoch;
+  d["consumed"] = s.consumed;
+  d["samples"] = s.samples;
+  d["seed"] = s.seed;
+  d["world_size"] = s.world_size;
+  d["batch_size"] = s.batch_size;
+  return d;
+}
 
 // The `slip` command's exit status for an error category (README "Exit codes"), as Error.code.
 int exit_class(slip::Errc code) {
@@ -678,7 +223,7 @@ std::pair<double, double> pair_of(const py::object& o, const char* what) {
 
 // Loader(indices=): None, a range (O(1): no list of ids is made), a 1-D integer numpy array, or
 // a sequence of ints. slipcache.Loader has already given Python's messages for wrong types.
-SampleIndices sample_indices(const py::object& o) {
+slip::SampleIndices sample_indices(const py::object& o) {
   if (o.is_none()) return {};
   const auto id_of = [](const py::handle& v) {
     int overflow = 0;
@@ -690,10 +235,10 @@ SampleIndices sample_indices(const py::object& o) {
   };
   if (PyRange_Check(o.ptr())) {
     const auto count = static_cast<uint64_t>(py::len(o));  // OverflowError beyond ssize_t
-    if (count == 0) return SampleIndices::progression(0, 1, 0);
+    if (count == 0) return slip::SampleIndices::progression(0, 1, 0);
     const uint64_t first = id_of(o[py::int_(0)]), last = id_of(o[py::int_(count - 1)]);
     const int64_t step = count == 1 ? 1 : (static_cast<int64_t>(last) - static_cast<int64_t>(first)) / static_cast<int64_t>(count - 1);
-    return SampleIndices::progression(first, step, count);
+    return slip::SampleIndices::progression(first, step, count);
   }
   if (py::isinstance<py::array>(o)) {
     const auto a = py::reinterpret_borrow<py::array>(o);
@@ -712,9 +257,9 @@ SampleIndices sample_indices(const py::object& o) {
       const auto v = py::array_t<uint64_t, py::array::c_style | py::array::forcecast>::ensure(a);
       std::copy_n(v.data(), ids.size(), ids.begin());
     }
-    return SampleIndices::list(std::move(ids));
+    return slip::SampleIndices::list(std::move(ids));
   }
-  return SampleIndices::list(o.cast<std::vector<uint64_t>>());
+  return slip::SampleIndices::list(o.cast<std::vector<uint64_t>>());
 }
 
 bool is_preset(const std::string& pipeline) {
@@ -755,6 +300,175 @@ std::vector<slip::CropGroup> crop_groups(const std::string& pipeline, std::optio
     if (pipeline == "center") g.center_ratio = 224.0 / 256.0;
   }
   return groups;
+}
+
+// _core.Loader(...): the options slipcache.Loader has converted (and documented), checked once more.
+LoaderPtr make_loader(CachePtr cache, size_t batch_size, const std::string& pipeline, std::optional<uint32_t> size, py::object scale,
+                      py::object ratio, bool flip, uint64_t seed, uint64_t epoch, bool shuffle, uint32_t rank, uint32_t world_size,
+                      bool drop_last, unsigned threads, const std::string& layout, const std::string& dtype, std::vector<float> mean,
+                      std::vector<float> std, py::object indices, std::optional<std::vector<std::string>> fields, bool yuv420_siblings,
+                      uint64_t block_size, size_t prefetch, const std::string& resample, const std::string& filter, bool crop_aware,
+                      const std::string& on_error) {
+  if (batch_size == 0) throw slip::Error(slip::Errc::usage, "batch_size must be >= 1");
+  if (world_size == 0 || rank >= world_size) throw slip::Error(slip::Errc::usage, "rank must be < world_size");
+  slip::LoaderOptions cfg;
+  cfg.batch_size = batch_size;
+  cfg.full_decode = pipeline == "decode";
+  if (cfg.full_decode) {
+    if (size || !scale.is_none() || !ratio.is_none())
+      throw slip::Error(slip::Errc::usage, "the decode pipeline returns whole images: no size, scale or ratio");
+    cfg.decode.groups.clear();
+  } else {
+    cfg.decode.groups = crop_groups(pipeline, size, scale, ratio);
+  }
+  cfg.decode.flip_probability = flip && pipeline != "center" ? 0.5 : 0.0;
+  cfg.decode.seed = seed;
+  cfg.decode.threads = threads;
+  cfg.decode.layout = slip::parse_pixel_layout(layout);
+  if (dtype != "uint8" && dtype != "float32") throw slip::Error(slip::Errc::usage, "dtype must be uint8 or float32");
+  cfg.decode.type = dtype == "float32" ? slip::PixelType::float32 : slip::PixelType::uint8;
+  if (mean.size() != 3 || std.size() != 3) throw slip::Error(slip::Errc::usage, "mean and std want 3 values");
+  std::copy(mean.begin(), mean.end(), cfg.decode.mean.begin());
+  std::copy(std.begin(), std.end(), cfg.decode.std.begin());
+  cfg.decode.yuv420_siblings = yuv420_siblings;
+  cfg.decode.crop_aware = crop_aware;
+  if (resample == "rgb")
+    cfg.decode.resample = slip::ResampleMode::rgb;
+  else if (resample == "planar")
+    cfg.decode.resample = slip::ResampleMode::planar;
+  else if (resample != "auto")
+    throw slip::Error(slip::Errc::usage, "resample must be auto, rgb or planar");
+  if (filter == "bicubic")
+    cfg.decode.filter = slip::ResampleFilter::bicubic;
+  else if (filter != "bilinear")
+    throw slip::Error(slip::Errc::usage, "filter must be bilinear or bicubic");
+  if (on_error != "raise" && on_error != "skip") throw slip::Error(slip::Errc::usage, "on_error must be raise or skip");
+  cfg.skip_errors = on_error == "skip";
+  cfg.shuffle = shuffle;
+  cfg.epoch = epoch;
+  cfg.rank = rank;
+  cfg.world_size = world_size;
+  cfg.drop_last = drop_last;
+  cfg.block_size = std::max<uint64_t>(1, block_size);
+  cfg.indices = sample_indices(indices);
+  if (fields) {
+    cfg.fields = std::move(*fields);
+  } else if (const auto label = cache->field_index("label"); label && (cache->fields()[*label].type == slip::FieldType::int64 ||
+                                                                       cache->fields()[*label].type == slip::FieldType::float64)) {
+    cfg.fields = {"label"};  // the default: the label when the cache has one
+  }
+  cfg.prefetch = std::max<size_t>(1, prefetch);
+  return LoaderPtr(std::make_unique<slip::Loader>(std::move(cache), std::move(cfg)).release());
+}
+
+void bind_cache(py::module_& m) {
+  py::class_<slip::Cache, CachePtr>(m, "Cache")
+      .def(py::init([](const std::string& path) { return std::make_shared<slip::Cache>(slip::Cache::open(path)); }), py::arg("path"))
+      .def("__len__", [](const slip::Cache& c) { return c.size(); })
+      .def_property_readonly("path", [](const slip::Cache& c) { return c.path().string(); })
+      .def_property_readonly("fields",
+                             [](const slip::Cache& c) {
+                               py::dict d;
+                               for (const auto& f : c.fields()) d[py::str(f.name)] = f.type_name;
+                               return d;
+                             })
+      .def("__getitem__",
+           [](const slip::Cache& c, int64_t i) {
+             if (i < 0) i += static_cast<int64_t>(c.size());
+             if (i < 0 || static_cast<uint64_t>(i) >= c.size()) throw py::index_error("sample index out of range");
+             py::dict d;
+             for (size_t fi = 0; fi < c.fields().size(); ++fi)
+               d[py::str(c.fields()[fi].name)] = field_value(c, fi, static_cast<uint64_t>(i));
+             return d;
+           })
+      .def("column", &column, py::arg("field"))
+      .def(
+          "verify",
+          [](const slip::Cache& c, bool decode, unsigned threads) {
+            slip::VerifyOptions o;
+            o.decode = decode;
+            o.threads = threads;
+            slip::VerifyReport r;
+            {
+              py::gil_scoped_release release;
+              r = slip::verify_cache(c.path(), o);
+            }
+            return verify_dict(r);
+          },
+          py::arg("decode") = false, py::arg("threads") = 0)
+      .def("info", [](const slip::Cache& c) {
+        const slip::CacheSummary s = slip::summarize(c);
+        py::dict d;
+        d["path"] = s.path.string();
+        d["samples"] = s.samples;
+        d["bytes"] = s.total_bytes;
+        py::dict fields;
+        for (const auto& f : c.fields()) fields[py::str(f.name)] = f.type_name;
+        d["fields"] = fields;
+        d["content_id"] = s.provenance.content_id;
+        py::dict options;  // what made these bytes: "jpeg-restarts" -> "1", "image-format" -> "yuv420", ...
+        for (const auto& [key, value] : s.provenance.options) options[py::str(key)] = value;
+        d["options"] = options;
+        d["indexes"] = s.indexes;
+        return d;
+      });
+}
+
+// _core.Loader and what iter() returns.
+void bind_loader(py::module_& m) {
+  py::class_<LoaderIterator>(m, "LoaderIterator")
+      .def("__iter__", [](LoaderIterator& it) -> LoaderIterator& { return it; })
+      .def("__next__", [](LoaderIterator& it) {
+        auto b = loader_next(*it.loader, it.generation);
+        if (!b) throw py::stop_iteration();
+        return *b;
+      });
+
+  // Arguments are checked (make_loader) once more, but documented (and converted: paths, defaults) by
+  // slipcache.Loader, which is what users call.
+  py::class_<slip::Loader, LoaderPtr>(m, "Loader")
+      .def(py::init(&make_loader), py::arg("cache"), py::arg("batch_size"), py::arg("pipeline"), py::arg("size").none(true),
+           py::arg("scale").none(true), py::arg("ratio").none(true), py::arg("flip"), py::arg("seed"), py::arg("epoch"), py::arg("shuffle"),
+           py::arg("rank"), py::arg("world_size"), py::arg("drop_last"), py::arg("threads"), py::arg("layout"), py::arg("dtype"),
+           py::arg("mean"), py::arg("std"), py::arg("indices").none(true), py::arg("fields").none(true), py::arg("yuv420_siblings"),
+           py::arg("block_size"), py::arg("prefetch"), py::arg("resample"), py::arg("filter"), py::arg("crop_aware"), py::arg("on_error"))
+      .def("__len__", &slip::Loader::batches)
+      .def_property_readonly("epoch", &slip::Loader::epoch)
+      .def_property_readonly("fields", [](const slip::Loader& l) { return l.options().fields; })
+      .def_property_readonly("samples_per_epoch", &slip::Loader::per_rank)
+      .def("set_epoch", &slip::Loader::set_epoch, py::arg("epoch"), py::arg("start_batch") = 0)
+      .def("state", [](const slip::Loader& l) { return state_dict_of(l.state()); })
+      .def(
+          "load_state",
+          [](slip::Loader& l, uint64_t epoch, uint64_t consumed, uint64_t samples, uint64_t seed) {
+            slip::LoaderState s;
+            s.epoch = epoch;
+            s.consumed = consumed;
+            s.samples = samples;
+            s.seed = seed;
+            l.load_state(s);
+          },
+          py::arg("epoch"), py::arg("consumed"), py::arg("samples"), py::arg("seed"))
+      .def_property_readonly("skipped",
+                             [](slip::Loader& l) {
+                               py::list out;
+                               for (const slip::SkippedSample& s : l.skipped()) out.append(py::make_tuple(s.sample, s.message));
+                               return out;
+                             })
+      .def("order", &slip::Loader::order)
+      .def(
+          "window",
+          [](const slip::Loader& l, uint64_t sample, uint32_t crop) {
+            const slip::CropWindow w = l.window(sample, crop);
+            return py::make_tuple(w.x, w.y, w.width, w.height, w.flip);
+          },
+          py::arg("sample"), py::arg("crop") = 0)
+      .def(
+          "__iter__",
+          [](slip::Loader& l) {
+            return LoaderIterator{&l, l.start()};
+          },
+          py::keep_alive<0, 1>());
 }
 
 }  // namespace
@@ -806,150 +520,6 @@ PYBIND11_MODULE(_core, m) {
       "set_simd_level", [](const std::string& level) { slip::set_simd_level(level); }, py::arg("level"),
       "Run the kernels at most at `level` (same pixels at every level); slip.Error if this CPU lacks it");
 
-  py::class_<slip::Cache, CachePtr>(m, "Cache")
-      .def(py::init([](const std::string& path) { return std::make_shared<slip::Cache>(slip::Cache::open(path)); }), py::arg("path"))
-      .def("__len__", [](const slip::Cache& c) { return c.size(); })
-      .def_property_readonly("path", [](const slip::Cache& c) { return c.path().string(); })
-      .def_property_readonly("fields",
-                             [](const slip::Cache& c) {
-                               py::dict d;
-                               for (const auto& f : c.fields()) d[py::str(f.name)] = f.type_name;
-                               return d;
-                             })
-      .def("__getitem__",
-           [](const slip::Cache& c, int64_t i) {
-             if (i < 0) i += static_cast<int64_t>(c.size());
-             if (i < 0 || static_cast<uint64_t>(i) >= c.size()) throw py::index_error("sample index out of range");
-             py::dict d;
-             for (size_t fi = 0; fi < c.fields().size(); ++fi)
-               d[py::str(c.fields()[fi].name)] = field_value(c, fi, static_cast<uint64_t>(i));
-             return d;
-           })
-      .def("column", &column, py::arg("field"))
-      .def(
-          "verify",
-          [](const slip::Cache& c, bool decode, unsigned threads) {
-            slip::VerifyOptions o;
-            o.decode = decode;
-            o.threads = threads;
-            slip::VerifyReport r;
-            {
-              py::gil_scoped_release release;
-              r = slip::verify_cache(c.path(), o);
-            }
-            return verify_dict(r);
-          },
-          py::arg("decode") = false, py::arg("threads") = 0)
-      .def("info", [](const slip::Cache& c) {
-        const slip::CacheSummary s = slip::summarize(c);
-        py::dict d;
-        d["path"] = s.path.string();
-        d["samples"] = s.samples;
-        d["bytes"] = s.total_bytes;
-        py::dict fields;
-        for (const auto& f : c.fields()) fields[py::str(f.name)] = f.type_name;
-        d["fields"] = fields;
-        d["content_id"] = s.provenance.content_id;
-        py::dict options;  // what made these bytes: "jpeg-restarts" -> "1", "image-format" -> "yuv420", ...
-        for (const auto& [key, value] : s.provenance.options) options[py::str(key)] = value;
-        d["options"] = options;
-        d["indexes"] = s.indexes;
-        return d;
-      });
-
-  py::class_<LoaderIterator>(m, "LoaderIterator")
-      .def("__iter__", [](LoaderIterator& it) -> LoaderIterator& { return it; })
-      .def("__next__", [](LoaderIterator& it) {
-        auto b = it.loader->next(it.generation);
-        if (!b) throw py::stop_iteration();
-        return *b;
-      });
-
-  // Arguments are checked here once more, but documented (and converted: paths, defaults) by
-  // slipcache.Loader, which is what users call.
-  py::class_<Loader, LoaderPtr>(m, "Loader")
-      .def(py::init([](CachePtr cache, size_t batch_size, const std::string& pipeline, std::optional<uint32_t> size, py::object scale,
-                       py::object ratio, bool flip, uint64_t seed, uint64_t epoch, bool shuffle, uint32_t rank, uint32_t world_size,
-                       bool drop_last, unsigned threads, const std::string& layout, const std::string& dtype, std::vector<float> mean,
-                       std::vector<float> std, py::object indices, std::optional<std::vector<std::string>> fields, bool yuv420_siblings,
-                       uint64_t block_size, size_t prefetch, const std::string& resample, const std::string& filter, bool crop_aware,
-                       const std::string& on_error) {
-             if (batch_size == 0) throw slip::Error(slip::Errc::usage, "batch_size must be >= 1");
-             if (world_size == 0 || rank >= world_size) throw slip::Error(slip::Errc::usage, "rank must be < world_size");
-             LoaderConfig cfg;
-             cfg.batch_size = batch_size;
-             cfg.full_decode = pipeline == "decode";
-             if (cfg.full_decode) {
-               if (size || !scale.is_none() || !ratio.is_none())
-                 throw slip::Error(slip::Errc::usage, "the decode pipeline returns whole images: no size, scale or ratio");
-               cfg.decode.groups.clear();
-             } else {
-               cfg.decode.groups = crop_groups(pipeline, size, scale, ratio);
-             }
-             cfg.decode.flip_probability = flip && pipeline != "center" ? 0.5 : 0.0;
-             cfg.decode.seed = seed;
-             cfg.decode.threads = threads;
-             cfg.decode.layout = slip::parse_pixel_layout(layout);
-             if (dtype != "uint8" && dtype != "float32") throw slip::Error(slip::Errc::usage, "dtype must be uint8 or float32");
-             cfg.decode.type = dtype == "float32" ? slip::PixelType::float32 : slip::PixelType::uint8;
-             if (mean.size() != 3 || std.size() != 3) throw slip::Error(slip::Errc::usage, "mean and std want 3 values");
-             std::copy(mean.begin(), mean.end(), cfg.decode.mean.begin());
-             std::copy(std.begin(), std.end(), cfg.decode.std.begin());
-             cfg.decode.yuv420_siblings = yuv420_siblings;
-             cfg.decode.crop_aware = crop_aware;
-             if (resample == "rgb")
-               cfg.decode.resample = slip::ResampleMode::rgb;
-             else if (resample == "planar")
-               cfg.decode.resample = slip::ResampleMode::planar;
-             else if (resample != "auto")
-               throw slip::Error(slip::Errc::usage, "resample must be auto, rgb or planar");
-             if (filter == "bicubic")
-               cfg.decode.filter = slip::ResampleFilter::bicubic;
-             else if (filter != "bilinear")
-               throw slip::Error(slip::Errc::usage, "filter must be bilinear or bicubic");
-             if (on_error != "raise" && on_error != "skip") throw slip::Error(slip::Errc::usage, "on_error must be raise or skip");
-             cfg.skip_errors = on_error == "skip";
-             cfg.shuffle = shuffle;
-             cfg.epoch = epoch;
-             cfg.rank = rank;
-             cfg.world_size = world_size;
-             cfg.drop_last = drop_last;
-             cfg.block_size = std::max<uint64_t>(1, block_size);
-             cfg.indices = sample_indices(indices);
-             if (fields) {
-               cfg.fields = std::move(*fields);
-             } else if (const auto label = cache->field_index("label");
-                        label && (cache->fields()[*label].type == slip::FieldType::int64 ||
-                                  cache->fields()[*label].type == slip::FieldType::float64)) {
-               cfg.fields = {"label"};  // the default: the label when the cache has one
-             }
-             cfg.prefetch = std::max<size_t>(1, prefetch);
-             return LoaderPtr(std::make_unique<Loader>(std::move(cache), std::move(cfg)).release());
-           }),
-           py::arg("cache"), py::arg("batch_size"), py::arg("pipeline"), py::arg("size").none(true), py::arg("scale").none(true),
-           py::arg("ratio").none(true), py::arg("flip"), py::arg("seed"), py::arg("epoch"), py::arg("shuffle"), py::arg("rank"),
-           py::arg("world_size"), py::arg("drop_last"), py::arg("threads"), py::arg("layout"), py::arg("dtype"), py::arg("mean"),
-           py::arg("std"), py::arg("indices").none(true), py::arg("fields").none(true), py::arg("yuv420_siblings"), py::arg("block_size"),
-           py::arg("prefetch"), py::arg("resample"), py::arg("filter"), py::arg("crop_aware"), py::arg("on_error"))
-      .def("__len__", &Loader::batches)
-      .def_property_readonly("epoch", &Loader::epoch)
-      .def_property_readonly("cache", &Loader::cache)
-      .def_property_readonly("fields", [](const Loader& l) { return l.config().fields; })
-      .def_property_readonly("samples_per_epoch", &Loader::per_rank)
-      .def("set_epoch", &Loader::set_epoch, py::arg("epoch"), py::arg("start_batch") = 0)
-      .def("state", &Loader::state)
-      .def_property_readonly("skipped",
-                             [](Loader& l) {
-                               py::list out;
-                               for (const Skipped& s : l.skipped()) out.append(py::make_tuple(s.sample, s.message));
-                               return out;
-                             })
-      .def("order", &Loader::order)
-      .def("window", &Loader::window, py::arg("sample"), py::arg("crop") = 0)
-      .def(
-          "__iter__",
-          [](Loader& l) {
-            return LoaderIterator{&l, l.start()};
-          },
-          py::keep_alive<0, 1>());
+  bind_cache(m);
+  bind_loader(m);
 }

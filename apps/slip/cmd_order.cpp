@@ -26,7 +26,8 @@ Action setup_order(CLI::App& sub, const GlobalOptions&) {
   sub.add_option("--seed", a->spec.seed, "Shuffle seed")->default_val(0);
   sub.add_option("--epoch", a->spec.epoch, "Epoch number (each epoch is a different order)")->default_val(0);
   sub.add_option("--rank", a->spec.rank, "This process's rank")->default_val(0);
-  sub.add_option("--world-size", a->spec.world_size, "Number of ranks; each gets ceil(N/W) positions, padded by repetition")
+  sub.add_option("--world-size", a->spec.world_size,
+                 "Number of ranks; rank R takes positions R, R+W, R+2W, ... of the global order (ceil(N/W), padded by repetition)")
       ->default_val(1)
       ->check(at_least(1));
   sub.add_option("--block-size", a->spec.block_size, "Shuffle blocks of B consecutive samples, then within blocks (1: plain shuffle)")

@@ -257,8 +257,9 @@ class Loader:
         epoch: the epoch of the first iteration.
         shuffle: shuffle each epoch (else the cache's order).
         rank: this process's rank for distributed training (``torch.distributed.get_rank()``).
-        world_size: the number of ranks; each rank gets ``ceil(samples / world_size)`` samples
-            per epoch, disjoint from the others' (padded by repetition, as DistributedSampler).
+        world_size: the number of ranks; rank r takes positions r, r+W, r+2W, ... of the epoch's
+            global order (which does not depend on W): ``ceil(samples / world_size)`` samples per
+            epoch, disjoint from the others' (padded by repetition, as DistributedSampler).
         drop_last: leave out the last, smaller batch.
         threads: decoding threads; 0: every available CPU.
         layout: ``"NHWC"`` or ``"NCHW"`` (also ``"HWC"``/``"CHW"``, as ``slip bench --layout``; any case).
@@ -432,31 +433,46 @@ class Loader:
         self._core.set_epoch(epoch, start_batch)
 
     def state_dict(self) -> Dict[str, int]:
-        """Where the loader stands: ``{"epoch": e, "batch": k, ...}``, k being the number of
-        batches of epoch e handed out so far (a batch counts once it was returned by
-        ``next()``), with what gives k its meaning: ``world_size``, ``rank``, ``batch_size``,
-        ``seed``, ``samples`` (the samples an epoch draws from) and ``batches`` (per epoch). Save
-        it with the model's checkpoint; :meth:`load_state_dict` continues from the next batch."""
-        epoch, batch = self._core.state()
-        return {"epoch": epoch, "batch": batch, "world_size": self._world_size, "rank": self._rank,
-                "batch_size": self._batch_size, "seed": self._seed, "samples": self._samples, "batches": len(self)}
+        """Where the loader stands, for any number of ranks: ``{"version": 2, "epoch": e,
+        "consumed": S, "samples", "seed", "world_size", "batch_size", "batch", "rank",
+        "batches"}``. The epoch's global order does not depend on the world size and rank r
+        takes its positions r, r+W, r+2W, ...; so once every rank took k batches, the first
+        ``S = k * batch_size * world_size`` positions of epoch e are consumed (all ``samples``
+        of them at the epoch's end; a batch counts once ``next()`` returned it). ``batch`` is
+        k for this world size, ``batches`` the batches per epoch per rank. Save it with the
+        model's checkpoint; :meth:`load_state_dict` continues from position S on any
+        ``world_size`` and ``batch_size``."""
+        state = self._core.state()
+        per_batch = self._batch_size * self._world_size
+        consumed, samples = state["consumed"], state["samples"]
+        batch = len(self) if consumed >= samples else min(len(self), -(-consumed // per_batch))
+        return {**state, "batch": batch, "rank": self._rank, "batches": len(self)}
 
     def load_state_dict(self, state: Dict[str, int]) -> None:
         """Makes the next ``iter()`` continue where :meth:`state_dict` was taken: the rest of that
         epoch, or the next epoch if it was complete.
 
-        A state taken mid-epoch resumes only on a loader with the same ``world_size``,
-        ``batch_size``, ``seed`` and ``samples`` (any ``rank``: every rank stands at the same
-        batch); otherwise samples of that epoch would be lost or repeated, so it raises
-        :class:`Error` (code 2). A state at an epoch boundary loads on any loader. A state without
-        these keys (older slipcache) loads as before, unchecked."""
+        A state with ``"consumed"`` (this version) resumes at that global position on any
+        ``world_size``, ``batch_size`` and ``rank``: across the old and new ranks every sample of
+        the epoch is seen once (beyond the padding by repetition of the rank that runs past the
+        epoch's end). It must come from the same ``seed`` and ``samples`` (else the order differs:
+        :class:`Error`, code 2). An older ``{"epoch", "batch", ...}`` state counts batches of
+        contiguous rank slices: mid-epoch it loads only on the same ``world_size`` and
+        ``batch_size`` (and ``seed``, ``samples`` when recorded), else :class:`Error` (code 2);
+        at an epoch boundary it loads on any loader."""
         if not isinstance(state, dict):
             raise TypeError(f"state must be a dict (from state_dict()), not {type(state).__name__}")
-        for key in ("epoch", "batch"):
+        keys = ("epoch", "consumed") if "consumed" in state else ("epoch", "batch")
+        for key in keys:
             if key not in state:
                 raise _usage_error(f"state has no \"{key}\": not a Loader.state_dict()")
         got = {key: _int_arg(f"state[\"{key}\"]", value) for key, value in state.items()
-               if key in ("epoch", "batch", "world_size", "rank", "batch_size", "seed", "samples", "batches")}
+               if key in ("epoch", "batch", "consumed", "world_size", "rank", "batch_size", "seed", "samples", "batches",
+                          "version")}
+        if "consumed" in got:
+            self._core.load_state(got["epoch"], got["consumed"], got.get("samples", self._samples),
+                                  got.get("seed", self._seed))
+            return
         epoch, batch = got["epoch"], got["batch"]
         batches = got.get("batches", len(self))
         if 0 < batch < batches:  # mid-epoch: the batch number means the same samples only here
@@ -466,8 +482,8 @@ class Loader:
             if differ:
                 raise _usage_error(
                     f"cannot resume epoch {epoch} at batch {batch} of {batches} with a different " + ", ".join(differ) +
-                    ": its samples would be lost or repeated (elastic resumption is not supported yet); resume with the "
-                    "same settings, or from a state taken at an epoch boundary")
+                    ": this state (without \"consumed\") is from an older slipcache whose ranks took contiguous slices; "
+                    "resume with the same settings, or from a state taken at an epoch boundary")
         if batch >= batches:
             epoch, batch = epoch + 1, 0
         self.set_epoch(epoch, batch)

@@ -187,32 +187,85 @@ def test_every_argument_is_typed_alike(sample_cache):
         assert e.value.code == 2, kw
 
 
-def test_a_mid_epoch_state_is_refused_on_another_world_size(corpus_cache):
-    # issue 44: 2 ranks take 3 batches of 50 each; resumed from rank 0's state on 3 ranks they
-    # would never see 267 of the 800 samples and see 118 twice. Refused, naming the difference.
-    ranks = [slipcache.Loader(corpus_cache, batch_size=50, world_size=2, rank=r, threads=1, pipeline="32") for r in (0, 1)]
-    for ld in ranks:
+def take(loaders, batches):
+    """Each loader (a rank) takes `batches` batches (None: to the end); the ids they saw."""
+    seen = []
+    for ld in loaders:
         it = iter(ld)
-        for _ in range(3):
-            next(it)
-    state = ranks[0].state_dict()
-    assert state == {"epoch": 0, "batch": 3, "world_size": 2, "rank": 0, "batch_size": 50, "seed": 0, "samples": 800,
-                     "batches": 8}
-    assert ranks[1].state_dict() == {**state, "rank": 1}
+        for k, batch in enumerate(it):
+            seen += [int(i) for i in batch["index"]]
+            if batches is not None and k + 1 == batches:
+                break
+    return seen
+
+
+def test_a_mid_epoch_state_resumes_on_another_world_size(corpus_cache):
+    # issue 44: 2 ranks take 3 batches of 50 each; resumed from rank 0's state on 3 ranks they
+    # used to never see 267 of the 800 samples and see 118 twice. Now the state says how many
+    # positions of the epoch's global order were consumed, and any world size resumes there.
+    def ranks(world, batch_size=50, **kw):
+        return [slipcache.Loader(corpus_cache, batch_size=batch_size, world_size=world, rank=r, threads=1, pipeline="16",
+                                 fields=["index"], **kw) for r in range(world)]
+    two = ranks(2)
+    seen = take(two, 3)
+    state = two[0].state_dict()
+    assert state == {"version": 2, "epoch": 0, "consumed": 300, "samples": 800, "seed": 0, "world_size": 2,
+                     "batch_size": 50, "batch": 3, "rank": 0, "batches": 8}
+    assert two[1].state_dict() == {**state, "rank": 1}
+    three = ranks(3, batch_size=40)
+    for ld in three:
+        ld.load_state_dict(state)
+    seen += take(three, None)  # the 500 left: 167 per rank, one padding sample
+    assert len(seen) == 801 and sorted(set(seen)) == list(range(800))
+    assert three[0].state_dict()["consumed"] == 800
+    for kw, what in [(dict(seed=1), "seed"), (dict(indices=range(700)), "number of samples")]:
+        with pytest.raises(slipcache.Error, match=what) as e:
+            ranks(2, **kw)[0].load_state_dict(state)
+        assert e.value.code == 2
+    # a state at the end of an epoch starts the next one, anywhere
+    other = ranks(3, batch_size=40)[0]
+    other.load_state_dict(dict(state, consumed=800))
+    assert other.epoch == 1 and other.state_dict()["consumed"] == 0
+
+
+def test_resume_8_5_8_ranks_mid_epoch_loses_and_repeats_nothing(corpus_cache):
+    def ranks(world, batch_size, state):
+        out = [slipcache.Loader(corpus_cache, batch_size=batch_size, world_size=world, rank=r, threads=1, pipeline="16",
+                                fields=["index"], seed=5, epoch=2) for r in range(world)]
+        if state is not None:
+            for ld in out:
+                ld.load_state_dict(state)
+        return out
+    eight = ranks(8, 10, None)
+    seen = take(eight, 3)  # positions 0..239
+    five = ranks(5, 7, eight[3].state_dict())
+    seen += take(five, 4)  # positions 240..379
+    assert five[0].state_dict()["consumed"] == 380
+    again = ranks(8, 16, five[4].state_dict())
+    seen += take(again, None)  # the 420 left: 53 per rank, 4 of padding
+    assert again[0].state_dict()["consumed"] == 800
+    assert len(seen) == 804
+    counts = np.bincount(seen, minlength=800)
+    assert (counts >= 1).all() and counts.sum() - 800 == 4, "every sample; only the padding twice"
+    want = slipcache.Loader(corpus_cache, seed=5, epoch=2).order()
+    assert sorted(set(seen[:380])) == sorted(want[:380]), "the first S positions of the global order"
+
+
+def test_an_old_mid_epoch_state_is_refused_on_another_world_size(corpus_cache):
+    # A state without "consumed" (earlier slipcache) counts batches of contiguous rank slices:
+    # mid-epoch it loads only with the same settings, naming what differs.
+    state = {"epoch": 0, "batch": 3, "world_size": 2, "rank": 0, "batch_size": 50, "seed": 0, "samples": 800, "batches": 8}
     for kw, what in [(dict(world_size=3), "world_size 2 -> 3"), (dict(world_size=2, batch_size=40), "batch_size 50 -> 40"),
                      (dict(world_size=2, seed=1), "seed 0 -> 1"), (dict(world_size=2, indices=range(700)), "samples 800 -> 700")]:
         resumed = slipcache.Loader(corpus_cache, **{"batch_size": 50, **kw}, rank=0, threads=1, pipeline="32")
         with pytest.raises(slipcache.Error, match=what) as e:
             resumed.load_state_dict(state)
-        assert e.value.code == 2 and "lost or repeated" in str(e.value)
-    # the same world size resumes on any rank; the rest of the epoch is what that rank had left
+        assert e.value.code == 2 and "contiguous slices" in str(e.value)
     again = slipcache.Loader(corpus_cache, batch_size=50, world_size=2, rank=1, threads=1, pipeline="32")
     again.load_state_dict(state)
-    assert again.state_dict()["batch"] == 3 and len(list(again)) == 5
-    # at an epoch boundary nothing is lost: any world size and batch size may continue
-    done = dict(state, batch=8)
+    assert again.state_dict()["batch"] == 3 and again.state_dict()["consumed"] == 300 and len(list(again)) == 5
     other = slipcache.Loader(corpus_cache, batch_size=40, world_size=3, threads=1, pipeline="32")
-    other.load_state_dict(done)
+    other.load_state_dict(dict(state, batch=8))
     assert other.epoch == 1 and other.state_dict()["batch"] == 0
     other.load_state_dict(dict(state, batch=0, epoch=5))
     assert other.epoch == 5
@@ -230,3 +283,5 @@ def test_old_states_still_load_and_bad_states_are_named(sample_cache):
         ld.load_state_dict({"epoch": 1.5, "batch": 0})
     with pytest.raises(TypeError):
         ld.load_state_dict([1, 2])
+    with pytest.raises(slipcache.Error, match="exceed"):
+        ld.load_state_dict({"epoch": 1, "consumed": 41, "samples": 40, "seed": 2})

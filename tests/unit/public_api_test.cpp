@@ -17,6 +17,9 @@ TEST(PublicApi, OneIncludeNamesEveryHeadersTypes) {
   EXPECT_TRUE(std::is_class_v<slip::VerifyOptions>);   // verify.hpp
   EXPECT_TRUE(std::is_class_v<slip::SiblingOptions>);  // yuv420.hpp
   EXPECT_TRUE(std::is_class_v<slip::EpochOrder>);      // shuffle.hpp
+  EXPECT_TRUE(std::is_class_v<slip::Loader>);          // loader.hpp
+  EXPECT_TRUE(std::is_class_v<slip::Dataset>);         // dataset.hpp
+  EXPECT_TRUE(std::is_class_v<slip::MixedOrder>);      // mix.hpp
   EXPECT_TRUE(std::is_class_v<slip::ConvertOptions>);  // convert.hpp
   EXPECT_TRUE(std::is_class_v<slip::CancelToken>);     // runtime.hpp
   EXPECT_TRUE(std::is_class_v<slip::ProgressUpdate>);  // source.hpp

@@ -9,6 +9,7 @@
 #include <random>
 #include <set>
 
+#include "slip/error.hpp"
 #include "slip/shuffle.hpp"
 
 namespace slip {
@@ -74,6 +75,30 @@ TEST(Feistel, RankSlicesPartitionTheEpochWithPaddingByRepetition) {
         EXPECT_EQ(count[whole[q]], expected) << "n=" << n << " W=" << world << " q=" << q;
       }
     }
+}
+
+// Issue 44: the global order does not depend on the world size; rank r takes positions r, r+W,
+// ...; from a start position S (an elastic resume) the ranks share positions S.. the same way.
+TEST(Feistel, RanksInterleaveOverOneGlobalOrderFromAnyStart) {
+  const uint64_t n = 1001;
+  const auto whole = epoch(n, 9, 4, 16);
+  for (uint32_t world : {1u, 3u, 8u})
+    for (uint32_t r = 0; r < world; ++r) {
+      const auto mine = epoch(n, 9, 4, 16, r, world);
+      for (uint64_t p = 0; p < mine.size(); ++p) ASSERT_EQ(mine[p], whole[(r + p * world) % n]) << "W=" << world << " r=" << r;
+    }
+  std::map<uint64_t, int> count;
+  for (uint32_t r = 0; r < 5; ++r) {
+    const EpochOrder order(ShuffleSpec{n, 9, 4, 16, r, 5, 400});
+    ASSERT_EQ(order.size(), (n - 400 + 4) / 5);
+    for (uint64_t p = 0; p < order.size(); ++p) {
+      ASSERT_EQ(order(p), whole[400 + (r + p * 5) % (n - 400)]);  // padding: the first remaining positions
+      ++count[order(p)];
+    }
+  }
+  for (uint64_t q = 400; q < n; ++q) EXPECT_EQ(count[whole[q]], q < 404 ? 2 : 1) << "each position after the start once, 4 of padding";
+  EXPECT_EQ(count.size(), n - 400);
+  EXPECT_THROW(EpochOrder(ShuffleSpec{n, 9, 4, 16, 0, 1, n + 1}), Error);
 }
 
 TEST(Feistel, BlockLocality) {

@@ -37,12 +37,14 @@ struct ShuffleSpec {
   uint64_t block_size = 1;  // 1: plain one-level shuffle
   uint32_t rank = 0;
   uint32_t world_size = 1;
+  uint64_t start = 0;  // global positions before it were consumed (an elastic resume): ranks share the rest
 };
 
-// The epoch order for one rank. Rank r takes the contiguous slice [r*ceil(N/W),
-// (r+1)*ceil(N/W)) of the epoch's global order (whole blocks, so reads stay local), padded by
-// repetition like PyTorch's DistributedSampler: the first ceil(N/W)*W - N global positions
-// are repeated at the end of the last rank's slice. (Dropping the tail is not offered.)
+// The epoch order for one rank. The global order does not depend on the world size: rank r
+// takes global positions start+r, start+r+W, start+r+2W, ... (PyTorch's DistributedSampler
+// interleaving), ceil((N-start)/W) of them; positions past N wrap to `start` (DistributedSampler's
+// padding by repetition of the first remaining positions; slip/mix.hpp's RankPositions). So "the first S positions" of an epoch are
+// consumed once every rank took S/W of them, whatever W was. (Dropping the tail is not offered.)
 class EpochOrder {
  public:
   explicit EpochOrder(const ShuffleSpec& spec);

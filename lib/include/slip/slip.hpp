@@ -6,6 +6,8 @@
 //   inspect ............. slip/inspect.hpp (summarize, list_caches)
 //   indexes, subsets .... slip/index.hpp, slip/subset.hpp
 //   epoch orders ........ slip/shuffle.hpp (EpochOrder)
+//   training batches .... slip/loader.hpp  (Loader: prefetching thread, buffer pool, elastic state)
+//   many caches ......... slip/dataset.hpp (Dataset), slip/mix.hpp (MixedOrder, RankPositions)
 //   images .............. slip/image.hpp   (header parsing, decode, encode)
 //   batches, crops ...... slip/decode.hpp  (BatchDecoder, DecodeOptions, crop groups)
 //   YUV420 siblings ..... slip/yuv420.hpp  (add_yuv420_siblings)
@@ -22,6 +24,7 @@
 #include "slip/bench.hpp"
 #include "slip/cache.hpp"
 #include "slip/convert.hpp"
+#include "slip/dataset.hpp"
 #include "slip/decode.hpp"
 #include "slip/error.hpp"
 #include "slip/error_class.hpp"
@@ -30,8 +33,10 @@
 #include "slip/image.hpp"
 #include "slip/index.hpp"
 #include "slip/inspect.hpp"
+#include "slip/loader.hpp"
 #include "slip/log.hpp"
 #include "slip/merge.hpp"
+#include "slip/mix.hpp"
 #include "slip/npy.hpp"
 #include "slip/remote.hpp"
 #include "slip/runtime.hpp"

@@ -54,7 +54,8 @@ EpochOrder::EpochOrder(const ShuffleSpec& spec) : spec_(spec), num_blocks_(0), l
   spec_.block_size = b;
   num_blocks_ = (spec.num_samples + b - 1) / b;
   last_block_size_ = spec.num_samples - (num_blocks_ - 1) * b;
-  per_rank_ = (spec.num_samples + spec.world_size - 1) / spec.world_size;
+  if (spec.start > spec.num_samples) throw Error(Errc::usage, "the start position is beyond the epoch's samples");
+  per_rank_ = (spec.num_samples - spec.start + spec.world_size - 1) / spec.world_size;
   // The full blocks are permuted; the last (possibly short) block is inserted at a keyed slot.
   const uint64_t full = last_block_size_ == b ? num_blocks_ : num_blocks_ - 1;
   block_perm_ = FeistelPermutation(std::max<uint64_t>(full, 1), derive(spec.seed, spec.epoch * 2 + 1));
@@ -93,10 +94,13 @@ uint64_t EpochOrder::global(uint64_t p) const noexcept {
 }
 
 uint64_t EpochOrder::operator()(uint64_t position) const noexcept {
-  // Rank r takes the contiguous slice [r*ceil(N/W), (r+1)*ceil(N/W)) of the epoch's global
-  // order (so each rank reads whole blocks); positions past N wrap to the start of the epoch:
-  // padding by repetition, as PyTorch's DistributedSampler does.
-  return global(spec_.rank * per_rank_ + position);
+  // Rank r takes every W-th global position from start + r, so the epoch's global order (and
+  // which samples "the first S positions" are) is the same for every world size; positions past
+  // the end wrap to the first remaining one (start): padding by repetition, as DistributedSampler
+  // does, and as RankPositions (slip/mix.hpp) counts.
+  const uint64_t remaining = spec_.num_samples - spec_.start;
+  if (remaining == 0) return global(0);  // (no position of this rank: size() is 0)
+  return global(spec_.start + (spec_.rank + position * spec_.world_size) % remaining);
 }
 
 void EpochOrder::fill(uint64_t start, std::span<uint64_t> out) const noexcept {
