@@ -18,8 +18,9 @@ SLIP_BIN=${SLIP:-$ROOT/build/apps/slip/slip}
 SHARED=${SLIP_SHARED_DIR:-$ROOT/../shared}
 [ -x "$SLIP_BIN" ] || { echo "check-wheel: $SLIP_BIN missing (run scripts/test.sh first)" >&2; exit 2; }
 if [ -z "${SLIPCACHE_TURBOJPEG_SOURCE:-}" ]; then
-  system=$(sed -n 's/^#define LIBJPEG_TURBO_VERSION *\([0-9]*\.[0-9]*\).*/\1/p' /usr/include/*/jconfig.h /usr/include/jconfig.h 2>/dev/null | head -1)
-  SLIPCACHE_TURBOJPEG_SOURCE=$(ls "$SHARED"/third_party/libjpeg-turbo-"$system".*.tar.xz 2>/dev/null | head -1)
+  jconfig=$(echo '#include <jconfig.h>' | cpp -H -o /dev/null 2>&1 | sed -n 's/^\. //p' | head -1)
+  system=$(sed -n 's/^#define LIBJPEG_TURBO_VERSION *\([0-9]*\.[0-9]*\).*/\1/p' "$jconfig")
+  SLIPCACHE_TURBOJPEG_SOURCE=$(ls "$SHARED"/third_party/libjpeg-turbo-"$system".*.tar.xz 2>/dev/null | head -1 || true)
   [ -n "$SLIPCACHE_TURBOJPEG_SOURCE" ] || { echo "check-wheel: no libjpeg-turbo $system source release in $SHARED/third_party" >&2; exit 2; }
 fi
 export SLIPCACHE_TURBOJPEG_SOURCE
