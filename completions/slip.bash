@@ -69,7 +69,7 @@ _slip() {
       --field|-F) return ;;
       --output|-o) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     esac
-    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version -V --verbose -v --quiet -q --progress --no-progress --field -F --output -o" -- "$cur")); return; fi
+    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version -V --verbose -v --quiet -q --progress --no-progress --field -F --output -o --json" -- "$cur")); return; fi
     COMPREPLY=($(compgen -f -- "$cur")) ;;
   ls)
     case $prev in
@@ -107,7 +107,7 @@ _slip() {
       --format) COMPREPLY=($(compgen -W "text npy" -- "$cur")); return ;;
       --output|-o) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     esac
-    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version -V --verbose -v --quiet -q --progress --no-progress --seed --epoch --rank --world-size --block-size --format --output -o" -- "$cur")); return; fi
+    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version -V --verbose -v --quiet -q --progress --no-progress --seed --epoch --rank --world-size --block-size --format --output -o --json" -- "$cur")); return; fi
     COMPREPLY=($(compgen -f -- "$cur")) ;;
   merge)
     case $prev in

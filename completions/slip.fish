@@ -76,6 +76,7 @@ complete -c slip -n "__fish_seen_subcommand_from verify" -F
 complete -c slip -n "__fish_seen_subcommand_from cat" -l help -s h -d 'Print this help message and exit'
 complete -c slip -n "__fish_seen_subcommand_from cat" -l field -s F -x -d 'Field to print (default: the first image field, else the first field)'
 complete -c slip -n "__fish_seen_subcommand_from cat" -l output -s o -r -F -d 'Write to this file instead of stdout (- for stdout)'
+complete -c slip -n "__fish_seen_subcommand_from cat" -l json -d 'One JSON object on stdout: the value of an int/float/str field, or the file -o wrote a payload to'
 complete -c slip -n "__fish_seen_subcommand_from cat" -F
 complete -c slip -n "__fish_seen_subcommand_from ls" -l help -s h -d 'Print this help message and exit'
 complete -c slip -n "__fish_seen_subcommand_from ls" -l json -d 'Print one JSON object'
@@ -107,6 +108,7 @@ complete -c slip -n "__fish_seen_subcommand_from order" -l world-size -x -d 'Num
 complete -c slip -n "__fish_seen_subcommand_from order" -l block-size -x -d 'Shuffle blocks of B consecutive samples, then within blocks (1: plain shuffle)'
 complete -c slip -n "__fish_seen_subcommand_from order" -l format -x -a 'text npy' -d 'text (one id per line) or npy (int64 array)'
 complete -c slip -n "__fish_seen_subcommand_from order" -l output -s o -r -F -d 'Write to this file instead of stdout (- for stdout); npy is never written to a terminal'
+complete -c slip -n "__fish_seen_subcommand_from order" -l json -d 'One JSON object on stdout: the order'\''s settings and its ids (or, with -o FILE, the file they went to)'
 complete -c slip -n "__fish_seen_subcommand_from order" -F
 complete -c slip -n "__fish_seen_subcommand_from merge" -l help -s h -d 'Print this help message and exit'
 complete -c slip -n "__fish_seen_subcommand_from merge" -l from -r -F -d 'Work directory holding the parts (<name>-<id8>.parts)'

@@ -9,9 +9,12 @@
 #     prefix (--prefix) imports through PYTHONPATH after the venv is gone (the module finds
 #     libslipstream relative to itself); and the main build (Debian's Python) installed into a
 #     third prefix lands in lib/python3.X/dist-packages, not local/lib/... .
+# Then the self-contained wheel (scripts/check-wheel.sh): NEEDED only the C/C++ runtime, tagged
+#     manylinux_2_X, installed with --no-index into a fresh venv and a batch loaded.
 # Needs the main build's slip binary (scripts/test.sh builds build/), python3-venv, python3-pip.
-# Builds in build-wheel-cpXY/ and build-cmake-install/ (beside build/: ccache, when installed,
-# finds the objects build/ compiled).
+# pip builds in a temporary directory outside the checkout (the same path each time, so ccache
+# finds the last build's objects); cmake --install in build-cmake-install/ (beside build/:
+# ccache, when installed, finds the objects build/ compiled).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PYTHON=${SLIP_PYTHON:-/usr/bin/python3}
@@ -70,4 +73,6 @@ cmake --install "$ROOT/build" --prefix "$WORK/prefix3" >/dev/null
 site3=$(echo "$WORK"/prefix3/lib/python3*/dist-packages)
 [ ! -e "$WORK/prefix3/local" ] || { echo "installed under PREFIX/local" >&2; exit 1; }
 (cd /tmp && PYTHONPATH="$site3" "$PYTHON" -c "$smoke" "$SAMPLE" "$site3/slipcache/")
+echo "== 4. the self-contained wheel"
+"$ROOT/scripts/check-wheel.sh"
 echo "check-python-install: all passed"

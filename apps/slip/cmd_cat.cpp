@@ -8,6 +8,7 @@
 #include "output.hpp"
 #include "slip/cache.hpp"
 #include "slip/error.hpp"
+#include "slip/schema.hpp"
 
 namespace slip::cli {
 
@@ -17,13 +18,16 @@ Action setup_cat(CLI::App& sub, const GlobalOptions&) {
     uint64_t index = 0;
     std::string field;
     std::string output;
+    bool json = false;
   };
   auto a = std::make_shared<Args>();
   sub.add_option("cache", a->cache, "Cache directory")->type_name("CACHE")->required();
   sub.add_option("index", a->index, "Sample id (0-based)")->required();
   sub.add_option("-F,--field", a->field, "Field to print (default: the first image field, else the first field)")->type_name("FIELD");
   sub.add_option("-o,--output", a->output, "Write to this file instead of stdout (- for stdout)")->type_name("FILE");
+  sub.add_flag("--json", a->json, "One JSON object on stdout: the value of an int/float/str field, or the file -o wrote a payload to");
   return [a]() -> int {
+    set_error_subject(a->cache);
     const Cache cache = Cache::open(a->cache);
     size_t fi = 0;
     if (!a->field.empty()) {
@@ -39,6 +43,10 @@ Action setup_cat(CLI::App& sub, const GlobalOptions&) {
         }
     }
     const CacheField& f = cache.fields().at(fi);
+    // A payload's bytes are not JSON: with --json they go to the -o file, the object says where.
+    if (a->json && is_payload_type(f.type) && (a->output.empty() || is_stdout(a->output)))
+      throw Error(Errc::usage, "cat --json: field \"" + f.name + "\" holds " + std::string(field_type_name(f.type)) +
+                                   " payloads, which JSON cannot carry; add -o FILE to write them there");
     // What is printed must be what was written: the field's files and this payload against the
     // checksums slip recorded (a corrupt byte is an error, not silently different output).
     cache.check_checksums(fi);
@@ -69,6 +77,23 @@ Action setup_cat(CLI::App& sub, const GlobalOptions&) {
       }
     }
     if (!binary) raw = std::as_bytes(std::span(text.data(), text.size()));
+    if (a->json) {
+      nlohmann::ordered_json out{
+          {"command", "cat"}, {"path", a->cache}, {"sample", a->index}, {"field", f.name}, {"type", field_type_name(f.type)}};
+      if (f.type == FieldType::int64)
+        out["value"] = cache.int_value(fi, a->index);
+      else if (f.type == FieldType::float64)
+        out["value"] = cache.float_value(fi, a->index);
+      else if (f.type == FieldType::str)
+        out["value"] = std::string(cache.string(fi, a->index));  // JSON escapes it; invalid UTF-8 is replaced
+      if (!a->output.empty() && !is_stdout(a->output)) {
+        write_output(a->output, std::string_view(reinterpret_cast<const char*>(raw.data()), raw.size()), binary);
+        out["output"] = a->output;
+      }
+      out["bytes"] = raw.size();
+      print_json(out);
+      return 0;
+    }
     write_output(a->output, std::string_view(reinterpret_cast<const char*>(raw.data()), raw.size()), binary);
     return 0;
   };

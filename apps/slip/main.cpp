@@ -59,6 +59,29 @@ int report_failure(const CLI::App& app, const slip::Error& e) {
   if (const CLI::App* sub = json_command(app)) print_json(error_json(sub->get_name(), e, error_subject()));
   return exit_code(e.code());
 }
+
+// A command line CLI11 refused: parsing stopped before --json was counted (`slip conver X --json`,
+// an unknown flag before it), so the words decide. The object's command is the subcommand
+// named, or null when none is (a misspelt one).
+int report_usage_error(const CLI::App& app, const slip::Error& e, int argc, char** argv) {
+  spdlog::error("{}", e.describe());
+  std::string command;
+  bool json = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view word = argv[i];
+    if (word == "--") break;  // what follows is operands, not flags
+    if (word == "--json") json = true;
+    if (command.empty() && !word.starts_with('-'))
+      for (const CLI::App* sub : app.get_subcommands({}))
+        if (sub->get_name() == word) command = word;
+  }
+  if (json) {
+    nlohmann::ordered_json object = error_json(command, e, "");
+    if (command.empty()) object["command"] = nullptr;
+    print_json(object);
+  }
+  return exit_code(e.code());
+}
 }  // namespace
 
 bool GlobalOptions::show_progress() const {
@@ -155,7 +178,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     // One line, naming the bad word (README: every usage error is `slip: error: ...`, exit 2).
-    return report_failure(app, slip::Error(slip::Errc::usage, describe_parse_error(app, e)));
+    return report_usage_error(app, slip::Error(slip::Errc::usage, describe_parse_error(app, e)), argc, argv);
   } catch (const slip::Error& e) {
     // An option's own parser (--max-sample-bytes 99999999999999999999999) ran inside CLI11:
     // without this the error ended the process through std::terminate (exit 134).

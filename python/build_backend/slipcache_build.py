@@ -5,23 +5,33 @@ python3-dev; python3-pip and python3-venv for pip itself). scikit-build-core wou
 but is not packaged for Debian 12.
 
 build_wheel: configures the checkout for the running interpreter (-DPython3_EXECUTABLE=
-sys.executable; no tests, benchmarks or fuzzers; SLIP_PYTHON_WHEEL=ON links libslipstream
-statically into the module, so the wheel needs no rpath), builds the slip_python target,
-installs the `python` component (stripped) and zips it with its .dist-info.
+sys.executable; SLIP_READER_ONLY: only the reading half of libslipstream, so no libarchive,
+libcurl or expat; SLIP_PYTHON_WHEEL links it statically into the module, so the wheel needs no
+rpath), builds the slip_python target, installs the `python` component (stripped) and zips it
+with its .dist-info (LICENSE included). With turbojpeg-source, libjpeg-turbo, libpng, zlib, xxhash,
+zstd and OpenSSL are linked statically too (SLIP_STATIC_DEPS) and the module needs only the
+C/C++ runtime: the wheel is tagged manylinux_2_X (PEP 600) for the newest glibc symbol it uses.
+Otherwise it is tagged linux_<arch>: it needs this machine's shared libraries.
+build_editable (PEP 660): the same build in a kept directory; the wheel holds a .pth hook that
+imports slipcache from the checkout's python/slipcache and its _core module from that build.
 build_sdist: the tracked files of the checkout (git ls-files, else the tree without build
 directories) with PKG-INFO.
 
 Settings (pip -C KEY=VALUE / --config-settings, or the environment):
-  build-dir      (SLIPCACHE_BUILD_DIR)  the CMake build directory; default
-                                        <source>/build-wheel-<python tag>, kept between builds
-  cmake.args     (CMAKE_ARGS)           extra CMake arguments, e.g. a compiler launcher
-  build.jobs     (CMAKE_BUILD_PARALLEL_LEVEL) parallel build jobs
+  build-dir        (SLIPCACHE_BUILD_DIR)  the CMake build directory; default: a temporary one,
+                                          removed afterwards (editable: ~/.cache/slipcache/...)
+  turbojpeg-source (SLIPCACHE_TURBOJPEG_SOURCE) libjpeg-turbo source tree or .tar.xz of the
+                                          system's release (Debian's libturbojpeg.a is not
+                                          position-independent): a self-contained wheel
+  cmake.args       (CMAKE_ARGS)           extra CMake arguments, e.g. a compiler launcher
+  build.jobs       (CMAKE_BUILD_PARALLEL_LEVEL) parallel build jobs
 """
 from __future__ import annotations
 
 import base64
 import hashlib
 import os
+import platform
 import re
 import shlex
 import shutil
@@ -94,7 +104,10 @@ def _metadata():
         lines.append(f"Requires-Python: {project['requires-python']}")
     if isinstance(project.get("license"), dict) and "text" in project["license"]:
         lines.append(f"License: {project['license']['text']}")
+    lines.append("License-File: LICENSE")
     for url_name, url in project.get("urls", {}).items():
+        if url_name.lower().replace("-", "") == "homepage":
+            lines.append(f"Home-page: {url}")
         lines.append(f"Project-URL: {url_name}, {url}")
     for classifier in project.get("classifiers", []):
         lines.append(f"Classifier: {classifier}")
@@ -138,6 +151,7 @@ def _write_dist_info(directory, tag):
         f.write(f"Wheel-Version: 1.0\nGenerator: slipcache_build\nRoot-Is-Purelib: false\nTag: {tag}\n")
     with open(os.path.join(path, "top_level.txt"), "w", encoding="utf-8") as f:
         f.write(PACKAGE + "\n")
+    shutil.copyfile(os.path.join(SOURCE, "LICENSE"), os.path.join(path, "LICENSE"))
     return name
 
 
@@ -165,29 +179,100 @@ def _pybind11_args():
     return [f"-Dpybind11_DIR={pybind11.get_cmake_dir()}"]
 
 
-def _build_package(staging, config_settings):
+# How long a cold build takes (docs/PYTHON.md): the line pip -v shows before CMake's own output.
+_DURATION = ("compiling libslipstream's reading half and the module: about 5 minutes on 2 quiet cores "
+             "(ccache: seconds on a rebuild); pip install -v shows CMake's progress")
+
+
+def _configure_and_build(build_dir, config_settings, static_source=None):
     cmake = shutil.which("cmake")
     if cmake is None:
         raise RuntimeError("cmake (3.25 or later) is needed: apt install cmake")
-    tag = _tag()
-    build_dir = _setting(config_settings, "build-dir", "SLIPCACHE_BUILD_DIR") or os.path.join(SOURCE, f"build-wheel-{tag.split('-')[0]}")
     configure = [cmake, "-S", SOURCE, "-B", build_dir, "-DCMAKE_BUILD_TYPE=RelWithDebInfo",
                  f"-DPython3_EXECUTABLE={sys.executable}", "-DSLIP_BUILD_PYTHON=ON", "-DSLIP_PYTHON_WHEEL=ON",
-                 "-DSLIP_PYTHON_INSTALL_DIR=.", "-DSLIP_BUILD_TESTS=OFF", "-DSLIP_BUILD_BENCH=OFF", "-DSLIP_BUILD_FUZZ=OFF"]
+                 "-DSLIP_PYTHON_INSTALL_DIR=.", "-DSLIP_READER_ONLY=ON", "-DSLIP_BUILD_TESTS=OFF", "-DSLIP_BUILD_BENCH=OFF",
+                 "-DSLIP_BUILD_FUZZ=OFF", f"-DSLIP_STATIC_DEPS={'ON' if static_source else 'OFF'}"]
+    if static_source:
+        configure.append(f"-DSLIP_TURBOJPEG_SOURCE={os.path.abspath(static_source)}")
     if not os.path.exists(os.path.join(build_dir, "CMakeCache.txt")) and shutil.which("ninja"):
         configure += ["-G", "Ninja"]
     configure += _pybind11_args()
     configure += shlex.split(_setting(config_settings, "cmake.args", "CMAKE_ARGS") or "")
+    print(f"slipcache_build: {_DURATION}; build directory {build_dir}", file=sys.stderr, flush=True)
     _run(configure)
     build = [cmake, "--build", build_dir, "--target", "slip_python"]
     jobs = _setting(config_settings, "build.jobs", "CMAKE_BUILD_PARALLEL_LEVEL")
     if jobs:
         build += ["--parallel", jobs]
     _run(build)
-    _run([cmake, "--install", build_dir, "--component", "python", "--prefix", staging, "--strip"])
-    if not any(f.startswith("_core.") for f in os.listdir(os.path.join(staging, PACKAGE))):
+    return cmake
+
+
+# The newest GLIBCXX_3.4.N a distribution of glibc 2.X ships (auditwheel's manylinux policies):
+# a module needing GLIBCXX_3.4.30 (GCC 12) runs on glibc 2.35 systems at the earliest.
+_GLIBCXX_TO_GLIBC = [(19, 17), (22, 24), (25, 28), (28, 31), (29, 34), (30, 35), (32, 39), (33, 40)]
+# What a manylinux wheel's extension may need (PEP 600: the C/C++ runtime of the distribution).
+RUNTIME_LIBRARIES = {"libc.so.6", "libm.so.6", "libstdc++.so.6", "libgcc_s.so.1", "libpthread.so.0", "libdl.so.2",
+                     "librt.so.1", "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1"}
+
+
+def elf_requirements(path):
+    """(NEEDED entries, newest GLIBC_2.X as X, newest GLIBCXX_3.4.N as N) of a shared object, by readelf."""
+    dynamic = subprocess.run(["readelf", "-d", path], check=True, capture_output=True, text=True).stdout
+    needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", dynamic)
+    versions = subprocess.run(["readelf", "-V", path], check=True, capture_output=True, text=True).stdout
+    glibc = max((int(m) for m in re.findall(r"Name: GLIBC_2\.(\d+)", versions)), default=0)
+    glibcxx = max((int(m) for m in re.findall(r"Name: GLIBCXX_3\.4\.(\d+)", versions)), default=0)
+    return needed, glibc, glibcxx
+
+
+def _platform_tag(module):
+    """manylinux_2_X_<arch> when the module needs only the C/C++ runtime, X from the newest glibc
+    (and libstdc++) symbol version it uses; else this machine's linux_<arch>."""
+    fallback = re.sub(r"[-.]", "_", sysconfig.get_platform())
+    if not sys.platform.startswith("linux") or shutil.which("readelf") is None:
+        return fallback
+    needed, glibc, glibcxx = elf_requirements(module)
+    extra = [n for n in needed if n not in RUNTIME_LIBRARIES]
+    if extra:
+        print(f"slipcache_build: tagged {fallback}, not manylinux: the module needs {', '.join(extra)} "
+              "(-C turbojpeg-source=... links them statically)", file=sys.stderr, flush=True)
+        return fallback
+    for level, glibc_needed in _GLIBCXX_TO_GLIBC:
+        if glibcxx <= level:
+            glibc = max(glibc, glibc_needed)
+            break
+    else:
+        glibc = max(glibc, _GLIBCXX_TO_GLIBC[-1][1] + 1)
+    return f"manylinux_2_{max(glibc, 17)}_{platform.machine()}"
+
+
+def _build_package(staging, config_settings):
+    python_tag = _tag().rsplit("-", 1)[0]
+    static_source = _setting(config_settings, "turbojpeg-source", "SLIPCACHE_TURBOJPEG_SOURCE")
+    build_dir = _setting(config_settings, "build-dir", "SLIPCACHE_BUILD_DIR")
+    lock = None
+    if not build_dir:
+        # Outside the checkout, and removed afterwards. The same path for the same checkout and
+        # Python, so that ccache (CMAKE_ARGS) finds the last build's objects: their -I paths
+        # are part of its key. A lock keeps two builds of one checkout out of each other's way.
+        import fcntl
+        digest = hashlib.sha256(SOURCE.encode()).hexdigest()[:12]
+        build_dir = os.path.join(tempfile.gettempdir(), f"slipcache-build-{python_tag.split('-')[0]}-{digest}")
+        lock = open(build_dir + ".lock", "w")
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        shutil.rmtree(build_dir, ignore_errors=True)
+    try:
+        cmake = _configure_and_build(build_dir, config_settings, static_source)
+        _run([cmake, "--install", build_dir, "--component", "python", "--prefix", staging, "--strip"])
+    finally:
+        if lock is not None:
+            shutil.rmtree(build_dir, ignore_errors=True)
+            lock.close()
+    modules = [f for f in os.listdir(os.path.join(staging, PACKAGE)) if f.startswith("_core.")]
+    if not modules:
         raise RuntimeError("the build installed no slipcache/_core module (was the Python module configured? see CMake's output)")
-    return tag
+    return f"{python_tag}-{_platform_tag(os.path.join(staging, PACKAGE, modules[0]))}"
 
 
 def _record_line(arcname, data):
@@ -250,10 +335,70 @@ def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
     return _write_dist_info(metadata_directory, _tag())
 
 
+# The copyright notices of what a self-contained wheel links in statically (Debian's files).
+_STATIC_NOTICES = ["libjpeg62-turbo", "libturbojpeg0", "libpng16-16", "zlib1g", "libxxhash0", "libzstd1", "libssl3"]
+
+
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     os.makedirs(wheel_directory, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="slipcache-wheel-") as staging:
         tag = _build_package(staging, config_settings)
+        dist_info = os.path.join(staging, _write_dist_info(staging, tag))
+        if "manylinux" in tag:
+            with open(os.path.join(dist_info, "THIRD_PARTY_NOTICES"), "w", encoding="utf-8") as out:
+                out.write("slipcache/_core links these libraries statically; their notices follow.\n")
+                for package in _STATIC_NOTICES:
+                    path = f"/usr/share/doc/{package}/copyright"
+                    if os.path.exists(path):
+                        with open(path, encoding="utf-8", errors="replace") as f:
+                            out.write(f"\n==== {package} ({path})\n\n{f.read()}")
+        return _zip_wheel(wheel_directory, staging, tag)
+
+
+# ---- PEP 660 editable installs ------------------------------------------------------------------
+
+_EDITABLE_FINDER = """# slipcache, installed editable (pip install -e): the package from the checkout, its compiled
+# _core module from the build directory (re-run pip install -e after changing C++ code).
+import importlib.abc, importlib.util, sys
+_SOURCE, _BUILD = {source!r}, {build!r}
+
+class _SlipcacheFinder(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name != "slipcache":
+            return None
+        return importlib.util.spec_from_file_location(name, _SOURCE + "/__init__.py", submodule_search_locations=[_SOURCE, _BUILD])
+
+sys.meta_path.append(_SlipcacheFinder())
+"""
+
+
+def get_requires_for_build_editable(config_settings=None):
+    return get_requires_for_build_wheel(config_settings)
+
+
+def prepare_metadata_for_build_editable(metadata_directory, config_settings=None):
+    return prepare_metadata_for_build_wheel(metadata_directory, config_settings)
+
+
+def build_editable(wheel_directory, config_settings=None, metadata_directory=None):
+    """A build kept outside the checkout (build-dir, else ~/.cache/slipcache/editable-<python>-<hash>),
+    and a wheel of two files: a .pth line and the finder it imports."""
+    python_tag = _tag().rsplit("-", 1)[0]
+    build_dir = _setting(config_settings, "build-dir", "SLIPCACHE_BUILD_DIR")
+    if not build_dir:
+        cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        digest = hashlib.sha256(SOURCE.encode()).hexdigest()[:12]
+        build_dir = os.path.join(cache, "slipcache", f"editable-{python_tag.split('-')[0]}-{digest}")
+    build_dir = os.path.abspath(build_dir)
+    _configure_and_build(build_dir, config_settings)
+    module_dir = os.path.join(build_dir, "python", PACKAGE)
+    os.makedirs(wheel_directory, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="slipcache-editable-") as staging:
+        with open(os.path.join(staging, "_slipcache_editable.py"), "w", encoding="utf-8") as f:
+            f.write(_EDITABLE_FINDER.format(source=os.path.join(SOURCE, "python", PACKAGE), build=module_dir))
+        with open(os.path.join(staging, "_slipcache_editable.pth"), "w", encoding="utf-8") as f:
+            f.write("import _slipcache_editable\n")
+        tag = f"{python_tag}-{re.sub(r'[-.]', '_', sysconfig.get_platform())}"
         _write_dist_info(staging, tag)
         return _zip_wheel(wheel_directory, staging, tag)
 

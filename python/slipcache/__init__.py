@@ -20,9 +20,14 @@ from __future__ import annotations
 import numbers
 import operator
 import os
+import sys
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
-import numpy as np
+try:
+    import numpy as np
+except ImportError as _numpy_missing:  # said here, not at the first batch (or as _core's own failure)
+    raise ImportError(f"slipcache needs numpy, which this Python ({sys.executable}) cannot import: "
+                      f"pip install numpy (Debian: apt install python3-numpy) ({_numpy_missing})") from _numpy_missing
 
 from . import _core
 

@@ -7,6 +7,8 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
+import textwrap
 
 import pytest
 
@@ -172,3 +174,26 @@ def test_jpeg_internals_switch_as_the_slip_command_reads_it():
     out = _build_info_under("OFF")
     assert out.returncode != 0
     assert "SLIP_JPEG_INTERNALS: unknown value 'OFF' (on, off or auto)" in out.stderr
+
+
+def test_import_without_numpy_says_so():
+    # A Python that cannot import numpy (a meta path finder refuses it, as a venv without numpy
+    # would): `import slipcache` fails at once, naming numpy and how to install it, instead of
+    # importing and failing at the first batch.
+    script = textwrap.dedent("""
+        import sys
+        class NoNumpy:
+            def find_spec(self, name, path=None, target=None):
+                if name == "numpy" or name.startswith("numpy."):
+                    raise ModuleNotFoundError("No module named 'numpy'", name="numpy")
+        sys.meta_path.insert(0, NoNumpy())
+        try:
+            import slipcache
+        except ImportError as e:
+            print("ImportError:", e)
+            sys.exit(0)
+        sys.exit("imported without numpy")
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tempfile.gettempdir())
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "slipcache needs numpy" in out.stdout and "pip install numpy" in out.stdout, out.stdout

@@ -33,18 +33,19 @@ permission_denied() {
   if [ -n "$pymod" ]; then
     as_user env PYTHONPATH="$SLIP_BUILD_DIR/python" "$PY" - "$c" <<'PY' || fail "$what: slipcache.Cache"
 import sys, slipcache
-try:
-    slipcache.Cache(sys.argv[1])
-except slipcache.Error as e:
-    assert (e.code, e.kind) == (4, "io") and "Permission denied" in str(e), (e.code, e.kind, str(e))
-    sys.exit(0)
-sys.exit("opened")
+for make in (lambda: slipcache.Cache(sys.argv[1]), lambda: next(iter(slipcache.Loader(sys.argv[1], batch_size=2)))):
+    try:
+        make()
+    except slipcache.Error as e:
+        assert (e.code, e.kind) == (4, "io") and "Permission denied" in str(e), (e.code, e.kind, str(e))
+        continue
+    sys.exit("opened")
 PY
   fi
   # A listing of the directory goes on: the cache is "unreadable", with the reason.
   expect_status 0 as_user "$SLIP" ls "$WORK/caches"
   grep -q "unreadable.*Permission denied" "$WORK/out" || { cat "$WORK/out"; fail "$what: ls does not show it unreadable"; }
-  pass "$what: info, verify (--json too), cat, index, yuv420 exit 4 'Permission denied'$([ -n "$pymod" ] && echo '; slipcache.Error code 4'); ls: unreadable"
+  pass "$what: info, verify (--json too), cat, index, yuv420 exit 4 'Permission denied'$([ -n "$pymod" ] && echo '; slipcache.Cache and Loader: Error code 4'); ls: unreadable"
 }
 
 chmod 700 "$c"

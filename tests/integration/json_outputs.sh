@@ -42,6 +42,8 @@ doc=$WORK/doc-json && mkdir -p "$doc"
 "$SLIP" subset "$cache" --values 1 --dry-run --json -o "$WORK/s4" > "$doc/subset --dry-run"
 "$SLIP" convert "$root" -o "$WORK/sh" --shard 0/2 -q >/dev/null
 "$SLIP" convert "$root" -o "$WORK/sh" --shard 1/2 -q >/dev/null
+"$SLIP" cat "$cache" 3 -F label --json > "$doc/cat"
+"$SLIP" order "$cache" --seed 1 --json > "$doc/order"
 "$SLIP" merge --status "$WORK"/sh/*.parts --json > "$doc/merge --status"
 "$SLIP" merge --from "$WORK"/sh/*.parts --json > "$doc/merge"
 cp -r "$cache" "$WORK/y.slipstream"
@@ -70,3 +72,34 @@ print(f"ok: {len(rows)} documented outputs checked")
 PY
 grep -qE '^\| `bench`' "$SRC/docs/JSON.md" && grep -qE '^\| `yuv420`' "$SRC/docs/JSON.md" || fail "JSON.md lacks bench or yuv420"
 pass "every --json output docs/JSON.md documents has its documented keys"
+
+# cat and order: the values they print, as JSON (issue 45: they had no --json).
+[ "$(json_get "$doc/cat" "['value']")" = "$("$SLIP" cat "$cache" 3 -F label)" ] || { cat "$doc/cat"; fail "cat --json value"; }
+$PY - "$doc/order" <<PY || fail "order --json ids"
+import json
+d = json.loads(open("$doc/order").read())
+assert d["ids"] == [int(x) for x in """$("$SLIP" order "$cache" --seed 1)""".split()], d
+assert d["size"] == len(d["ids"]) == d["num_samples"] == 40, d
+PY
+"$SLIP" cat "$cache" 0 --json -o "$WORK/img.jpg" > "$WORK/cat.json"
+cmp -s "$WORK/img.jpg" <("$SLIP" cat "$cache" 0 -o -) || fail "cat --json -o wrote other bytes"
+[ "$(json_get "$WORK/cat.json" "['output']")" = "$WORK/img.jpg" ] || fail "cat --json -o: no output key"
+[ "$(json_get "$WORK/cat.json" "['bytes']")" = "$(stat -c %s "$WORK/img.jpg")" ] || fail "cat --json -o: bytes"
+expect_status 2 "$SLIP" cat "$cache" 0 --json
+[ "$(json_get "$WORK/out" "['class']")" = usage ] || { cat "$WORK/out"; fail "cat --json of an image without -o: no usage error object"; }
+"$SLIP" order "$cache" --seed 1 --format npy -o "$WORK/o.npy" --json > "$WORK/o.json"
+[ "$(json_get "$WORK/o.json" "['output']")" = "$WORK/o.npy" ] && [ -s "$WORK/o.npy" ] || { cat "$WORK/o.json"; fail "order --json -o"; }
+pass "cat --json (values; payloads with -o), order --json (ids streamed; -o FILE)"
+
+# A command line that does not parse is an error object too when --json is among its words.
+expect_status 2 "$SLIP" conver "$cache" --json
+[ "$(json_get "$WORK/out" "['class']")" = usage ] && [ "$(json_get "$WORK/out" "['command']")" = None ] ||
+  { cat "$WORK/out"; fail "slip conver X --json: no usage error object"; }
+expect_status 2 "$SLIP" verify "$cache" --no-such-flag --json
+[ "$(json_get "$WORK/out" "['command']")" = verify ] && [ "$(json_get "$WORK/out" "['exit_code']")" = 2 ] ||
+  { cat "$WORK/out"; fail "verify --no-such-flag --json: no usage error object naming verify"; }
+expect_status 2 "$SLIP" info --json
+[ "$(json_get "$WORK/out" "['command']")" = info ] || { cat "$WORK/out"; fail "info --json without a cache: no error object"; }
+expect_status 2 "$SLIP" conver "$cache"
+[ ! -s "$WORK/out" ] || { cat "$WORK/out"; fail "a usage error without --json printed on stdout"; }
+pass "usage errors under --json: one error object (command null for an unknown command)"

@@ -127,14 +127,6 @@ std::unique_ptr<Source> open_sources(const std::vector<std::string>& uris, const
 
 std::unique_ptr<Source> open_source(const std::string& uri, const SourceOptions& options) { return open_sources({uri}, options); }
 
-std::string source_summary(const std::vector<std::string>& uris, std::string_view kind) {
-  if (uris.empty()) return {};
-  if (uris.size() == 1) return uris.front();
-  std::string count = std::to_string(uris.size());
-  for (int i = static_cast<int>(count.size()) - 3; i > 0; i -= 3) count.insert(static_cast<size_t>(i), ",");
-  return count + " " + std::string(kind) + " (" + uris.front() + " .. " + uris.back() + ")";
-}
-
 }  // namespace slip
 
 namespace slip::detail {

@@ -3,8 +3,9 @@
 #include <openssl/evp.h>
 #include <xxhash.h>
 // The *_dispatch entry points pick SSE2, AVX2 or AVX-512 at run time (Debian's libxxhash is
-// built with the dispatcher); the plain ones are SSE2 only: 7 against 12 GB/s here.
-#if defined(__x86_64__)
+// built with the dispatcher); the plain ones are SSE2 only: 7 against 12 GB/s here. Its
+// libxxhash.a has no dispatcher (SLIP_STATIC_DEPS: the self-contained wheel).
+#if defined(__x86_64__) && !defined(SLIP_XXHASH_NO_DISPATCH)
 #include <xxh_x86dispatch.h>
 #define SLIP_XXH3_64 XXH3_64bits_dispatch
 #define SLIP_XXH3_64_UPDATE XXH3_64bits_update_dispatch

@@ -12,8 +12,10 @@
 #include <thread>
 #include <vector>
 
+#ifndef SLIP_READER_ONLY
 #include <archive.h>
 #include <curl/curl.h>
+#endif
 #include <openssl/crypto.h>
 #include <png.h>
 #include <xxhash.h>
@@ -157,8 +159,12 @@ std::string build_info() {
   out += "\n  JPEG entropy hook: " + (jpeg.entropy_hook ? std::string(hook_on) : "off: " + jpeg.reason);
   out +=
       "\n  SIMD kernels: " + std::string(simd_level_name()) + " (this CPU's best: " + std::string(simd_level_name(cpu_simd_level())) + ")";
+#ifdef SLIP_READER_ONLY
+  out += "\n  reader-only build: no sources, convert or remote I/O (no libarchive, libcurl)";
+#else
   out += "\n  " + std::string(archive_version_string());
   out += "\n  libcurl " + std::string(curl_version_info(CURLVERSION_NOW)->version);
+#endif
   // The libraries loaded, not the headers compiled against (a distribution update or
   // LD_LIBRARY_PATH changes them under the same SONAME).
   out += "\n  " + std::string(OpenSSL_version(OPENSSL_VERSION));
