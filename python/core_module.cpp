@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string_view>
@@ -473,6 +474,31 @@ void bind_loader(py::module_& m) {
 
 }  // namespace
 
+// Node-local staging (slip/stage.hpp) for Loader(stage_dir=): the handle keeps the staged copy
+// read-locked, so no budgeted `slip stage` evicts it while the Loader reads it.
+void bind_stage(py::module_& m) {
+  py::class_<slip::StagedCache>(m, "StagedCache")
+      .def_property_readonly("path", [](const slip::StagedCache& s) { return s.path().string(); })
+      .def_property_readonly("copied", [](const slip::StagedCache& s) { return s.copied; })
+      .def("release", &slip::StagedCache::release);
+  m.def(
+      "stage_dir",
+      [](std::optional<std::string> given) -> std::optional<std::string> {
+        const auto dir = slip::stage_dir_from(given ? std::optional<std::filesystem::path>(*given) : std::nullopt);
+        return dir ? std::optional<std::string>(dir->string()) : std::nullopt;
+      },
+      py::arg("given"), "Where to stage: `given` when non-empty, else $SLIP_STAGE_DIR when non-empty, else None");
+  m.def(
+      "stage",
+      [](const std::string& src, const std::string& dir) {
+        slip::StageOptions options;
+        options.dir = dir;
+        py::gil_scoped_release unlocked;
+        return std::make_unique<slip::StagedCache>(slip::stage(src, options));
+      },
+      py::arg("src"), py::arg("dir"), "Stage the cache at `src` into `dir` (one verified copy per node) and hold it");
+}
+
 PYBIND11_MODULE(_core, m) {
   m.doc() = "The compiled core of slipcache (use the slipcache package, which documents it)";
   // numpy now, while the import lock keeps every other thread out of this module: pybind11 keeps
@@ -522,4 +548,5 @@ PYBIND11_MODULE(_core, m) {
 
   bind_cache(m);
   bind_loader(m);
+  bind_stage(m);
 }

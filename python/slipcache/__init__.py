@@ -289,6 +289,11 @@ class Loader:
             batch, and every later ``next()`` of that iteration raises it again (the epoch is
             over, never silently). ``"skip"``: such samples are left out of their batch (which is
             then smaller), listed in :attr:`skipped`, and the epoch goes on.
+        stage_dir: a node-local directory (``/dev/shm``, local NVMe) to read a copy of the cache
+            from, as ``slip stage CACHE --to DIR`` makes it: the first Loader on the node copies
+            and checks it, the others wait and read that copy; the Loader holds it (no budgeted
+            ``slip stage`` evicts it) while it lives. None: ``$SLIP_STAGE_DIR`` when set and
+            non-empty, else the cache is read where it lies. Needs ``cache`` as a path.
 
     Integer arguments take Python or numpy integers, never ``bool`` or ``float``; ``bool``
     arguments ``bool`` or ``numpy.bool_``. A Loader may be iterated from several threads (an
@@ -330,8 +335,20 @@ class Loader:
         filter: str = "bilinear",
         crop_aware: bool = True,
         on_error: str = "raise",
+        stage_dir: Optional[PathLike] = None,
     ) -> None:
-        self._cache = cache if isinstance(cache, Cache) else Cache(_fspath(cache, "cache"))
+        self._staged = None  # holds the node-local copy (slip stage) for as long as the Loader lives
+        if isinstance(cache, Cache):
+            if stage_dir is not None:
+                raise _usage_error("stage_dir= needs the cache's path, not a Cache (Loader(cache.path, stage_dir=...))")
+            self._cache = cache
+        else:
+            path = _fspath(cache, "cache")
+            where = _core.stage_dir(None if stage_dir is None else _fspath(stage_dir, "stage_dir"))
+            if where is not None:
+                self._staged = _core.stage(path, where)
+                path = self._staged.path
+            self._cache = Cache(path)
         if isinstance(fields, str):
             raise TypeError("fields must be a sequence of field names, not a str")
         if fields is not None:

@@ -242,3 +242,27 @@ def test_paths_may_be_path_like(sample_cache):
     assert len(ld) == 5 and ld.cache.path == slipcache.Cache(sample_cache).path
     with pytest.raises(TypeError, match="os.PathLike"):
         slipcache.Cache(42)
+
+
+def test_stage_dir_reads_one_checked_node_local_copy(sample_cache, tmp_path, monkeypatch):
+    """Loader(stage_dir=) (or $SLIP_STAGE_DIR): the first Loader copies the cache into the
+    directory, later ones read that copy without copying; the batches are the unstaged ones."""
+    stage = tmp_path / "node"
+    monkeypatch.delenv("SLIP_STAGE_DIR", raising=False)
+    plain = [(b["index"].tolist(), b["image"].copy()) for b in loader(sample_cache, seed=4)]
+    first = loader(sample_cache, seed=4, stage_dir=stage)
+    assert first._staged.copied and first._cache.path.startswith(str(stage))
+    staged_name = os.path.basename(first._cache.path)
+    assert staged_name == os.path.basename(os.path.normpath(sample_cache))
+    monkeypatch.setenv("SLIP_STAGE_DIR", str(stage))
+    second = loader(sample_cache, seed=4)
+    assert not second._staged.copied and second._cache.path == first._cache.path
+    for got in (first, second):
+        batches = [(b["index"].tolist(), b["image"]) for b in got]
+        assert [i for i, _ in batches] == [i for i, _ in plain]
+        for (_, a), (_, b) in zip(batches, plain):
+            np.testing.assert_array_equal(a, b)
+    monkeypatch.delenv("SLIP_STAGE_DIR")
+    with pytest.raises(slipcache.Error) as e:
+        slipcache.Loader(slipcache.Cache(sample_cache), stage_dir=stage)
+    assert e.value.code == 2 and "stage_dir" in str(e.value)
