@@ -41,6 +41,13 @@ long status_kb(const char* key) {
   return -1;
 }
 
+// CPU seconds of this process so far (user + system): the figure to read on a loaded machine.
+double cpu_seconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
 // Bytes this process read from storage and through read() (/proc/self/io).
 long io_value(const char* key) {
   std::ifstream in("/proc/self/io");
@@ -131,13 +138,15 @@ int build(const fs::path& dir, uint64_t caches, uint64_t samples) {
 
 int run(const fs::path& input, uint32_t rank, uint32_t world, uint64_t resume_at, uint32_t resume_world) {
   const long io0 = io_value("read_bytes"), rchar0 = io_value("rchar");
+  double c = cpu_seconds();
   auto t = std::chrono::steady_clock::now();
   const slip::Dataset d = slip::Dataset::open(input);
-  const double t_open = seconds_since(t);
-  const long rss_open = status_kb("VmHWM");
+  const double t_open = seconds_since(t), c_open = cpu_seconds() - c;
+  const long rss_open = status_kb("VmHWM"), anon_open = status_kb("RssAnon");
 
   // Plan: a mixed epoch (proportions 1:2:3:4 by cache index mod 4, epoch of the dataset's
   // size), this rank's share of it as dataset ids, each located in its cache (as a loader does).
+  c = cpu_seconds();
   t = std::chrono::steady_clock::now();
   slip::MixSpec mix;
   mix.sizes = d.sizes();
@@ -154,26 +163,27 @@ int run(const fs::path& input, uint32_t rank, uint32_t world, uint64_t resume_at
     const auto loc = d.locate(ids[i]);
     checksum += loc.cache * 1000003 + loc.sample;
   }
-  const double t_plan = seconds_since(t);
+  const double t_plan = seconds_since(t), c_plan = cpu_seconds() - c;
   const long rss_plan = status_kb("VmHWM");
 
   // Resume: the job stopped after resume_at positions on `world` ranks; this rank of
   // `resume_world` ranks computes what it still reads, from (seed, epoch, weights, position).
   const long file_rss0 = status_kb("RssFile");
+  c = cpu_seconds();
   t = std::chrono::steady_clock::now();
   const slip::RankPositions rest(order.size(), resume_at, rank % resume_world, resume_world);
   std::vector<uint64_t> rest_ids(rest.size());
   for (uint64_t i = 0; i < rest.size(); ++i) rest_ids[i] = order(rest(i));
-  const double t_resume = seconds_since(t);
+  const double t_resume = seconds_since(t), c_resume = cpu_seconds() - c;
   const long file_rss1 = status_kb("RssFile");
   const long io1 = io_value("read_bytes"), rchar1 = io_value("rchar");
   std::printf(
-      "{\"caches\": %zu, \"samples\": %llu, \"epoch\": %llu, \"rank\": %u, \"world\": %u, \"open_s\": %.3f, \"open_peak_rss_mb\": %.1f, "
-      "\"plan_s\": %.3f, \"plan_ids\": %llu, \"plan_peak_rss_mb\": %.1f, \"resume_at\": %llu, \"resume_world\": %u, \"resume_s\": %.3f, "
+      "{\"caches\": %zu, \"samples\": %llu, \"epoch\": %llu, \"rank\": %u, \"world\": %u, \"open_s\": %.3f, \"open_cpu_s\": %.3f, \"open_peak_rss_mb\": %.1f, "
+      "\"open_anon_mb\": %.1f, \"plan_s\": %.3f, \"plan_cpu_s\": %.3f, \"plan_ids\": %llu, \"plan_peak_rss_mb\": %.1f, \"resume_at\": %llu, \"resume_world\": %u, \"resume_s\": %.3f, \"resume_cpu_s\": %.3f, "
       "\"resume_ids\": %llu, \"resume_file_pages_kb\": %ld, \"storage_read_mb\": %.1f, \"read_calls_mb\": %.1f, \"check\": %llu}\n",
-      d.num_caches(), static_cast<unsigned long long>(d.size()), static_cast<unsigned long long>(order.size()), rank, world, t_open,
-      rss_open / 1024.0, t_plan, static_cast<unsigned long long>(ids.size()), rss_plan / 1024.0, static_cast<unsigned long long>(resume_at),
-      resume_world, t_resume, static_cast<unsigned long long>(rest_ids.size()), file_rss1 - file_rss0, (io1 - io0) / 1048576.0,
+      d.num_caches(), static_cast<unsigned long long>(d.size()), static_cast<unsigned long long>(order.size()), rank, world, t_open, c_open,
+      rss_open / 1024.0, anon_open / 1024.0, t_plan, c_plan, static_cast<unsigned long long>(ids.size()), rss_plan / 1024.0, static_cast<unsigned long long>(resume_at),
+      resume_world, t_resume, c_resume, static_cast<unsigned long long>(rest_ids.size()), file_rss1 - file_rss0, (io1 - io0) / 1048576.0,
       (rchar1 - rchar0) / 1048576.0, static_cast<unsigned long long>(checksum));
   return 0;
 }
