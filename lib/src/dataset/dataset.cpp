@@ -331,7 +331,12 @@ std::vector<fs::path> Dataset::cache_paths(std::span<const fs::path> inputs) {
 
 bool Dataset::is_dataset_input(const fs::path& input) {
   std::error_code ec;
-  return fs::is_regular_file(input, ec) || (fs::is_directory(input, ec) && !dataset_is_cache_dir(input));
+  if (fs::is_regular_file(input, ec)) return true;
+  if (!fs::is_directory(input, ec)) return false;
+  // A directory whose manifest cannot be looked at (no permission) is taken for a cache, so
+  // that opening it reports the real reason (exit 4, "Permission denied").
+  const fs::file_status manifest = fs::status(input / detail::kManifestName, ec);
+  return manifest.type() == fs::file_type::not_found;
 }
 
 Dataset Dataset::open(std::span<const fs::path> inputs) {
