@@ -6,6 +6,7 @@
 #include "command.hpp"
 #include "output.hpp"
 #include "slip/cache.hpp"
+#include "slip/dataset.hpp"
 #include "slip/inspect.hpp"
 
 namespace slip::cli {
@@ -33,7 +34,9 @@ Action setup_info(CLI::App& sub, const GlobalOptions&) {
     bool json = false;
   };
   auto a = std::make_shared<Args>();
-  sub.add_option("cache", a->caches, "Cache directories (several: one report each; the exit status is the worst)")
+  sub.add_option("cache", a->caches,
+                 "Cache directories, directories of caches or dataset lists (one report per cache, then the dataset's total; "
+                 "the exit status is the worst)")
       ->type_name("CACHE")
       ->required();
   sub.add_flag("--json", a->json, "Print one JSON object per cache (one per line)");
@@ -185,7 +188,29 @@ Action setup_info(CLI::App& sub, const GlobalOptions&) {
     }
     return 0;
   };
-  return [a, one]() -> int { return for_each_cache(a->caches, a->json, "info", one); };
+  const auto total = [a, reports](const Dataset& d) -> int {
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < d.num_caches(); ++i)
+      for (const auto& [name, size] : d.cache(i).file_sizes()) bytes += size;
+    if (a->json) {
+      nlohmann::ordered_json caches = nlohmann::ordered_json::array();
+      for (size_t i = 0; i < d.num_caches(); ++i)
+        caches.push_back({{"path", d.cache(i).path().string()},
+                          {"samples", d.cache(i).size()},
+                          {"first_id", d.first_id(i)},
+                          {"content_id", Dataset::content_id_of(d.cache(i))}});
+      print_json({{"command", "info"}, {"dataset", true}, {"caches", std::move(caches)}, {"samples", d.size()}, {"bytes", bytes}});
+      return 0;
+    }
+    if ((*reports)++ > 0) std::printf("\n");
+    std::printf("dataset:  %zu caches, fields agree\n", d.num_caches());
+    for (size_t i = 0; i < d.num_caches(); ++i)
+      std::printf("  %6zu  %12llu samples  ids from %llu  %s\n", i, static_cast<unsigned long long>(d.cache(i).size()),
+                  static_cast<unsigned long long>(d.first_id(i)), printable(d.cache(i).path().string()).c_str());
+    std::printf("total:    %llu samples, %s\n", static_cast<unsigned long long>(d.size()), human_bytes(bytes).c_str());
+    return 0;
+  };
+  return [a, one, total]() -> int { return for_each_dataset_cache(a->caches, a->json, "info", one, total); };
 }
 
 }  // namespace slip::cli

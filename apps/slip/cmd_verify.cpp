@@ -6,6 +6,7 @@
 #include "exit_codes.hpp"
 #include "output.hpp"
 #include "slip/convert.hpp"
+#include "slip/dataset.hpp"
 #include "slip/error.hpp"
 #include "slip/simd.hpp"
 #include "slip/verify.hpp"
@@ -24,7 +25,9 @@ Action setup_verify(CLI::App& sub, const GlobalOptions& global) {
     std::string kernels;
   };
   auto a = std::make_shared<Args>();
-  sub.add_option("cache", a->caches, "Cache directories (several: one report each; the exit status is the worst)")
+  sub.add_option("cache", a->caches,
+                 "Cache directories, directories of caches or dataset lists (one report per cache, then the dataset's; the exit "
+                 "status is the worst)")
       ->type_name("CACHE")
       ->required();
   sub.add_option("-j,--threads", a->threads, "Worker threads, up to 1024 (default: CPUs available to the process)")
@@ -101,7 +104,15 @@ Action setup_verify(CLI::App& sub, const GlobalOptions& global) {
   };
   return [a, one]() -> int {
     if (!a->kernels.empty()) set_simd_level(a->kernels);
-    return for_each_cache(a->caches, a->json, "verify", one);
+    // The dataset as a whole: its caches' fields agree and a list's content ids still match.
+    const auto total = [a](const Dataset& d) -> int {
+      if (a->json)
+        print_json({{"command", "verify"}, {"dataset", true}, {"ok", true}, {"caches", d.num_caches()}, {"samples", d.size()}});
+      else
+        std::cout << "OK dataset: " << d.num_caches() << " caches, " << d.size() << " samples, fields agree\n";
+      return 0;
+    };
+    return for_each_dataset_cache(a->caches, a->json, "verify", one, total, kExitVerifyFailed);
   };
 }
 

@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "slip/convert.hpp"
+#include "slip/dataset.hpp"
 #include "slip/error.hpp"
 #include "slip/runtime.hpp"
 
@@ -202,6 +203,37 @@ int for_each_cache(const std::vector<std::string>& caches, bool json, const std:
       if (json) print_json(error_json(command, e, cache));
       worst = std::max(worst, exit_code(e.code()));
     }
+  }
+  return worst;
+}
+
+int for_each_dataset_cache(const std::vector<std::string>& inputs, bool json, const std::string& command,
+                           const std::function<int(const std::string&)>& one, const std::function<int(const Dataset&)>& total,
+                           std::optional<int> total_failed) {
+  std::vector<std::filesystem::path> paths(inputs.begin(), inputs.end());
+  if (std::none_of(paths.begin(), paths.end(), [](const auto& p) { return Dataset::is_dataset_input(p); }))
+    return for_each_cache(inputs, json, command, one);
+  std::vector<std::string> caches;
+  for (const auto& p : Dataset::cache_paths(paths)) caches.push_back(p.string());
+  // Several caches always: each one's error is reported and the next one still checked.
+  int worst = 0;
+  for (const std::string& cache : caches) {
+    try {
+      worst = std::max(worst, one(cache));
+    } catch (const Error& e) {
+      if (e.code() == Errc::interrupted) throw;
+      spdlog::error("{}", e.describe());
+      if (json) print_json(error_json(command, e, cache));
+      worst = std::max(worst, exit_code(e.code()));
+    }
+  }
+  try {
+    worst = std::max(worst, total(Dataset::open(paths)));
+  } catch (const Error& e) {
+    if (e.code() == Errc::interrupted) throw;
+    spdlog::error("dataset: {}", e.describe());
+    if (json) print_json(error_json(command, e, inputs.size() == 1 ? inputs.front() : std::string()));
+    worst = std::max(worst, total_failed.value_or(exit_code(e.code())));
   }
   return worst;
 }

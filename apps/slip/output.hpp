@@ -16,6 +16,10 @@
 
 #include "slip/error.hpp"
 
+namespace slip {
+class Dataset;
+}
+
 namespace slip::cli {
 
 inline constexpr int kJsonSchemaVersion = 1;
@@ -89,6 +93,15 @@ const std::string& error_subject();
 // and the next cache is still checked; with one cache the error propagates as usual.
 int for_each_cache(const std::vector<std::string>& caches, bool json, const std::string& command,
                    const std::function<int(const std::string&)>& one);
+
+// for_each_cache over datasets (slip/dataset.hpp): an input that is a directory of caches or a
+// dataset list stands for its caches, each reported by `one`; then `total` reports on the
+// dataset as a whole (Dataset::open: fields agree, listed content ids match), and an error
+// opening it is reported like a cache's (`total_failed`: the exit status for it, else the
+// error's). Plain cache inputs only: exactly for_each_cache.
+int for_each_dataset_cache(const std::vector<std::string>& inputs, bool json, const std::string& command,
+                           const std::function<int(const std::string&)>& one, const std::function<int(const Dataset&)>& total,
+                           std::optional<int> total_failed = std::nullopt);
 
 // A cache's options (CacheProvenance::options) as a JSON object, key -> value ({} for none).
 nlohmann::ordered_json options_json(const std::vector<std::pair<std::string, std::string>>& options);
