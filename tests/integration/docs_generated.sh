@@ -20,7 +20,7 @@ commands=$("$SLIP" --help | awk '/^Subcommands:/{on=1; next} on && /^  [a-z]/{pr
 for c in $commands; do
   row=$(grep -F "| \`slip $c " docs/COMMANDS.md | first_lines 1) || true
   [ -n "$row" ] || fail "COMMANDS.md has no synopsis of $c"
-  for f in $("$SLIP" "$c" --help | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u); do
+  for f in $("$SLIP" "$c" --help | sed '/^Exit codes:/,$d' | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u); do
     [ "$f" = --help ] && continue
     echo "$row" | grep -q -- "[[ ]$f[] ]" || fail "the synopsis of $c lacks $f"
   done
@@ -34,7 +34,7 @@ read_vars=$(grep -rhoE '(env_value\([^,]+, |getenv\()"[A-Z][A-Z0-9_]+"' lib apps
 [ "$(echo "$read_vars" | wc -l)" -ge 10 ] || fail "found only $(echo "$read_vars" | wc -l) variables read in the code"
 for v in $read_vars SLIP_PARALLEL_WRITES SLIP_JPEG_INTERNALS SLIP_SIMD; do
   echo "$help" | grep -qw -- "$v" || fail "$v is read by the code but not in slip --help's environment table"
-  grep -qw -- "${v//_/\\_}\|$v" "$WORK/slip.1" || fail "$v is not in slip(1)'s ENVIRONMENT section"
+  grep -qF -- "\\fB$v\\fR" "$WORK/slip.1" || fail "$v is not in slip(1)'s ENVIRONMENT section"
   grep -q "\`$v\`" docs/COMMANDS.md || fail "$v is not in COMMANDS.md's environment table"
 done
 pass "every environment variable the code reads ($(echo "$read_vars" | wc -l)) is in --help, slip(1) and COMMANDS.md"
