@@ -22,7 +22,7 @@ for c in $commands; do
   [ -n "$row" ] || fail "COMMANDS.md has no synopsis of $c"
   for f in $("$SLIP" "$c" --help | sed '/^Exit codes:/,$d' | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u); do
     [ "$f" = --help ] && continue
-    echo "$row" | grep -q -- "[[ ]$f[] ]" || fail "the synopsis of $c lacks $f"
+    grep -q -- "[[ ]$f[] ]" <<< "$row" || fail "the synopsis of $c lacks $f"
   done
 done
 pass "every flag of every command is in its COMMANDS.md synopsis"
@@ -33,7 +33,7 @@ help=$("$SLIP" --help)
 read_vars=$(grep -rhoE '(env_value\([^,]+, |getenv\()"[A-Z][A-Z0-9_]+"' lib apps python/*.cpp | grep -oE '"[A-Z0-9_]+"' | tr -d '"' | sort -u)
 [ "$(echo "$read_vars" | wc -l)" -ge 10 ] || fail "found only $(echo "$read_vars" | wc -l) variables read in the code"
 for v in $read_vars SLIP_PARALLEL_WRITES SLIP_JPEG_INTERNALS SLIP_SIMD; do
-  echo "$help" | grep -qw -- "$v" || fail "$v is read by the code but not in slip --help's environment table"
+  grep -qw -- "$v" <<< "$help" || fail "$v is read by the code but not in slip --help's environment table"
   grep -qF -- "\\fB$v\\fR" "$WORK/slip.1" || fail "$v is not in slip(1)'s ENVIRONMENT section"
   grep -q "\`$v\`" docs/COMMANDS.md || fail "$v is not in COMMANDS.md's environment table"
 done
@@ -44,7 +44,7 @@ bench_help=$("$SLIP" bench --help)
 pipes=$(sed -n '/^### Pipelines/,/^<!-- generated: end/p' docs/COMMANDS.md | grep -oE '^\| `[a-z-]+`' | tr -d '|` ')
 [ "$(echo "$pipes" | wc -l)" -ge 5 ] || fail "COMMANDS.md's pipeline table has $(echo "$pipes" | wc -l) rows"
 for p in $pipes; do
-  echo "$bench_help" | grep -q -- "$p" || fail "pipeline $p is not in slip bench --help"
+  grep -q -- "$p" <<< "$bench_help" || fail "pipeline $p is not in slip bench --help"
 done
 for p in $(sed -n '/^### Pipelines/,/^<!-- generated: end/p' docs/COMMANDS.md | grep -E '\| yes \|$' | grep -oE '^\| `[a-z-]+`' | tr -d '|` '); do
   grep -q "\`\`\"$p\"\`\`" python/slipcache/__init__.py || fail "the Loader's docstring does not describe pipeline \"$p\""
