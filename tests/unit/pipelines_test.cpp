@@ -66,7 +66,8 @@ TEST(Environment, TableNamesTheSwitchesAndEachRowIsComplete) {
     EXPECT_FALSE(v.default_value.empty()) << v.names;
     names.insert(std::string(v.names));
   }
-  for (const char* n : {"SLIP_PARALLEL_WRITES", "SLIP_JPEG_INTERNALS", "SLIP_SIMD", "SLIPSTREAM_CACHE_DIR", "SOURCE_DATE_EPOCH", "NO_COLOR"})
+  for (const char* n :
+       {"SLIP_PARALLEL_WRITES", "SLIP_JPEG_INTERNALS", "SLIP_SIMD", "SLIPSTREAM_CACHE_DIR", "SOURCE_DATE_EPOCH", "NO_COLOR"})
     EXPECT_TRUE(names.count(n)) << n << " is not in the table";
 }
 
