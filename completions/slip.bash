@@ -47,7 +47,7 @@ _slip() {
       --max-list-keys) return ;;
       --max-download-bytes) return ;;
     esac
-    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version -V --verbose -v --quiet -q --progress --no-progress --output -o --name --threads -j --force -f --non-jpeg --image-format --jpeg-restarts --on-error --allow-empty --dry-run -n --json --max-in-flight --max-image-pixels --shard --fingerprint --io-depth --max-sample-bytes --allow-truncated --field --image-field --label-field --missing --fields --layout --rename --raw-field --download-dir --jobs --endpoint-url --no-sign-request --retries --retry-delay --connect-timeout --stall-timeout --min-speed --min-speed-time --timeout --max-list-keys --max-download-bytes" -- "$cur")); return; fi
+    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version -V --verbose -v --quiet -q --progress --no-progress --output -o --name --threads -j --force -f --non-jpeg --image-format --jpeg-restarts --on-error --allow-empty --dry-run -n --json --max-in-flight --max-image-pixels --shard --parallel-writes --fingerprint --io-depth --max-sample-bytes --allow-truncated --field --image-field --label-field --missing --fields --layout --rename --raw-field --download-dir --jobs --endpoint-url --no-sign-request --retries --retry-delay --connect-timeout --stall-timeout --min-speed --min-speed-time --timeout --max-list-keys --max-download-bytes" -- "$cur")); return; fi
     COMPREPLY=($(compgen -f -- "$cur")) ;;
   info)
     case $prev in
@@ -158,7 +158,7 @@ _slip() {
     case $prev in
       --output|-o) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     esac
-    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version -V --verbose -v --quiet -q --progress --no-progress --output -o" -- "$cur")); return; fi
+    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version -V --verbose -v --quiet -q --progress --no-progress --output -o --markdown" -- "$cur")); return; fi
     COMPREPLY=($(compgen -W "slip convert info verify cat ls index subset order merge bench yuv420 completions man" -- "$cur")) ;;
   esac
 }

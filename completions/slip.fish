@@ -34,6 +34,7 @@ complete -c slip -n "__fish_seen_subcommand_from convert" -l json -d 'Print one 
 complete -c slip -n "__fish_seen_subcommand_from convert" -l max-in-flight -x -d 'Sample bytes held between reading and writing (read ahead, preparing, writing); K, M, G, KiB, MiB, GiB'
 complete -c slip -n "__fish_seen_subcommand_from convert" -l max-image-pixels -x -d 'Refuse images whose header claims more pixels (decompression bombs); accepts K/M/G suffixes'
 complete -c slip -n "__fish_seen_subcommand_from convert" -l shard -x -d 'Convert only slice I of N (I/N, or '\''auto'\'' inside a SLURM job array) into a part cache; join with slip merge'
+complete -c slip -n "__fish_seen_subcommand_from convert" -l parallel-writes -d 'From -j 8 up, the workers write the payloads through a shared mapping instead of one writer thread (byte-identical cache; default: SLIP_PARALLEL_WRITES=1, else off)'
 complete -c slip -n "__fish_seen_subcommand_from convert" -l fingerprint -x -a 'stat content' -d 'Source fingerprint for the content id: '\''stat'\'' (sizes + mtimes, default) or '\''content'\'' (SHA-256 of the data)'
 complete -c slip -n "__fish_seen_subcommand_from convert" -l io-depth -x -d 'ImageFolder: files read at once while reads wait on the storage, 1-1024 (default 32): hides the latency of network file systems (from the page cache, files are read one after another)'
 complete -c slip -n "__fish_seen_subcommand_from convert" -l max-sample-bytes -x -d 'Tar, ImageFolder, LitData, FFCV: largest member, image file, item or payload read into memory (default 256MiB; K/M/G/KiB/MiB/GiB), checked before reading; a larger (or sparse tar) one makes its sample bad (--on-error; LitData: a chunk that would hold one is refused, exit 3)'
@@ -121,7 +122,7 @@ complete -c slip -n "__fish_seen_subcommand_from merge" -l clean -d 'Remove the 
 complete -c slip -n "__fish_seen_subcommand_from merge" -l json -d 'Print one JSON object'
 complete -c slip -n "__fish_seen_subcommand_from merge" -F
 complete -c slip -n "__fish_seen_subcommand_from bench" -l help -s h -d 'Print this help message and exit'
-complete -c slip -n "__fish_seen_subcommand_from bench" -l pipeline -s p -x -a 'raw decode center rrc direct-rrc multicrop' -d 'raw, decode, center, rrc, direct-rrc or multicrop'
+complete -c slip -n "__fish_seen_subcommand_from bench" -l pipeline -s p -x -a 'raw decode center rrc direct-rrc multicrop' -d 'What to measure: raw (payload bytes only, no decode (the I/O baseline)); decode (whole images, each its own size); center (resize the short side to 256/224 of the crop, then center-crop (validation)); rrc (RandomResizedCrop (torchvision 0.14, exactly), decoding only the crop); direct-rrc (analytic RandomResizedCrop: no rejection loop, same scale and ratio ranges); multicrop (DINO'\''s 2 global 224 and 8 local 96 crops (crop spec dino))'
 complete -c slip -n "__fish_seen_subcommand_from bench" -l threads -s j -x -d 'Decode threads, up to 256 (default: CPUs available to the process)'
 complete -c slip -n "__fish_seen_subcommand_from bench" -l batch-size -s b -x -d 'Samples per batch (at most 1048576)'
 complete -c slip -n "__fish_seen_subcommand_from bench" -l epochs -s e -x -d 'Epochs to time'
@@ -155,4 +156,5 @@ complete -c slip -n "__fish_seen_subcommand_from completions" -l help -s h -d 'P
 complete -c slip -n "__fish_seen_subcommand_from completions" -a 'bash zsh fish'
 complete -c slip -n "__fish_seen_subcommand_from man" -l help -s h -d 'Print this help message and exit'
 complete -c slip -n "__fish_seen_subcommand_from man" -l output -s o -r -F -d 'Man directory to write man1/slip.1 and man1/slip-<command>.1 into, as MANPATH expects (- for stdout: one page)'
+complete -c slip -n "__fish_seen_subcommand_from man" -l markdown -d 'Print the Markdown reference that docs/COMMANDS.md embeds (synopses, environment, pipelines) instead'
 complete -c slip -n "__fish_seen_subcommand_from man" -a 'slip convert info verify cat ls index subset order merge bench yuv420 completions man'

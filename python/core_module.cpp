@@ -263,8 +263,10 @@ slip::SampleIndices sample_indices(const py::object& o) {
   return slip::SampleIndices::list(o.cast<std::vector<uint64_t>>());
 }
 
+// A named crop pipeline of the library's registry (slip/pipelines.hpp), not a crop spec.
 bool is_preset(const std::string& pipeline) {
-  return pipeline == "rrc" || pipeline == "center" || pipeline == "direct-rrc" || pipeline == "multicrop";
+  const slip::Pipeline* p = slip::find_pipeline(pipeline);
+  return p != nullptr && p->loader && p->kind == slip::PipelineKind::crops;
 }
 
 // The crop groups of `pipeline`. A crop spec keeps its own sizes; `size` sets the size of a
@@ -279,9 +281,8 @@ std::vector<slip::CropGroup> crop_groups(const std::string& pipeline, std::optio
     try {
       groups = slip::parse_crop_groups(pipeline);
     } catch (const slip::Error& e) {
-      throw slip::Error(slip::Errc::usage,
-                        "pipeline must be rrc, center, direct-rrc, multicrop, decode or crop groups such as 2x224@0.32-1,8x96@0.05-0.32 (" +
-                            std::string(e.what()) + ")");
+      throw slip::Error(slip::Errc::usage, "pipeline must be one of " + slip::pipeline_names(", ", true) +
+                                               " or crop groups such as 2x224@0.32-1,8x96@0.05-0.32 (" + std::string(e.what()) + ")");
     }
   }
   const bool one_crop = groups.size() == 1 && groups[0].count == 1;
@@ -292,13 +293,13 @@ std::vector<slip::CropGroup> crop_groups(const std::string& pipeline, std::optio
                                                "\" has several: give each group's size in the crop spec");
     groups[0].size = *size;
   }
-  const bool rrc = pipeline == "rrc" || pipeline == "direct-rrc";
+  const slip::Pipeline* named = slip::find_pipeline(pipeline);
+  const bool rrc = named != nullptr && named->takes_scale_ratio;
   if (!rrc && (!scale.is_none() || !ratio.is_none()))
     throw slip::Error(slip::Errc::usage, "scale and ratio are for the rrc and direct-rrc pipelines (a crop spec gives its own scales)");
   for (auto& g : groups) {
     if (rrc && !scale.is_none()) std::tie(g.scale_lo, g.scale_hi) = pair_of(scale, "scale");
     if (rrc && !ratio.is_none()) std::tie(g.ratio_lo, g.ratio_hi) = pair_of(ratio, "ratio");
-    if (pipeline == "center") g.center_ratio = 224.0 / 256.0;
   }
   return groups;
 }

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace slip::cli {
@@ -31,5 +32,16 @@ struct CommandInfo {
 
 std::vector<OptionInfo> describe_options(const CLI::App& app, bool positionals);
 std::vector<CommandInfo> describe_commands(const CLI::App& root);
+
+// "A, B" -> {"A", "B"}: the names of one row of the environment table (slip/environment.hpp).
+std::vector<std::string> split_names(std::string_view names);
+// `slip --help`'s footer lines for the environment table.
+std::string environment_help();
+// "slip convert SOURCE [--output DIR] [--force] [--non-jpeg transcode|keep|fail] ...": every
+// option of the command, long names, choices spelled out (docs/COMMANDS.md's synopses).
+std::string synopsis(const CommandInfo& command);
+// The Markdown that docs/COMMANDS.md embeds between its "generated" markers (`slip man
+// --markdown`, scripts/regen-cli-docs.sh): the synopses, the environment and the pipelines.
+std::string markdown_reference(const std::vector<CommandInfo>& commands);
 
 }  // namespace slip::cli

@@ -1,9 +1,12 @@
-// slip bench CACHE --pipeline raw|decode|center|rrc|direct-rrc|multicrop [--threads N] [--batch-size B]
+// slip bench CACHE --pipeline NAME (slip/pipelines.hpp) [--threads N] [--batch-size B]
 //                  [--epochs E] [--cold] [--order sequential|shuffle] [--seed S] [--compare YUVCACHE|siblings]
 //                  [--kernels scalar|sse4|avx2|avx512] [--checksum] [--json]
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "cli_errors.hpp"
 #include "command.hpp"
@@ -12,6 +15,7 @@
 #include "slip/cache.hpp"
 #include "slip/decode.hpp"
 #include "slip/error.hpp"
+#include "slip/pipelines.hpp"
 #include "slip/simd.hpp"
 
 namespace slip::cli {
@@ -63,88 +67,188 @@ nlohmann::ordered_json report_json(const BenchReport& r) {
   return j;
 }
 
-}  // namespace
+// The flags of `slip bench`.
+struct BenchArgs {
+  std::string cache;
+  BenchOptions options;
+  std::string order = "sequential";
+  std::string layout = "hwc", dtype = "uint8", filter = "bilinear", resample = "auto";
+  bool no_crop_aware = false;
+  bool no_limit = false;
+  bool json = false;
+  std::string compare;
+  bool scaling = false;
+  std::string kernels;
+};
 
-Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
-  struct Args {
-    std::string cache;
-    BenchOptions options;
-    std::string order = "sequential";
-    std::string layout = "hwc", dtype = "uint8", filter = "bilinear", resample = "auto";
-    bool no_crop_aware = false;
-    bool no_limit = false;
-    bool json = false;
-    std::string compare;
-    bool scaling = false;
-    std::string kernels;
-  };
-  auto a = std::make_shared<Args>();
-  sub.add_option("cache", a->cache, "Cache directory")->type_name("CACHE")->required();
-  sub.add_option("-p,--pipeline", a->options.pipeline, "raw, decode, center, rrc, direct-rrc or multicrop")
-      ->check(CLI::IsMember({"raw", "decode", "center", "rrc", "direct-rrc", "multicrop"}))
-      ->default_val("rrc");
-  sub.add_option("-j,--threads", a->options.decode.threads, "Decode threads, up to 256 (default: CPUs available to the process)")
+void declare_bench_flags(CLI::App& sub, BenchArgs& a) {
+  sub.add_option("cache", a.cache, "Cache directory")->type_name("CACHE")->required();
+  // The names and their help come from the library's registry (slip/pipelines.hpp).
+  std::vector<std::string> pipeline_choices;
+  std::string pipeline_help = "What to measure:";
+  for (const Pipeline& p : pipelines()) {
+    pipeline_choices.emplace_back(p.name);
+    pipeline_help += (pipeline_choices.size() == 1 ? " " : "; ") + std::string(p.name) + " (" + std::string(p.help) + ")";
+  }
+  sub.add_option("-p,--pipeline", a.options.pipeline, pipeline_help)->check(CLI::IsMember(pipeline_choices))->default_val("rrc");
+  sub.add_option("-j,--threads", a.options.decode.threads, "Decode threads, up to 256 (default: CPUs available to the process)")
       ->check(in_range(0, 256));
-  sub.add_option("-b,--batch-size", a->options.batch_size, "Samples per batch (at most 1048576)")
+  sub.add_option("-b,--batch-size", a.options.batch_size, "Samples per batch (at most 1048576)")
       ->default_val(256)
       ->check(in_range(1, kMaxBatchSize));
-  sub.add_option("-e,--epochs", a->options.epochs, "Epochs to time")->default_val(3)->check(at_least(1));
-  sub.add_flag("--cold", a->options.cold, "Drop the cache files from the page cache before the first epoch");
-  sub.add_option("--order", a->order, "sequential or shuffle (Feistel order per epoch)")
+  sub.add_option("-e,--epochs", a.options.epochs, "Epochs to time")->default_val(3)->check(at_least(1));
+  sub.add_flag("--cold", a.options.cold, "Drop the cache files from the page cache before the first epoch");
+  sub.add_option("--order", a.order, "sequential or shuffle (Feistel order per epoch)")
       ->check(CLI::IsMember({"sequential", "shuffle"}))
       ->default_val("sequential");
-  sub.add_option("--seed", a->options.decode.seed, "Seed of crops, flips and shuffle")->default_val(0);
-  sub.add_option("--crops", a->options.crops, "multicrop: crop groups, e.g. 2x224@0.32-1,8x96@0.05-0.32 (default: dino)")
-      ->type_name("SPEC");
-  sub.add_option("--flip", a->options.decode.flip_probability, "Horizontal flip probability")->default_val(0.5);
-  sub.add_option("--layout", a->layout, "Pixel layout: hwc (NHWC) or chw (NCHW), any case, as the Python Loader's layout=")
+  sub.add_option("--seed", a.options.decode.seed, "Seed of crops, flips and shuffle")->default_val(0);
+  sub.add_option("--crops", a.options.crops, "multicrop: crop groups, e.g. 2x224@0.32-1,8x96@0.05-0.32 (default: dino)")->type_name("SPEC");
+  sub.add_option("--flip", a.options.decode.flip_probability, "Horizontal flip probability")->default_val(0.5);
+  sub.add_option("--layout", a.layout, "Pixel layout: hwc (NHWC) or chw (NCHW), any case, as the Python Loader's layout=")
       ->check(CLI::IsMember({"hwc", "chw", "nhwc", "nchw"}, CLI::ignore_case))
       ->default_val("hwc");
-  sub.add_option("--dtype", a->dtype, "uint8, or float32 with ImageNet normalisation")
+  sub.add_option("--dtype", a.dtype, "uint8, or float32 with ImageNet normalisation")
       ->check(CLI::IsMember({"uint8", "float32"}))
       ->default_val("uint8");
-  sub.add_option("--filter", a->filter, "Resampling filter: bilinear or bicubic (both antialiased)")
+  sub.add_option("--filter", a.filter, "Resampling filter: bilinear or bicubic (both antialiased)")
       ->check(CLI::IsMember({"bilinear", "bicubic"}))
       ->default_val("bilinear");
-  sub.add_option("--resample", a->resample,
+  sub.add_option("--resample", a.resample,
                  "auto, rgb (decode to RGB, then Pillow-exact resizing) or planar (resize the JPEG's Y/Cb/Cr planes, then "
                  "convert; faster, within a documented bound of rgb). auto: planar unless --no-crop-aware")
       ->check(CLI::IsMember({"auto", "rgb", "planar"}))
       ->default_val("auto");
-  sub.add_flag("--no-crop-aware", a->no_crop_aware, "Decode whole images, then crop (to measure what crop-aware decoding gains)");
-  sub.add_option("--field", a->options.decode.field, "Image field (default: the first)")->type_name("FIELD");
-  sub.add_option("--max-samples", a->options.max_samples, "Use only the first N samples");
-  sub.add_flag("--no-limit", a->no_limit, "Skip the limit measurement");
-  sub.add_flag("--yuv420-siblings", a->options.decode.yuv420_siblings,
+  sub.add_flag("--no-crop-aware", a.no_crop_aware, "Decode whole images, then crop (to measure what crop-aware decoding gains)");
+  sub.add_option("--field", a.options.decode.field, "Image field (default: the first)")->type_name("FIELD");
+  sub.add_option("--max-samples", a.options.max_samples, "Use only the first N samples");
+  sub.add_flag("--no-limit", a.no_limit, "Skip the limit measurement");
+  sub.add_flag("--yuv420-siblings", a.options.decode.yuv420_siblings,
                "Measure the field's YUV420 sibling files (slip yuv420) instead of its JPEGs");
-  sub.add_option("--compare", a->compare,
+  sub.add_option("--compare", a.compare,
                  "Run the same pipeline on a second storage of the same images (a YUV420 cache, or 'siblings' for this "
                  "cache's YUV420 sibling files) and print the speed and storage ratios")
       ->type_name("CACHE");
-  sub.add_flag("--scaling", a->scaling,
+  sub.add_flag("--scaling", a.scaling,
                "Run once per thread count (1, 2, 4, ... up to the CPUs) and print one row each: rate, measured and ideal "
                "limits, efficiency, speed-up over one thread");
-  sub.add_option("--kernels", a->kernels,
+  sub.add_option("--kernels", a.kernels,
                  "SIMD level of the kernels: scalar, sse4, avx2 or avx512 (default: SLIP_SIMD, else the best this CPU has; a "
                  "level the CPU lacks is an error). Every level gives the same pixels")
       ->check(CLI::IsMember({"scalar", "sse4", "avx2", "avx512"}));
-  sub.add_flag("--checksum", a->options.checksum,
+  sub.add_flag("--checksum", a.options.checksum,
                "Print a hash of every output pixel of every epoch (equal at every --kernels level; hashing is not timed)");
-  sub.add_flag("--json", a->json, "Print one JSON report object");
+  sub.add_flag("--json", a.json, "Print one JSON report object");
+}
+
+// The library's options from the flags.
+BenchOptions bench_options_from(const BenchArgs& a) {
+  BenchOptions options = a.options;
+  options.decode.threads = resolve_threads(options.decode.threads);
+  options.shuffle = a.order == "shuffle";
+  options.decode.layout = parse_pixel_layout(a.layout);
+  options.decode.type = a.dtype == "float32" ? PixelType::float32 : PixelType::uint8;
+  options.decode.filter = a.filter == "bicubic" ? ResampleFilter::bicubic : ResampleFilter::bilinear;
+  options.decode.crop_aware = !a.no_crop_aware;
+  options.decode.resample = a.resample == "rgb"      ? ResampleMode::rgb
+                            : a.resample == "planar" ? ResampleMode::planar
+                                                     : ResampleMode::automatic;
+  options.measure_limit = !a.no_limit;
+  return options;
+}
+
+// The measured limit and the efficiency against it, under the epochs.
+void print_bench_limit(bool text, const BenchReport& report) {
+  if (!text || report.limit_kind.empty()) return;
+  if (report.limit_kind == "memcpy")
+    std::printf("limit:   %9.1f MB/s (memcpy, %u threads)\n", report.limit_megabytes_per_second, report.threads);
+  else
+    std::printf("limit:   %9.1f img/s (tjDecompress2 full decode on %u threads at once; one thread %.1f img/s, x %u = %.1f ideal)\n",
+                report.limit_images_per_second, report.threads, report.limit_single_thread_images_per_second, report.threads,
+                report.limit_ideal_images_per_second);
+  std::printf("efficiency: %.2f (best epoch / limit; %.2f against the ideal)\n", report.efficiency, report.efficiency_vs_ideal);
+  if (report.threads > report.cpus)
+    std::printf("note:    %u threads on %u CPUs: threads share CPUs, the limit is measured so\n", report.threads, report.cpus);
+}
+
+void print_bench_noise(bool text, const BenchReport& report) {
+  if (text && report.noisy)
+    std::printf("noisy:   epochs differ by %.0f%% (> %.0f%%): the machine was busy; too noisy to judge, run again\n",
+                report.epoch_spread * 100, BenchReport::kNoisyEpochSpread * 100);
+}
+
+using EpochPrinter = std::function<void(const BenchReport&, size_t)>;
+
+// --compare: the same pipeline on a second storage of the same images.
+void run_bench_compare(const BenchArgs& a, const Cache& cache, const BenchOptions& options, const EpochPrinter& print_epoch, bool text,
+                       bool quiet) {
+  BenchOptions other_options = options;
+  std::optional<Cache> other_cache;
+  if (a.compare == "siblings") {
+    other_options.decode.yuv420_siblings = true;
+  } else {
+    other_cache.emplace(Cache::open(a.compare));
+    other_options.decode.field.clear();
+    other_options.decode.yuv420_siblings = false;
+  }
+  const Cache& other = other_cache ? *other_cache : cache;
+  if (other.size() != cache.size())
+    throw Error(Errc::usage,
+                "--compare needs the same images: " + std::to_string(cache.size()) + " vs " + std::to_string(other.size()) + " samples")
+        .with_path(a.compare);
+  const BenchComparison c = run_bench_comparison(cache, options, other, other_options, print_epoch);
+  if (a.json) {
+    nlohmann::ordered_json base = report_json(c.base), other = report_json(c.other);
+    base["path"] = a.cache;
+    other["path"] = a.compare == "siblings" ? a.cache : a.compare;
+    print_json({{"command", "bench"},
+                {"path", a.cache},
+                {"compare", a.compare},
+                {"base", base},
+                {"other", other},
+                {"speed_ratio", c.speed_ratio},
+                {"storage_ratio", c.storage_ratio}});
+  } else if (!quiet) {
+    print_bench_limit(text, c.base);
+    print_bench_noise(text, c.base);
+    print_bench_noise(text, c.other);
+    std::printf("%s vs %s, pipeline %s: %.1f vs %.1f img/s: %.2fx the speed at %.2fx the bytes\n",
+                c.other.yuv420_siblings ? "yuv420 siblings" : printable(c.other.image_format).c_str(),
+                printable(c.base.image_format).c_str(), c.base.pipeline.c_str(), c.other.best_images_per_second,
+                c.base.best_images_per_second, c.speed_ratio, c.storage_ratio);
+  }
+}
+
+// --scaling: one row per thread count.
+void run_bench_rows(const BenchArgs& a, const Cache& cache, const BenchOptions& options, bool text) {
+  if (!a.compare.empty()) throw Error(Errc::usage, "--scaling and --compare do not go together");
+  if (text)
+    std::printf("%-8s %12s %14s %14s %11s %9s %9s\n", "threads", "img/s", "limit img/s", "ideal img/s", "efficiency", "vs ideal",
+                "speed-up");
+  double one_thread = 0;
+  const std::vector<BenchReport> reports = run_bench_scaling(cache, options, [&](const BenchReport& r) {
+    if (one_thread == 0) one_thread = r.best_images_per_second;
+    if (text)
+      std::printf("%-8u %12.1f %14.1f %14.1f %11.2f %9.2f %8.2fx\n", r.threads, r.best_images_per_second, r.limit_images_per_second,
+                  r.limit_ideal_images_per_second, r.efficiency, r.efficiency_vs_ideal,
+                  one_thread > 0 ? r.best_images_per_second / one_thread : 0.0);
+    std::fflush(stdout);
+  });
+  if (a.json) {
+    auto rows = nlohmann::ordered_json::array();
+    for (const BenchReport& r : reports) rows.push_back(report_json(r));
+    print_json(nlohmann::ordered_json{{"command", "bench"}, {"path", a.cache}, {"scaling", rows}});
+  }
+}
+
+}  // namespace
+
+Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
+  auto a = std::make_shared<BenchArgs>();
+  declare_bench_flags(sub, *a);
   return [a, &global]() -> int {
     set_error_subject(a->cache);  // --json failures name it
     if (!a->kernels.empty()) set_simd_level(a->kernels);
-    BenchOptions options = a->options;
-    options.decode.threads = resolve_threads(options.decode.threads);
-    options.shuffle = a->order == "shuffle";
-    options.decode.layout = parse_pixel_layout(a->layout);
-    options.decode.type = a->dtype == "float32" ? PixelType::float32 : PixelType::uint8;
-    options.decode.filter = a->filter == "bicubic" ? ResampleFilter::bicubic : ResampleFilter::bilinear;
-    options.decode.crop_aware = !a->no_crop_aware;
-    options.decode.resample = a->resample == "rgb"      ? ResampleMode::rgb
-                              : a->resample == "planar" ? ResampleMode::planar
-                                                        : ResampleMode::automatic;
-    options.measure_limit = !a->no_limit;
+    const BenchOptions options = bench_options_from(*a);
     const Cache cache = Cache::open(a->cache);
     cache.check_checksums();  // the tables (payload sums would skew the timing)
     const bool text = !a->json && !global.quiet;
@@ -170,80 +274,12 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
                   e.ms_per_batch, epoch == 0 && options.cold ? "  (cold)" : "");
       std::fflush(stdout);
     };
-    const auto print_limit = [&](const BenchReport& report) {
-      if (!text || report.limit_kind.empty()) return;
-      if (report.limit_kind == "memcpy")
-        std::printf("limit:   %9.1f MB/s (memcpy, %u threads)\n", report.limit_megabytes_per_second, report.threads);
-      else
-        std::printf("limit:   %9.1f img/s (tjDecompress2 full decode on %u threads at once; one thread %.1f img/s, x %u = %.1f ideal)\n",
-                    report.limit_images_per_second, report.threads, report.limit_single_thread_images_per_second, report.threads,
-                    report.limit_ideal_images_per_second);
-      std::printf("efficiency: %.2f (best epoch / limit; %.2f against the ideal)\n", report.efficiency, report.efficiency_vs_ideal);
-      if (report.threads > report.cpus)
-        std::printf("note:    %u threads on %u CPUs: threads share CPUs, the limit is measured so\n", report.threads, report.cpus);
-    };
-    const auto print_noise = [&](const BenchReport& report) {
-      if (text && report.noisy)
-        std::printf("noisy:   epochs differ by %.0f%% (> %.0f%%): the machine was busy; too noisy to judge, run again\n",
-                    report.epoch_spread * 100, BenchReport::kNoisyEpochSpread * 100);
-    };
     if (!a->compare.empty()) {
-      BenchOptions other_options = options;
-      std::optional<Cache> other_cache;
-      if (a->compare == "siblings") {
-        other_options.decode.yuv420_siblings = true;
-      } else {
-        other_cache.emplace(Cache::open(a->compare));
-        other_options.decode.field.clear();
-        other_options.decode.yuv420_siblings = false;
-      }
-      const Cache& other = other_cache ? *other_cache : cache;
-      if (other.size() != cache.size())
-        throw Error(Errc::usage,
-                    "--compare needs the same images: " + std::to_string(cache.size()) + " vs " + std::to_string(other.size()) + " samples")
-            .with_path(a->compare);
-      const BenchComparison c = run_bench_comparison(cache, options, other, other_options, print_epoch);
-      if (a->json) {
-        nlohmann::ordered_json base = report_json(c.base), other = report_json(c.other);
-        base["path"] = a->cache;
-        other["path"] = a->compare == "siblings" ? a->cache : a->compare;
-        print_json({{"command", "bench"},
-                    {"path", a->cache},
-                    {"compare", a->compare},
-                    {"base", base},
-                    {"other", other},
-                    {"speed_ratio", c.speed_ratio},
-                    {"storage_ratio", c.storage_ratio}});
-      } else if (!global.quiet) {
-        print_limit(c.base);
-        print_noise(c.base);
-        print_noise(c.other);
-        std::printf("%s vs %s, pipeline %s: %.1f vs %.1f img/s: %.2fx the speed at %.2fx the bytes\n",
-                    c.other.yuv420_siblings ? "yuv420 siblings" : printable(c.other.image_format).c_str(),
-                    printable(c.base.image_format).c_str(), c.base.pipeline.c_str(), c.other.best_images_per_second,
-                    c.base.best_images_per_second, c.speed_ratio, c.storage_ratio);
-      }
+      run_bench_compare(*a, cache, options, print_epoch, text, global.quiet);
       return 0;
     }
     if (a->scaling) {
-      if (!a->compare.empty()) throw Error(Errc::usage, "--scaling and --compare do not go together");
-      if (text)
-        std::printf("%-8s %12s %14s %14s %11s %9s %9s\n", "threads", "img/s", "limit img/s", "ideal img/s", "efficiency", "vs ideal",
-                    "speed-up");
-      double one_thread = 0;
-      const std::vector<BenchReport> reports = run_bench_scaling(cache, options, [&](const BenchReport& r) {
-        if (one_thread == 0) one_thread = r.best_images_per_second;
-        if (text)
-          std::printf("%-8u %12.1f %14.1f %14.1f %11.2f %9.2f %8.2fx\n", r.threads, r.best_images_per_second, r.limit_images_per_second,
-                      r.limit_ideal_images_per_second, r.efficiency, r.efficiency_vs_ideal,
-                      one_thread > 0 ? r.best_images_per_second / one_thread : 0.0);
-        std::fflush(stdout);
-      });
-      if (a->json) {
-        auto rows = nlohmann::ordered_json::array();
-        for (const BenchReport& r : reports) rows.push_back(report_json(r));
-        print_json(nlohmann::ordered_json{{"command", "bench"}, {"path", a->cache}, {"scaling", rows}});
-      }
+      run_bench_rows(*a, cache, options, text);
       return 0;
     }
     const BenchReport report = run_bench(cache, options, print_epoch);
@@ -252,8 +288,8 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
       j.update(report_json(report));
       print_json(j);
     } else {
-      print_limit(report);
-      print_noise(report);
+      print_bench_limit(text, report);
+      print_bench_noise(text, report);
       if (!report.checksum.empty() && !global.quiet) std::printf("checksum: %s\n", report.checksum.c_str());
     }
     return 0;

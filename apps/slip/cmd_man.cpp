@@ -8,6 +8,7 @@
 #include "cli_model.hpp"
 #include "output.hpp"
 #include "command.hpp"
+#include "slip/environment.hpp"
 #include "slip/error.hpp"
 #include "slip/runtime.hpp"
 
@@ -100,15 +101,15 @@ void option_entries(std::ostream& o, const std::vector<OptionInfo>& options) {
 }
 
 void common_tail(std::ostream& o, const std::string& self) {
-  o << ".SH ENVIRONMENT\n"
-       ".TP\n\\fBSLIPSTREAM_CACHE_DIR\\fR\nDirectory where caches are written and listed; default \\fI~/.slipstream\\fR.\n"
-       ".TP\n\\fBSLURM_CPUS_PER_TASK\\fR\nCaps the default thread count\n(as do the CPU affinity mask and the cgroup CPU quota).\n"
-       ".TP\n\\fBSLURM_ARRAY_TASK_ID\\fR, \\fBSLURM_ARRAY_TASK_MIN\\fR, \\fBSLURM_ARRAY_TASK_COUNT\\fR\n"
-       "Read by job\\-array conversions (\\fB\\-\\-shard auto\\fR).\n"
-       ".TP\n\\fBAWS_ACCESS_KEY_ID\\fR, \\fBAWS_SECRET_ACCESS_KEY\\fR, \\fBAWS_SESSION_TOKEN\\fR, \\fBAWS_PROFILE\\fR, "
-       "\\fBAWS_REGION\\fR,\n\\fBAWS_ENDPOINT_URL\\fR, \\fBS3_ENDPOINT_URL\\fR\nCredentials and endpoint for s3:// sources.\n"
-       ".TP\n\\fBSOURCE_DATE_EPOCH\\fR\nPins the creation time recorded in new manifests.\n"
-       ".SH FILES\n"
+  o << ".SH ENVIRONMENT\n";
+  for (const EnvironmentVariable& v : environment_variables()) {
+    std::string names;
+    for (const std::string& n : split_names(v.names)) names += (names.empty() ? "" : ", ") + std::string("\\fB") + roff(n) + "\\fR";
+    o << ".TP\n"
+      << names << "\n"
+      << roff(std::string(v.what) + ". Values: " + std::string(v.values) + ". Default: " + std::string(v.default_value) + ".") << "\n";
+  }
+  o << ".SH FILES\n"
        ".TP\n\\fI<name>\\-<id8>.slipstream/\\fR\nA cache: \\fImanifest.json\\fR, \\fI<field>.bin\\fR,\n\\fI<field>.meta.npy\\fR, "
        "\\fI<field>.npy\\fR, checksums; see FORMAT.md.\n"
        ".TP\n\\fI.<name>\\-<id8>.slipstream.tmp\\-<pid>/\\fR\nA conversion in progress or abandoned; never a cache.\n"
@@ -177,6 +178,7 @@ Action setup_man(CLI::App& sub, const GlobalOptions&) {
   struct Args {
     std::string command;
     std::string output;
+    bool markdown = false;
   };
   auto a = std::make_shared<Args>();
   // The commands are all declared by now (man is the last row of the table): their names are the choices.
@@ -187,9 +189,16 @@ Action setup_man(CLI::App& sub, const GlobalOptions&) {
   sub.add_option("-o,--output", a->output,
                  "Man directory to write man1/slip.1 and man1/slip-<command>.1 into, as MANPATH expects (- for stdout: one page)")
       ->type_name("DIR");
+  sub.add_flag("--markdown", a->markdown,
+               "Print the Markdown reference that docs/COMMANDS.md embeds (synopses, environment, pipelines) instead");
   return [a, &sub]() -> int {
     const CLI::App& root = *sub.get_parent();
     const auto cmds = describe_commands(root);
+    if (a->markdown) {
+      if (!a->command.empty() || !a->output.empty()) throw Error(Errc::usage, "--markdown prints the whole reference: no COMMAND or -o");
+      std::cout << markdown_reference(cmds);
+      return 0;
+    }
     if (a->output.empty() || a->output == "-") {  // - is stdout, as everywhere
       if (a->command.empty() || a->command == "slip") {
         std::cout << page_for(root, nullptr, cmds);

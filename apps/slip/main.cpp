@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli_errors.hpp"
+#include "cli_model.hpp"
 #include "command.hpp"
 #include "exit_codes.hpp"
 #include "log_sink.hpp"
@@ -148,10 +149,8 @@ int main(int argc, char** argv) {
   app.fallthrough();  // global flags may also follow the subcommand: `slip convert -q ...`
   app.footer(
       "Exit codes: 0 success, 1 verification failed, 2 usage error, 3 bad input, 4 I/O error,\n"
-      "            5 remote failure after retries, 130 interrupted (SIGINT), 143 terminated (SIGTERM).\n"
-      "Environment: SLIPSTREAM_CACHE_DIR (default output/listing directory, else ~/.slipstream);\n"
-      "             SLIP_SIMD=scalar|sse4|avx2|avx512 (SIMD level of the kernels; default: the best this CPU has);\n"
-      "             SLIP_JPEG_INTERNALS=on|off|auto (off: libjpeg's public API only; default: auto, as its self-test allows).");
+      "            5 remote failure after retries, 130 interrupted (SIGINT), 143 terminated (SIGTERM).\n" +
+      environment_help());  // from the one table, slip/environment.hpp
 
   std::map<CLI::App*, Action> actions;
   for (const Command& cmd : kCommands) {

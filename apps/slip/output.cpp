@@ -118,6 +118,13 @@ std::optional<int64_t> source_date_epoch() {
   return seconds;
 }
 
+bool parallel_writes_environment() {
+  const auto v = env_value(process_environment(), "SLIP_PARALLEL_WRITES");
+  if (!v || *v == "0") return false;
+  if (*v == "1") return true;
+  throw Error(Errc::usage, "SLIP_PARALLEL_WRITES=\"" + printable(*v) + "\" must be 0 or 1");
+}
+
 bool stdout_is_terminal() { return ::isatty(STDOUT_FILENO) == 1; }
 OutputFile::OutputFile(const std::string& path, bool binary) : path_(path) {
   if (path.empty() || is_stdout(path)) {

@@ -53,6 +53,8 @@ std::filesystem::path output_root(const std::string& given);
 unsigned resolve_threads(unsigned requested);
 // SOURCE_DATE_EPOCH (reproducible builds) for the manifests' "created" time; nullopt: now.
 std::optional<int64_t> source_date_epoch();
+// SLIP_PARALLEL_WRITES: "1" true, unset, empty or "0" false, anything else a usage error.
+bool parallel_writes_environment();
 
 // "-" names stdout wherever a file is written (cat -o, order -o, subset --mode ids -o, man -o).
 inline bool is_stdout(const std::string& path) { return path == "-"; }

@@ -96,3 +96,17 @@ elif mount -t tmpfs -o size=2m tmpfs "$WORK/small" 2>/dev/null; then
 else
   echo "skip: cannot mount a tmpfs here for the full-disk case"
 fi
+
+# The switch is ConvertOptions::parallel_writes, which the command fills from --parallel-writes or
+# SLIP_PARALLEL_WRITES=1 (the library never reads the variable); another value is a usage error
+# naming the variable. `-v` says when the workers wrote the payloads.
+unset SLIP_PARALLEL_WRITES
+"$SLIP" -v convert "$CORPUS" -o "$WORK/pw-flag" -j 8 --parallel-writes >/dev/null 2>"$WORK/pw.err"
+grep -q 'parallel writes' "$WORK/pw.err" || { cat "$WORK/pw.err"; fail "--parallel-writes -j 8: the workers did not write"; }
+SLIP_PARALLEL_WRITES=1 "$SLIP" -v convert "$CORPUS" -o "$WORK/pw-env" -j 8 >/dev/null 2>"$WORK/pw.err"
+grep -q 'parallel writes' "$WORK/pw.err" || fail "SLIP_PARALLEL_WRITES=1 -j 8: the workers did not write"
+"$SLIP" -v convert "$CORPUS" -o "$WORK/pw-off" -j 8 >/dev/null 2>"$WORK/pw.err"
+! grep -q 'parallel writes' "$WORK/pw.err" || fail "without the flag or the variable the workers wrote"
+SLIP_PARALLEL_WRITES=yes expect_status 2 "$SLIP" convert "$CORPUS" -o "$WORK/pw-bad"
+grep -q 'SLIP_PARALLEL_WRITES="yes" must be 0 or 1' "$WORK/err" || { cat "$WORK/err"; fail "a bad SLIP_PARALLEL_WRITES is not named"; }
+pass "--parallel-writes and SLIP_PARALLEL_WRITES=1 turn the workers' writes on, nothing else does, a bad value is exit 2"

@@ -12,6 +12,7 @@
 #include "slip/cache.hpp"
 #include "slip/convert.hpp"
 #include "slip/decode.hpp"
+#include "slip/pipelines.hpp"
 #include "slip/error.hpp"
 #include "slip/image.hpp"
 #include "slip/npy.hpp"

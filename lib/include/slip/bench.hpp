@@ -1,4 +1,7 @@
-// slip/bench.hpp — how fast a cache loads, and how close that is to the machine's limit.
+// slip/bench.hpp — the bench harness of `slip bench`: how fast a cache loads, and how close that
+// is to the machine's limit. A tool built on the public API (BatchDecoder, the pipelines), kept
+// apart from it as zstd keeps its bench in programs/: slip/slip.hpp does not include it, and
+// the loading API never depends on it (lib/src/bench/ is the top layer).
 #pragma once
 
 #include "slip/export.hpp"
@@ -24,7 +27,7 @@ inline constexpr size_t kMaxBatchSize = size_t{1} << 20;
 inline constexpr uint64_t kMaxBatchBytes = uint64_t{64} << 30;
 
 struct BenchOptions {
-  std::string pipeline = "rrc";  // raw, decode, center, rrc, direct-rrc, multicrop
+  std::string pipeline = "rrc";  // a name of slip/pipelines.hpp (raw, decode, center, rrc, ...)
   std::string crops;             // multicrop: a crop spec overriding the dino preset
   DecodeOptions decode;          // threads, seed, layout, type, filter, crop_aware, field
   size_t batch_size = 256;

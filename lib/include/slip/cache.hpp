@@ -19,6 +19,16 @@
 SLIP_API_BEGIN
 namespace slip {
 
+// One sample the writer did not store verbatim.
+struct LedgerEntry {
+  uint64_t source_index = 0;
+  std::optional<uint64_t> sample;  // id in the cache; none when skipped
+  std::string origin;              // path / member the sample came from
+  std::string field;
+  std::string action;  // "transcoded", "skipped", "filled" (a missing value stored as a stand-in)
+  std::string reason;
+};
+
 // One row of <f>.meta.npy (docs/FORMAT.md#meta-records), packed little-endian.
 struct MetaRecord {
   uint64_t data_ptr;

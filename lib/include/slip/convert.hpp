@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "slip/cache.hpp"
 #include "slip/image.hpp"
 #include "slip/source.hpp"
 
@@ -36,12 +37,12 @@ struct ShardSpec {
 // The most parts a conversion may be split into: SLURM's largest job array (MaxArraySize is at
 // most 4,000,001). More is a mistake or a forged number, and `ls`/`merge --status` list every part.
 inline constexpr uint64_t kMaxShardCount = 4'000'001;
-// The most worker threads a conversion starts (-j): beyond any machine's cores; a larger count
-// is a mistake that would start threads until the system refuses.
-inline constexpr unsigned kMaxConvertThreads = 1024;
 // Parses "I/N" or "auto" (SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN of SLURM_ARRAY_TASK_COUNT,
 // looked up in `env`). Throws Error(usage).
 ShardSpec parse_shard(const std::string& text, const Environment& env = {});
+
+// ConvertOptions::parallel_writes takes effect from this many threads up.
+inline constexpr unsigned kParallelWriteThreads = 8;
 
 struct ConvertOptions {
   std::filesystem::path output_dir;                   // required (the slip command: -o, else default_cache_root())
@@ -68,6 +69,12 @@ struct ConvertOptions {
   // Sample bytes held between reading and writing (read ahead, being prepared, being written);
   // one sample larger than a quarter of it still goes through, alone.
   uint64_t max_bytes_in_flight = uint64_t{256} << 20;
+  // From kParallelWriteThreads threads up, the workers write the payloads through a shared
+  // mapping of each .bin instead of one writer thread appending them; the cache is the same,
+  // byte for byte. Off until measured where it pays (docs/PERFORMANCE.md "Parallel writes").
+  // The slip command sets it from --parallel-writes or SLIP_PARALLEL_WRITES=1; the library
+  // never reads the variable.
+  bool parallel_writes = false;
   ProgressCallback progress;  // called from the writing thread
   CancelToken cancel;         // cancel() from any thread stops the conversion (slip/runtime.hpp)
   // The manifest's "created" time, seconds since the epoch; default now. The slip command
@@ -89,16 +96,6 @@ struct ConvertOptions {
 // and network settings never appear: they do not change the bytes.
 std::string canonical_options(const ConvertOptions& options);
 
-// One sample the writer did not store verbatim.
-struct LedgerEntry {
-  uint64_t source_index = 0;
-  std::optional<uint64_t> sample;  // id in the cache; none when skipped
-  std::string origin;              // path / member the sample came from
-  std::string field;
-  std::string action;  // "transcoded", "skipped", "filled" (a missing value stored as a stand-in)
-  std::string reason;
-};
-
 struct ConvertResult {
   std::filesystem::path cache_path;
   std::string content_id;  // 64 hex digits
@@ -110,6 +107,7 @@ struct ConvertResult {
   uint64_t source_samples = 0, written = 0, skipped = 0;
   uint64_t transcoded = 0;  // samples with a transcoded field (the ledger has one entry per field)
   uint64_t bytes_written = 0;
+  bool parallel_writes = false;  // the workers wrote the payloads (parallel_writes asked for, enough threads)
   double seconds = 0;
   // Busy seconds of each pipeline stage (they overlap, so they may add up to more than
   // `seconds`): reading the source, preparing (parse, checksum, transcode; on all threads, wall
@@ -120,10 +118,6 @@ struct ConvertResult {
   std::vector<LedgerEntry> ledger;
 };
 
-// Where the slip command keeps caches: $SLIPSTREAM_CACHE_DIR (a leading ~ is $HOME) if set,
-// else $HOME/.slipstream, both looked up in `env` (pass process_environment()). Throws
-// Error(usage) when neither is set. The library never picks a directory by itself.
-std::filesystem::path default_cache_root(const Environment& env);
 // SHA-256 over kind, normalised URI, fingerprint and "slipstream-v1" (docs/FORMAT.md), and
 // the stored format when it is not JPEG.
 std::string content_id(const SourceIdentity& identity, StoredFormat format = StoredFormat::jpeg);

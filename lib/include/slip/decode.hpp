@@ -58,8 +58,7 @@ struct CropGroup {
 // preset "dino". Throws Error(usage) on a malformed spec.
 std::vector<CropGroup> parse_crop_groups(std::string_view spec);
 
-// The crop groups of a bench pipeline name: center, rrc, direct-rrc, multicrop (= dino).
-std::vector<CropGroup> pipeline_crop_groups(std::string_view pipeline);
+// The named pipelines and their crop groups: slip/pipelines.hpp.
 
 struct CropWindow {
   int32_t x = 0, y = 0, width = 0, height = 0;  // in source pixels, inside the image
@@ -218,6 +217,10 @@ void set_libjpeg_internals(bool allowed);
 // value (as SLIP_SIMD: exact lower-case words). Returns whether it turned the internals off.
 // The slip command, the Python module and the unit tests call it once.
 bool apply_libjpeg_environment(const Environment& env);
+
+// The library's version and the versions of the libraries it was built with and loaded, and
+// the JPEG engine's and SIMD kernels' state here (slip --version, slipcache.build_info()).
+std::string build_info();
 
 }  // namespace slip
 SLIP_API_END

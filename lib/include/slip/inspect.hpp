@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "slip/cache.hpp"
-#include "slip/convert.hpp"
+#include "slip/cache.hpp"
 
 SLIP_API_BEGIN
 namespace slip {

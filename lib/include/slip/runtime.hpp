@@ -59,9 +59,18 @@ unsigned available_cpus();
 // ... also capped by SLURM_CPUS_PER_TASK when `env` has it (the `slip` command's default -j).
 unsigned available_cpus(const Environment& env);
 
+// The most worker threads a conversion starts (-j): beyond any machine's cores; a larger count
+// is a mistake that would start threads until the system refuses.
+inline constexpr unsigned kMaxConvertThreads = 1024;
+
 // Runs body(i) for i in [0, count) on up to `threads` threads (the caller's included).
 // The first exception thrown by any body is rethrown after all threads stop.
 void parallel_for(size_t count, unsigned threads, const std::function<void(size_t)>& body);
+
+// Where the slip command keeps caches: $SLIPSTREAM_CACHE_DIR (a leading ~ is $HOME) if set,
+// else $HOME/.slipstream, both looked up in `env` (pass process_environment()). Throws
+// Error(usage) when neither is set. The library never picks a directory by itself.
+std::filesystem::path default_cache_root(const Environment& env);
 
 // Opens (creates or truncates) a file the user named as an output (-o FILE) for writing and
 // returns its descriptor, which the caller closes. Never through a symbolic link, which anyone
@@ -70,9 +79,20 @@ void parallel_for(size_t count, unsigned threads, const std::function<void(size_
 // redirection would. Throws Error(io) naming the path.
 int open_output_file(const std::filesystem::path& path);
 
-// Library version ("0.1.0") and the versions of the libraries it was built with.
+// Progress of a long phase, reported to the caller's callback (throttled by the caller).
+// `phase` names it: "scan" (listing an ImageFolder's class folders: done/total folders),
+// "fingerprint" (stat or hash of every file: done/total files), "convert" (samples written:
+// done/total samples, bytes so far).
+struct ProgressUpdate {
+  uint64_t done = 0;
+  std::optional<uint64_t> total;
+  uint64_t bytes = 0;
+  std::string_view phase = "convert";
+};
+using ProgressCallback = std::function<void(const ProgressUpdate&)>;
+
+// Library version ("0.1.0"). build_info() (slip/decode.hpp) adds the libraries it was built with.
 std::string version();
-std::string build_info();
 
 }  // namespace slip
 SLIP_API_END

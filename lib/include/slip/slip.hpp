@@ -10,23 +10,26 @@
 //   many caches ......... slip/dataset.hpp (Dataset), slip/mix.hpp (MixedOrder, RankPositions)
 //   images .............. slip/image.hpp   (header parsing, decode, encode)
 //   batches, crops ...... slip/decode.hpp  (BatchDecoder, DecodeOptions, crop groups)
+//   named pipelines ..... slip/pipelines.hpp (pipelines, pipeline_crop_groups)
 //   YUV420 siblings ..... slip/yuv420.hpp  (add_yuv420_siblings)
 //   job arrays .......... slip/merge.hpp   (merge_parts, part_status)
-//   benchmarks .......... slip/bench.hpp   (run_bench, run_bench_comparison)
 //   remote sources ...... slip/remote.hpp  (fetch_remote)
 //   unstable API ........ slip/sigv4.hpp, and the parts of other headers under SLIP_UNSTABLE_API:
 //                          tests and tools only, may change in any release (slip/export.hpp)
-//   building blocks ..... slip/npy.hpp, slip/hash.hpp, slip/runtime.hpp, slip/error.hpp, slip/schema.hpp
+//   building blocks ..... slip/npy.hpp, slip/hash.hpp, slip/runtime.hpp, slip/error.hpp, slip/schema.hpp,
+//                          slip/environment.hpp (the environment variables), slip/transport.hpp
+//   not included ........ slip/bench.hpp: the bench harness of `slip bench` (run_bench), a tool
+//                          built on this API, not part of it; include it by name
 //   logging ........... slip/log.hpp    (set_log_handler: the library itself prints nothing)
 //   versions, exports ... slip/version.hpp (SLIP_VERSION_*), slip/export.hpp (SLIP_API_BEGIN/END)
 #pragma once
 
-#include "slip/bench.hpp"
 #include "slip/cache.hpp"
 #include "slip/convert.hpp"
 #include "slip/dataset.hpp"
 #include "slip/decode.hpp"
 #include "slip/error.hpp"
+#include "slip/environment.hpp"
 #include "slip/error_class.hpp"
 #include "slip/export.hpp"
 #include "slip/hash.hpp"
@@ -38,6 +41,7 @@
 #include "slip/merge.hpp"
 #include "slip/mix.hpp"
 #include "slip/npy.hpp"
+#include "slip/pipelines.hpp"
 #include "slip/remote.hpp"
 #include "slip/runtime.hpp"
 #include "slip/schema.hpp"
@@ -49,3 +53,4 @@
 #include "slip/verify.hpp"
 #include "slip/version.hpp"
 #include "slip/yuv420.hpp"
+#include "slip/yuv420_image.hpp"

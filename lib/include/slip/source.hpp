@@ -22,18 +22,6 @@
 SLIP_API_BEGIN
 namespace slip {
 
-// Progress of a long phase, reported to the caller's callback (throttled by the caller).
-// `phase` names it: "scan" (listing an ImageFolder's class folders: done/total folders),
-// "fingerprint" (stat or hash of every file: done/total files), "convert" (samples written:
-// done/total samples, bytes so far).
-struct ProgressUpdate {
-  uint64_t done = 0;
-  std::optional<uint64_t> total;
-  uint64_t bytes = 0;
-  std::string_view phase = "convert";
-};
-using ProgressCallback = std::function<void(const ProgressUpdate&)>;
-
 // What identifies a source for the content id and the provenance in the manifest.
 struct SourceIdentity {
   std::string kind;          // "imagefolder", "tar", "ffcv", "litdata", "slipstream"

@@ -43,19 +43,6 @@ namespace slip {
 namespace fs = std::filesystem;
 using ojson = nlohmann::ordered_json;
 
-fs::path default_cache_root(const Environment& env) {
-  const auto home = env_value(env, "HOME");
-  if (auto dir = env_value(env, "SLIPSTREAM_CACHE_DIR")) {
-    if (dir->rfind("~/", 0) == 0 || *dir == "~") {
-      if (!home) throw Error(Errc::usage, "SLIPSTREAM_CACHE_DIR starts with ~ but HOME is not set");
-      *dir = *home + dir->substr(1);
-    }
-    return fs::absolute(*dir).lexically_normal();
-  }
-  if (!home) throw Error(Errc::usage, "no cache directory: set SLIPSTREAM_CACHE_DIR or HOME, or pass -o DIR");
-  return fs::path(*home) / ".slipstream";
-}
-
 namespace {
 fs::path output_root(const ConvertOptions& options) {
   if (options.output_dir.empty()) throw Error(Errc::usage, "no output directory (ConvertOptions::output_dir is empty)");
@@ -651,13 +638,12 @@ ConvertResult convert(Source& source, const ConvertOptions& options) {
   if (options.threads > kMaxConvertThreads)
     throw Error(Errc::usage, "--threads must be in 0.." + std::to_string(kMaxConvertThreads) + ", got " + std::to_string(options.threads));
   const unsigned threads = options.threads ? options.threads : available_cpus();
-  // With SLIP_PARALLEL_WRITES=1 and from kParallelWriteThreads up, the workers write the
+  // With options.parallel_writes and from kParallelWriteThreads up, the workers write the
   // payloads through a shared mapping (PlacedWriter); otherwise the writer thread writes them,
-  // in order. Opt-in until measured where it should pay (16+ cores): on 2 cores (ext4, Linux
-  // 6.18) the mapping's page faults cost twice the CPU time of write() and made -j 2 2.2x
-  // slower, pwrite from the workers 1.2x (docs/PERFORMANCE.md, "Parallel writes").
-  constexpr unsigned kParallelWriteThreads = 8;
-  const bool parallel = env_value(process_environment(), "SLIP_PARALLEL_WRITES") == "1" && threads >= kParallelWriteThreads;
+  // in order. Opt-in until measured where it should pay (16+ cores): on 2 cores the mapping's
+  // page faults cost more CPU time than write() (docs/PERFORMANCE.md, "Parallel writes").
+  const bool parallel = options.parallel_writes && threads >= kParallelWriteThreads;
+  result.parallel_writes = parallel;
   detail::CacheWriter writer(tmp, schema, parallel);
   run_pipeline(source, schema, options, threads, parallel, remaining, writer, result);
   throw_if_interrupted();

@@ -162,6 +162,8 @@ void forget_shared_scan(const Part& part) {
 
 }  // namespace
 
+// Over 120 lines (issue 46): one checked sequence over the same parts (consistency, snapshot, exactly once, reuse, write);
+// its commented steps are where it splits, not done while no build could check the split.
 MergeResult merge_parts(const std::vector<fs::path>& inputs, const MergeOptions& options) {
   const detail::CancelScope cancel_scope(options.cancel);
   const auto t0 = std::chrono::steady_clock::now();

@@ -125,24 +125,6 @@ std::vector<CropGroup> parse_crop_groups(std::string_view spec) {
   return groups;
 }
 
-std::vector<CropGroup> pipeline_crop_groups(std::string_view pipeline) {
-  CropGroup group;
-  if (pipeline == "center") {
-    group.sampler = CropSampler::center;
-  } else if (pipeline == "rrc") {
-    group.sampler = CropSampler::rrc;
-  } else if (pipeline == "direct-rrc") {
-    group.sampler = CropSampler::direct_rrc;
-  } else if (pipeline == "multicrop") {
-    return parse_crop_groups("dino");
-  } else if (pipeline == "decode") {
-    group.sampler = CropSampler::full;
-  } else {
-    throw Error(Errc::usage, "unknown pipeline '" + std::string(pipeline) + "'");
-  }
-  return {group};
-}
-
 CropWindow sample_crop_window(const CropGroup& group, uint32_t image_width, uint32_t image_height, uint64_t seed, uint64_t epoch,
                               uint64_t sample, uint32_t crop_index, double flip_probability) {
   CropWindow window;

@@ -1,6 +1,8 @@
 #include "format/layout.hpp"
 
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "slip/error.hpp"
 #include "util/untrusted.hpp"
@@ -133,6 +135,23 @@ void check_field_files_disjoint(std::span<const std::pair<std::string_view, Fiel
       throw Error(Errc::bad_input, msg + std::string(hint));
     }
   }
+}
+
+void check_schema_names(const Schema& schema, std::string_view origin) {
+  std::unordered_map<std::string_view, size_t> position;  // name -> field position
+  std::vector<std::pair<std::string_view, FieldType>> fields;
+  fields.reserve(schema.fields.size());
+  for (size_t i = 0; i < schema.fields.size(); ++i) {
+    const FieldSpec& f = schema.fields[i];
+    check_field_name(f.name, std::string(origin) + " field name");
+    if (auto [it, inserted] = position.emplace(f.name, i); !inserted)
+      throw Error(Errc::bad_input, std::string(origin) + ": fields " + std::to_string(it->second) + " and " + std::to_string(i) +
+                                       " have the same name \"" + escape_for_terminal(f.name) +
+                                       "\" (one would replace the other; --rename OLD=NEW renames one)");
+    fields.emplace_back(f.name, f.type);
+  }
+  // Every file each field has or may get (indexes, YUV420 siblings) from the one naming function.
+  check_field_files_disjoint(fields, origin, " (--rename OLD=NEW renames one)");
 }
 
 }  // namespace slip::detail

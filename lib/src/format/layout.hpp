@@ -65,4 +65,11 @@ std::string checksum_file(std::string_view field);
 void check_field_files_disjoint(std::span<const std::pair<std::string_view, FieldType>> fields, std::string_view origin,
                                 std::string_view hint);
 
+// Checks every field name of a schema about to be written (util/untrusted.hpp check_field_name), and that no two
+// fields share a name or a file, now or after `slip index` / `slip yuv420` ("a.offsets" as an
+// int field would write the string field "a"'s offsets file, "image_yuv420.meta" the YUV420
+// records of "image"; check_field_files_disjoint). `origin` names the source
+// in the message. Throws Error(bad_input).
+void check_schema_names(const Schema& schema, std::string_view origin);
+
 }  // namespace slip::detail

@@ -9,7 +9,7 @@
 #include "format/layout.hpp"
 #include "format/manifest_io.hpp"
 #include "util/atomic_file.hpp"
-#include "slip/convert.hpp"  // kMaxConvertThreads
+#include "slip/runtime.hpp"  // kMaxConvertThreads
 #include "slip/error.hpp"
 #include "slip/hash.hpp"
 #include "slip/npy.hpp"

@@ -3,7 +3,7 @@
 // The forward transform must be bit-exact with the Python builder (numpy float32), so it is
 // computed in float32 with the products summed left to right and no fused multiply-add: this
 // file is compiled with -ffp-contract=off (lib/CMakeLists.txt) and never with -ffast-math.
-#include "slip/yuv420.hpp"
+#include "slip/yuv420_image.hpp"
 
 #include <algorithm>
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "net/http.hpp"
-#include "slip/remote.hpp"
+#include "slip/transport.hpp"
 
 namespace slip::net {
 
@@ -34,7 +34,7 @@ enum class DownloadOutcome { downloaded, resumed, reused };
 // Makes `item.dest` a complete, checked copy of the remote object. Returns what it did and
 // adds the bytes received to *bytes. Throws Error(io) for 4xx, Error(retryable) when network
 // failures, 5xx or mismatched lengths/checksums persist through options.retry.
-DownloadOutcome download(const DownloadItem& item, const RemoteOptions& options, uint64_t* bytes);
+DownloadOutcome download(const DownloadItem& item, const TransportOptions& options, uint64_t* bytes);
 
 // What a HEAD says of the object: its size and Last-Modified (whole seconds), each nullopt
 // when the server does not say. Transient failures are retried as downloads are; any other
@@ -44,7 +44,7 @@ struct ObjectInfo {
   std::optional<uint64_t> size;
   std::optional<int64_t> modified;
 };
-ObjectInfo probe(const DownloadItem& item, const RemoteOptions& options);
+ObjectInfo probe(const DownloadItem& item, const TransportOptions& options);
 
 // download_dir/<scheme>/<host>/<path...> for a URI, every path segment checked (no "..",
 // ".", empty or NUL segments): remote names never leave the download directory.

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "net/http.hpp"
-#include "slip/remote.hpp"
+#include "slip/transport.hpp"
 
 namespace slip::net {
 

@@ -107,7 +107,7 @@ S3ListPage parse_list_objects_v2(std::string_view xml) {
   return page;
 }
 
-S3Client::S3Client(const RemoteOptions& options) : options_(options) {
+S3Client::S3Client(const TransportOptions& options) : options_(options) {
   const auto env = [&](const char* name) { return env_value(options.environment, name).value_or(""); };
   region_ = env("AWS_REGION");
   if (region_.empty()) region_ = env("AWS_DEFAULT_REGION");

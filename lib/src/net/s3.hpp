@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "net/http.hpp"
-#include "slip/remote.hpp"
+#include "slip/transport.hpp"
 #include "slip/sigv4.hpp"
 
 namespace slip::net {
@@ -40,7 +40,7 @@ S3ListPage parse_list_objects_v2(std::string_view xml);
 
 class S3Client {
  public:
-  explicit S3Client(const RemoteOptions& options);
+  explicit S3Client(const TransportOptions& options);
 
   // A GET of bucket/key, signed now (unless anonymous); extra headers ("Range: ...") unsigned.
   Transfer get_object(const std::string& bucket, const std::string& key, std::vector<std::string> extra_headers = {}) const;
@@ -52,7 +52,7 @@ class S3Client {
  private:
   Transfer signed_get(const std::string& bucket, const std::string& key, const std::vector<std::pair<std::string, std::string>>& query,
                       std::vector<std::string> extra_headers) const;
-  RemoteOptions options_;
+  TransportOptions options_;
   std::string scheme_;     // "http" or "https"
   std::string authority_;  // host[:port] as sent in Host
   std::string base_path_;  // endpoint path prefix, no trailing '/'

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <thread>
 
-#include "slip/source.hpp"
+#include "slip/runtime.hpp"
 
 namespace slip::detail {
 

@@ -12,20 +12,9 @@
 #include <thread>
 #include <vector>
 
-#ifndef SLIP_READER_ONLY
-#include <archive.h>
-#include <curl/curl.h>
-#endif
-#include <openssl/crypto.h>
-#include <png.h>
-#include <xxhash.h>
-#include <zstd.h>
-
-#include "slip/decode.hpp"
 #include "util/file_io.hpp"
 #include "util/untrusted.hpp"
 
-#include "decode/huffman_decoder.hpp"
 #include "slip/error.hpp"
 #include "slip/simd.hpp"
 #include "util/cancel.hpp"
@@ -146,33 +135,19 @@ void parallel_for(size_t count, unsigned threads, const std::function<void(size_
 
 int open_output_file(const std::filesystem::path& path) { return detail::open_for_writing(path, detail::Create::user_output).release(); }
 
-std::string version() { return SLIP_VERSION_STRING; }
-
-std::string build_info() {
-  std::string out = "libslipstream " + version();
-  const JpegEngineInfo jpeg = jpeg_engine_info();
-  out += "\n  libjpeg-turbo: compiled against " + jpeg.libjpeg_compiled;
-  out += "\n  libjpeg loaded: " + jpeg.libjpeg_loaded;
-  const char* hook_on = detail::HuffmanDecoder::runs_here()
-                            ? "on (slip's Huffman decoder, partial decompression)"
-                            : "on (partial decompression; slip's Huffman decoder needs BMI2 and the avx2 level: libjpeg's decodes here)";
-  out += "\n  JPEG entropy hook: " + (jpeg.entropy_hook ? std::string(hook_on) : "off: " + jpeg.reason);
-  out +=
-      "\n  SIMD kernels: " + std::string(simd_level_name()) + " (this CPU's best: " + std::string(simd_level_name(cpu_simd_level())) + ")";
-#ifdef SLIP_READER_ONLY
-  out += "\n  reader-only build: no sources, convert or remote I/O (no libarchive, libcurl)";
-#else
-  out += "\n  " + std::string(archive_version_string());
-  out += "\n  libcurl " + std::string(curl_version_info(CURLVERSION_NOW)->version);
-#endif
-  // The libraries loaded, not the headers compiled against (a distribution update or
-  // LD_LIBRARY_PATH changes them under the same SONAME).
-  out += "\n  " + std::string(OpenSSL_version(OPENSSL_VERSION));
-  const png_uint_32 png = png_access_version_number();  // e.g. 10639 for 1.6.39
-  out += "\n  libpng " + std::to_string(png / 10000) + "." + std::to_string(png / 100 % 100) + "." + std::to_string(png % 100);
-  out += "\n  zstd " + std::string(ZSTD_versionString());
-  out += "\n  xxhash " + std::to_string(XXH_versionNumber());
-  return out;
+std::filesystem::path default_cache_root(const Environment& env) {
+  const auto home = env_value(env, "HOME");
+  if (auto dir = env_value(env, "SLIPSTREAM_CACHE_DIR")) {
+    if (dir->rfind("~/", 0) == 0 || *dir == "~") {
+      if (!home) throw Error(Errc::usage, "SLIPSTREAM_CACHE_DIR starts with ~ but HOME is not set");
+      *dir = *home + dir->substr(1);
+    }
+    return std::filesystem::absolute(*dir).lexically_normal();
+  }
+  if (!home) throw Error(Errc::usage, "no cache directory: set SLIPSTREAM_CACHE_DIR or HOME, or pass -o DIR");
+  return std::filesystem::path(*home) / ".slipstream";
 }
+
+std::string version() { return SLIP_VERSION_STRING; }
 
 }  // namespace slip

@@ -7,7 +7,6 @@
 #include <utility>
 #include <vector>
 
-#include "format/layout.hpp"
 #include "slip/error.hpp"
 
 namespace slip::detail {
@@ -132,23 +131,6 @@ void check_field_name(std::string_view name, std::string_view what) {
   if (!problem.empty())
     throw Error(Errc::bad_input, std::string(what) + " \"" + escape_for_terminal(name) + "\" " + problem +
                                      " (field names become file names; --rename OLD=NEW maps it)");
-}
-
-void check_schema_names(const Schema& schema, std::string_view origin) {
-  std::unordered_map<std::string_view, size_t> position;  // name -> field position
-  std::vector<std::pair<std::string_view, FieldType>> fields;
-  fields.reserve(schema.fields.size());
-  for (size_t i = 0; i < schema.fields.size(); ++i) {
-    const FieldSpec& f = schema.fields[i];
-    check_field_name(f.name, std::string(origin) + " field name");
-    if (auto [it, inserted] = position.emplace(f.name, i); !inserted)
-      throw Error(Errc::bad_input, std::string(origin) + ": fields " + std::to_string(it->second) + " and " + std::to_string(i) +
-                                       " have the same name \"" + escape_for_terminal(f.name) +
-                                       "\" (one would replace the other; --rename OLD=NEW renames one)");
-    fields.emplace_back(f.name, f.type);
-  }
-  // Every file each field has or may get (indexes, YUV420 siblings) from the one naming function.
-  check_field_files_disjoint(fields, origin, " (--rename OLD=NEW renames one)");
 }
 
 namespace {

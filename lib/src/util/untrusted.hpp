@@ -51,13 +51,6 @@ std::string reserved_name_problem(std::string_view name);
 // `what` names the origin, e.g. "FFCV field name" or "LitData data_spec key".
 void check_field_name(std::string_view name, std::string_view what);
 
-// Checks every field name of a schema about to be written (check_field_name), and that no two
-// fields share a name or a file, now or after `slip index` / `slip yuv420` ("a.offsets" as an
-// int field would write the string field "a"'s offsets file, "image_yuv420.meta" the YUV420
-// records of "image"; format/layout.hpp check_field_files_disjoint). `origin` names the source
-// in the message. Throws Error(bad_input).
-void check_schema_names(const Schema& schema, std::string_view origin);
-
 // `text` as a decimal integer of type T: digits only ('-' first for a signed T), the whole text,
 // within T's range; nullopt otherwise (never an exception: std::stoull's out_of_range escaped
 // as an "internal error" for `x{0..99999999999999999999999}.tar`). Callers name the text in

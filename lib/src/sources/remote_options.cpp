@@ -1,10 +1,11 @@
-// RemoteOptions and URI helpers of slip/remote.hpp. Which files a remote dataset needs
+// RemoteOptions and URI helpers of slip/remote.hpp (sources layer: they read SourceOptions; the
+// network layer below takes TransportOptions). Which files a remote dataset needs
 // (fetch_remote) is the sources' business: sources/remote_fetch.cpp; net/ only gets URLs.
 #include <cstdlib>
 #include <string>
 
 #include "net/download.hpp"
-#include "slip/convert.hpp"
+#include "slip/runtime.hpp"
 #include "slip/error.hpp"
 #include "slip/remote.hpp"
 #include "util/untrusted.hpp"
