@@ -14,6 +14,7 @@
 #include "slip/convert.hpp"
 #include "slip/error.hpp"
 #include "slip/loader.hpp"
+#include "slip/pipelines.hpp"
 #include "slip/shuffle.hpp"
 #include "slip/source.hpp"
 #include "test_support.hpp"

@@ -17,6 +17,7 @@
 #include "slip/cache.hpp"
 #include "slip/error.hpp"
 #include "slip/mix.hpp"
+#include "slip/pipelines.hpp"
 #include "slip/shuffle.hpp"
 
 namespace slip {
