@@ -3,6 +3,17 @@
 
 #include <memory>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <future>
+#include <optional>
+#include <thread>
+
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -13,7 +24,10 @@
 #include "slip/index.hpp"
 #include "slip/subset.hpp"
 #include "slip/verify.hpp"
+#include "format/layout.hpp"
+#include "slip/log.hpp"
 #include "test_support.hpp"
+#include "util/file_lock.hpp"
 
 namespace slip {
 namespace {
@@ -221,6 +235,80 @@ TEST_F(CorpusSubset, UnknownValuesAndNamesAreUsageErrors) {
   s.names = {"n99999999"};
   EXPECT_THROW(select_samples(cache, s), Error);
   EXPECT_THROW(build_field_index(cache, "image"), Error);
+}
+
+// Every writer of a cache holds its lock (format/manifest_io.hpp), convert --force replacing the
+// whole cache too (issue 42: `convert --force` beside `index` or `yuv420` was not locked). The test
+// holds the lock as a writer would; convert says it waits ("waiting for ..." in the log) and
+// leaves the old cache alone until the lock is released. Nothing sleeps: the log line is the
+// signal (the 60 s limits only turn a hang into a failure).
+TEST(CacheLock, ConvertForceWaitsForAWriterOfTheCacheItReplaces) {
+  test::TempDir tmp;
+  ConvertOptions opt;
+  opt.output_dir = tmp.path();
+  TableSource first(50);
+  const fs::path cache = convert(first, opt).cache_path;
+  std::ofstream(cache / "old-cache-marker") << "the cache convert --force replaces";
+  std::promise<void> waiting;
+  std::atomic<bool> told = false;
+  set_log_handler([&](LogLevel, std::string_view message) {
+    if (message.find("waiting for the lock of the cache it replaces") != std::string_view::npos && !told.exchange(true))
+      waiting.set_value();
+  });
+  std::optional<detail::FileLock> writer(std::in_place, cache / detail::kCacheLockName, "a writer's lock");
+  std::exception_ptr failed;
+  std::thread force([&] {
+    try {
+      TableSource again(50);
+      ConvertOptions o = opt;
+      o.force = true;
+      convert(again, o);
+    } catch (...) {
+      failed = std::current_exception();
+    }
+  });
+  const bool waited = waiting.get_future().wait_for(std::chrono::seconds(60)) == std::future_status::ready;
+  EXPECT_TRUE(waited) << "convert --force did not wait for the cache's lock";
+  EXPECT_TRUE(fs::exists(cache / "old-cache-marker")) << "the cache was replaced while a writer held its lock";
+  writer.reset();
+  force.join();
+  set_log_handler({});
+  ASSERT_FALSE(failed);
+  EXPECT_FALSE(fs::exists(cache / "old-cache-marker")) << "convert --force did not replace the cache";
+  EXPECT_NO_THROW(Cache::open(cache));
+}
+
+// A writer that waited for the lock of a cache which convert --force then swapped out locks the
+// new cache's lock file, not the old one's (which would keep nobody out of the new cache).
+TEST(CacheLock, AWaiterLocksWhatTheNameMeansOnceItHasWaited) {
+  test::TempDir tmp;
+  const fs::path dir = tmp.path() / "c", lock = dir / detail::kCacheLockName;
+  fs::create_directories(dir);
+  std::promise<void> waiting;
+  std::atomic<bool> told = false;
+  set_log_handler([&](LogLevel, std::string_view message) {
+    if (message.find("waiting for the second lock") != std::string_view::npos && !told.exchange(true)) waiting.set_value();
+  });
+  std::optional<detail::FileLock> first(std::in_place, lock, "the first lock");
+  std::promise<void> locked;
+  std::promise<void> done;
+  std::thread second([&] {
+    detail::FileLock held(lock, "the second lock");
+    locked.set_value();
+    done.get_future().wait();
+  });
+  ASSERT_EQ(waiting.get_future().wait_for(std::chrono::seconds(60)), std::future_status::ready);
+  fs::rename(dir, tmp.path() / "c.old");  // what convert --force's swap does to the name
+  fs::create_directories(dir);
+  first.reset();
+  ASSERT_EQ(locked.get_future().wait_for(std::chrono::seconds(60)), std::future_status::ready);
+  const int fd = ::open(lock.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0) << "the waiter did not make the new cache's lock file";
+  EXPECT_NE(::flock(fd, LOCK_EX | LOCK_NB), 0) << "the waiter does not hold the new cache's lock";
+  ::close(fd);
+  done.set_value();
+  second.join();
+  set_log_handler({});
 }
 
 }  // namespace

@@ -172,5 +172,37 @@ TEST(JpegRegion, RegionPlanesEqualWholeImagePlanesOnEverySampling) {
   EXPECT_GE(regions, 5 * 2 * 3 * 24);
 }
 
+// The decode pipeline's batch block (BatchDecoder::decode_images into PackedImages): a whole
+// image decoded into a target it fits lands there, packed, byte for byte what the scratch path
+// gives, and the scratch is not touched; a target too small is left alone (the scratch is used).
+TEST(JpegRegion, AWholeImageDecodesStraightIntoATargetThatFitsIt) {
+  for (const bool progressive : {false, true}) {
+    const std::vector<std::byte> jpeg = synthetic_jpeg(203, 117, TJSAMP_420, progressive);
+    JpegRegionDecoder decoder;
+    JpegImageInfo info;
+    ASSERT_TRUE(decoder.read_header(jpeg, info));
+    std::vector<uint8_t> scratch;
+    DecodedRegion want;
+    ASSERT_TRUE(decoder.decode_region(1, 0, 0, info.width, info.height, scratch, want));
+    const std::vector<uint8_t> want_pixels(want.data, want.data + want.stride * static_cast<size_t>(info.height));
+    ASSERT_EQ(want.stride, static_cast<size_t>(info.width) * 3);
+    const size_t bytes = want_pixels.size();
+    std::vector<uint8_t> block(bytes + 64, 0xA5), untouched;
+    ASSERT_TRUE(decoder.read_header(jpeg, info));
+    DecodedRegion got;
+    ASSERT_TRUE(decoder.decode_region(1, 0, 0, info.width, info.height, std::span<uint8_t>(block.data() + 32, bytes), untouched, got));
+    EXPECT_EQ(got.data, block.data() + 32) << "decoded into the scratch, not the target";
+    EXPECT_TRUE(untouched.empty());
+    EXPECT_EQ(got.stride, static_cast<size_t>(info.width) * 3);
+    EXPECT_EQ(got.x_offset, 0);
+    EXPECT_TRUE(std::equal(want_pixels.begin(), want_pixels.end(), block.begin() + 32));
+    EXPECT_TRUE(std::all_of(block.begin(), block.begin() + 32, [](uint8_t v) { return v == 0xA5; }));
+    EXPECT_TRUE(std::all_of(block.end() - 32, block.end(), [](uint8_t v) { return v == 0xA5; })) << "wrote past the target";
+    ASSERT_TRUE(decoder.read_header(jpeg, info));
+    ASSERT_TRUE(decoder.decode_region(1, 0, 0, info.width, info.height, std::span<uint8_t>(block.data(), bytes - 1), untouched, got));
+    EXPECT_EQ(got.data, untouched.data()) << "a target too small was written";
+  }
+}
+
 }  // namespace
 }  // namespace slip::detail

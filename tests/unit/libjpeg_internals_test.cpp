@@ -34,9 +34,7 @@ const bool kInternalsForcedOff = apply_libjpeg_environment(process_environment()
 // under qemu-user too, where re-executing an aarch64 binary fails with "Exec format error" unless
 // binfmt_misc is set up; otherwise (the whole suite in one process) the child re-executes this
 // binary ("threadsafe").
-void death_test_children_start_undecided() {
-  GTEST_FLAG_SET(death_test_style, libjpeg_decisions_probed() == 0 ? "fast" : "threadsafe");
-}
+void death_test_children_start_undecided() { GTEST_FLAG_SET(death_test_style, libjpeg_decisions_probed() == 0 ? "fast" : "threadsafe"); }
 
 // A JPEG with sharp detail (many non-zero coefficients) at the given TurboJPEG sampling.
 std::vector<std::byte> detailed_jpeg(int width, int height, int sampling, bool restarts) {
@@ -216,6 +214,11 @@ TEST(LibjpegInternalsDeathTest, ChangingTheSimdLevelDecidesAgain) {
   GTEST_SKIP() << "this build uses libjpeg's public API only";
 #else
   if (kInternalsForcedOff) GTEST_SKIP() << "SLIP_JPEG_INTERNALS=off";
+  // A library of another ABI generation (LD_LIBRARY_PATH: scripts/test-jpeg-31.sh) is refused
+  // before any self-test, at every level (SelfTestPassesWithTheLibraryThisBuildWasCompiledAgainst
+  // checks that); libjpeg_loaded() names it without deciding anything.
+  if ((libjpeg_loaded().find("3.x ABI") != std::string::npos) != (LIBJPEG_TURBO_VERSION_NUMBER >= 3000000))
+    GTEST_SKIP() << "loaded " << libjpeg_loaded() << ": another ABI generation than compiled against, never probed";
   set_simd_level(cpu_simd_level());
   if (!HuffmanDecoder::runs_here()) GTEST_SKIP() << "slip's Huffman decoder does not run on this CPU (needs BMI2 and avx2)";
   death_test_children_start_undecided();

@@ -4,11 +4,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <string>
+#include <thread>
 
 #include "util/read_ahead.hpp"
 
@@ -91,43 +96,47 @@ TEST_F(ReadAheadTest, ProblemsArePerFileAndNeverBlock) {
   }
 }
 
-// Files 0-99 fast, 100-199 slow (5 ms each, as on a loaded network file system), 200-299 fast.
-// The thresholds are set far from both latencies, so the outcome does not depend on how busy
-// the machine is: inline over the fast files, `depth` reads in flight over the slow ones.
+// Files 0-99 fast, 100-199 slow (as on a loaded network file system), 200-299 fast: inline
+// reads over the fast files, `depth` reads in flight over the slow ones, inline again after.
+// Each read's verdict is the test's (slow_read_for_test), not a clock's, and a worker's read of
+// a slow file blocks until four of them are in flight at once: the outcome cannot depend on
+// how busy the machine is or how threads are scheduled. (The wait's 60 s limit only turns a
+// reader that never reads in parallel into a failure instead of a hang.)
 TEST_F(ReadAheadTest, FastFilesAreReadInlineSlowOnesInParallel) {
-  std::atomic<int> slow_in_flight{0}, most_slow_in_flight{0};
-  struct SlowScope {
-    std::atomic<int>& now;
-    explicit SlowScope(std::atomic<int>& n, std::atomic<int>& most) : now(n) {
-      const int v = ++now;
-      int m = most.load();
-      while (v > m && !most.compare_exchange_weak(m, v)) {
-      }
-      ::usleep(5000);
-    }
-    ~SlowScope() { --now; }
-  };
+  const auto slow = [](uint64_t i) { return i >= 100 && i < 200; };
+  const std::thread::id taker = std::this_thread::get_id();
+  std::mutex mutex;
+  std::condition_variable four_in_flight;
+  int slow_in_flight = 0, most_slow_in_flight = 0;
+  bool released = false, gave_up = false;
   ReadAheadOptions options{8, 1u << 20, UINT64_MAX};
-  options.inline_below_us = 2000;
-  options.parallel_above_us = 4000;
-  // path_of runs inside the timed read, so a sleep there is a slow read.
   ReadAhead reader(
       [&](uint64_t i) {
-        if (i >= 100 && i < 200) SlowScope slow(slow_in_flight, most_slow_in_flight);
+        if (slow(i) && std::this_thread::get_id() != taker) {  // take()'s own inline reads never wait
+          std::unique_lock lock(mutex);
+          most_slow_in_flight = std::max(most_slow_in_flight, ++slow_in_flight);
+          if (most_slow_in_flight >= 4) released = true;
+          four_in_flight.notify_all();
+          if (!four_in_flight.wait_for(lock, std::chrono::seconds(60), [&] { return released; })) gave_up = released = true;
+          --slow_in_flight;
+        }
         return path(i);
       },
-      0, kFiles, options);
-  bool inline_before_slow = false;
+      0, kFiles, options, slow);
+  bool inline_before_slow = false, inline_during_slow = true;
   for (int i = 0; i < kFiles; ++i) {
     if (i == 99) inline_before_slow = reader.reading_inline();
+    if (i == 150) inline_during_slow = reader.reading_inline();
     auto r = reader.take();
     ASSERT_TRUE(r.has_value());
     ASSERT_FALSE(r->problem) << *r->problem;
     ASSERT_EQ(std::string(reinterpret_cast<const char*>(r->bytes.data()), r->bytes.size()), contents_[i]) << "file " << i;
   }
   EXPECT_FALSE(reader.take().has_value());
-  EXPECT_TRUE(inline_before_slow);
-  EXPECT_GE(most_slow_in_flight.load(), 4) << "slow files were not read in parallel";
+  EXPECT_TRUE(inline_before_slow) << "fast files were not read inline";
+  EXPECT_FALSE(inline_during_slow) << "slow files were read inline";
+  EXPECT_FALSE(gave_up) << "slow files were not read four at a time";
+  EXPECT_GE(most_slow_in_flight, 4);
   EXPECT_TRUE(reader.reading_inline()) << "did not go back to inline reads after the slow files";
 }
 

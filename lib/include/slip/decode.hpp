@@ -134,12 +134,20 @@ class PackedImages {
   std::span<const uint8_t> pixels() const noexcept { return {storage_.get(), size_}; }
   size_t capacity() const noexcept { return capacity_; }
   // size() == bytes, reusing the storage when it fits (the pages past `bytes` go back to the
-  // system when the last batch used over 4 MiB and over 1/4 more); else a new block with 1/4 to
-  // spare. Contents are then unspecified.
+  // system when the last batch used over 4 MiB and over 1/4 more; resize(0) after such a batch
+  // gives them all back); else a new block with 1/4 to spare. Contents are then unspecified.
+  // The block is mapped from the system itself, not taken from malloc: its pages are exactly
+  // the ones a batch touched (and not given back), and neither it nor its release changes how
+  // malloc serves the rest of the process (glibc raises its mmap threshold to the size of a
+  // large block freed, after which transient buffers up to that size stay in its arenas).
   void resize(size_t bytes);
 
  private:
-  std::unique_ptr<uint8_t[]> storage_;
+  struct Unmap {
+    size_t bytes;  // (no initializer: one would keep unique_ptr from default-constructing it inside this class)
+    void operator()(uint8_t* block) const noexcept;
+  };
+  std::unique_ptr<uint8_t[], Unmap> storage_;
   size_t size_ = 0, capacity_ = 0;
 };
 

@@ -1,6 +1,7 @@
 // BatchDecoder: per-thread scratch, one libjpeg decompressor per thread, crop-aware decoding,
 // Pillow-exact resampling, and the output layouts.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <exception>
@@ -8,6 +9,7 @@
 #include <limits>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -383,7 +385,10 @@ struct BatchDecoder::Impl {
 
   // Decodes sample `id`'s pixels covering all its windows into w's region; returns the region
   // view and the scale (1/denominator) windows must be mapped by. Fills w.windows.
-  bool prepare(Worker& w, size_t slot, uint64_t id, bool full, RgbView& view, double& inv_scale, double& origin_x, double& origin_y) {
+  // `target` (whole images only): where the image lands when it fits there, packed (view.data
+  // is then target.data()); else the worker's scratch.
+  bool prepare(Worker& w, size_t slot, uint64_t id, bool full, RgbView& view, double& inv_scale, double& origin_x, double& origin_y,
+               std::span<uint8_t> target = {}) {
     const std::span<const std::byte> payload = payload_of(id);
     auto make_windows = [&](int width, int height) { make_sample_windows(w, id, width, height, full); };
     inv_scale = 1.0;
@@ -410,8 +415,8 @@ struct BatchDecoder::Impl {
         origin_y = ry0;
         return true;
       }
-      const size_t stride = static_cast<size_t>(x1 - x0) * 3;
-      uint8_t* const region = detail::scratch_of(w.region, stride * static_cast<size_t>(y1 - y0));
+      const size_t stride = static_cast<size_t>(x1 - x0) * 3, bytes = stride * static_cast<size_t>(y1 - y0);
+      uint8_t* const region = full && target.size() >= bytes ? target.data() : detail::scratch_of(w.region, bytes);
       detail::yuv420_region_to_rgb(reinterpret_cast<const uint8_t*>(payload.data()), width, height, x0, y0, x1, y1, region, stride);
       view = {region, x1 - x0, y1 - y0, stride};
       origin_x = x0;
@@ -445,7 +450,8 @@ struct BatchDecoder::Impl {
           options.crop_aware && !full && cut_restart_window(w, payload, rx0 * denom, ry0 * denom, rx1 * denom, ry1 * denom, cut, false);
       int cut_x = static_cast<int>(cut.x) / denom, cut_y = static_cast<int>(cut.y) / denom;
       DecodedRegion region;
-      if (!w.jpeg.decode_region(denom, rx0 - cut_x, ry0 - cut_y, rx1 - cut_x, ry1 - cut_y, w.region, region)) {
+      if (!w.jpeg.decode_region(denom, rx0 - cut_x, ry0 - cut_y, rx1 - cut_x, ry1 - cut_y, full ? target : std::span<uint8_t>{}, w.region,
+                                region)) {
         // A cut that does not decode: the whole image says what is wrong (or decodes after all).
         cut_x = cut_y = 0;
         if (!restarted || !w.jpeg.read_header(payload, info) || !w.jpeg.decode_region(denom, rx0, ry0, rx1, ry1, w.region, region)) {
@@ -554,6 +560,12 @@ struct BatchDecoder::Impl {
   // paths); a sample that fails is recorded for its slot and the first failure rethrown.
   template <class Visit>
   void for_each_whole_image(std::span<const uint64_t> ids, Visit&& visit) {
+    for_each_whole_image(
+        ids, [](size_t) { return std::span<uint8_t>{}; }, visit);
+  }
+  // ... decoding image `slot` straight into target_of(slot) when it fits there.
+  template <class TargetOf, class Visit>
+  void for_each_whole_image(std::span<const uint64_t> ids, TargetOf&& target_of, Visit&& visit) {
     throw_if_interrupted();
     for (uint64_t id : ids)
       if (id >= cache.size()) throw Error(Errc::usage, "sample id " + std::to_string(id) + " is out of range");
@@ -562,7 +574,8 @@ struct BatchDecoder::Impl {
       try {
         RgbView view;
         double inv_scale, origin_x, origin_y;
-        if (prepare(w, slot, ids[slot], true, view, inv_scale, origin_x, origin_y)) visit(w, slot, view);  // else: recorded
+        if (prepare(w, slot, ids[slot], true, view, inv_scale, origin_x, origin_y, target_of(slot)))
+          visit(w, slot, view);  // else: recorded
       } catch (...) {
         fail(w, slot, ids[slot]);
       }
@@ -695,81 +708,90 @@ void BatchDecoder::decode_images(std::span<const uint64_t> ids, std::span<RgbIma
 }
 
 void BatchDecoder::decode_images(std::span<const uint64_t> ids, PackedImages& out) {
-  // The plan: each image's place from its header's size (what the decoders allocate by too;
-  // one beyond the pixel limit is refused by them and planned empty). An image that decodes to
-  // another size lands aside and the batch is packed again after: rare, never wrong.
-  constexpr size_t kAlwaysKeep = size_t{4} << 20;
+  // The plan: each image's place from its header's size (what the decoders allocate by too; one
+  // beyond the pixel limit is refused by them and planned empty), YUV420 payloads' from their
+  // records. Every image is then decoded straight into its place: no per-image buffer, no copy
+  // (only other formats' codecs decode into their own buffer, copied once). An image that
+  // decodes to another size than its header said (a JPEG whose height is set by a DNL marker,
+  // say) is noted; the batch is then planned again with the decoded sizes and decoded again:
+  // rare, never wrong.
+  Impl& impl = *impl_;
   for (uint64_t id : ids)
-    if (id >= impl_->cache.size()) throw Error(Errc::usage, "sample id " + std::to_string(id) + " is out of range");
+    if (id >= impl.cache.size()) throw Error(Errc::usage, "sample id " + std::to_string(id) + " is out of range");
   out.images.assign(ids.size(), {});
-  size_t total = 0;
   for (size_t i = 0; i < ids.size(); ++i) {
-    const ImageSize size = declared_image_size(impl_->payload_of(ids[i]));
-    if (uint64_t{size.width} * size.height > kDecodePixelLimit) continue;
-    out.images[i] = {total, size.width, size.height};
-    total += size_t{size.width} * size.height * 3;
-  }
-  out.resize(total);
-  std::vector<std::vector<uint8_t>> aside;  // slot -> an image that did not match its plan
-  std::mutex aside_mutex;
-  impl_->for_each_whole_image(ids, [&](Worker& w, size_t slot, const RgbView& view) {
-    PackedImages::Extent& e = out.images[slot];
-    const size_t row = static_cast<size_t>(view.width) * 3, bytes = row * static_cast<size_t>(view.height);
-    uint8_t* dst = nullptr;
-    std::vector<uint8_t> misfit;
-    if (e.width == static_cast<uint32_t>(view.width) && e.height == static_cast<uint32_t>(view.height)) {
-      dst = out.pixels().data() + e.offset;
+    ImageSize size;
+    if (impl.yuv420) {
+      const MetaRecord record = impl.record_of(ids[i]);
+      size = {record.width, record.height};
     } else {
-      misfit.resize(bytes);
-      dst = misfit.data();
-      e = {0, static_cast<uint32_t>(view.width), static_cast<uint32_t>(view.height)};
+      size = declared_image_size(impl.payload_of(ids[i]));
     }
-    for (int y = 0; y < view.height; ++y)
-      std::memcpy(dst + static_cast<size_t>(y) * row, view.data + static_cast<size_t>(y) * view.stride, row);
-    if (!misfit.empty()) {
-      std::lock_guard lock(aside_mutex);
-      if (aside.empty()) aside.resize(ids.size());
-      aside[slot] = std::move(misfit);
+    if (uint64_t{size.width} * size.height > kDecodePixelLimit) size = {};
+    out.images[i] = {0, size.width, size.height};
+  }
+  for (int pass = 0;; ++pass) {
+    size_t total = 0;
+    for (PackedImages::Extent& e : out.images) {
+      e.offset = total;
+      total += size_t{e.width} * e.height * 3;
     }
-    // A worker does not keep a huge image's scratch for every later one.
-    if (w.region.capacity() > kAlwaysKeep && w.region.capacity() / 2 > bytes) std::vector<uint8_t>().swap(w.region);
-  });
-  if (aside.empty()) return;
-  // Pack again: every image at its decoded size, in slot order.
-  const std::vector<uint8_t> planned(out.pixels().begin(), out.pixels().end());
-  size_t packed = 0;
-  std::vector<size_t> from(ids.size());
-  for (size_t i = 0; i < ids.size(); ++i) {
-    from[i] = out.images[i].offset;
-    out.images[i].offset = packed;
-    packed += size_t{out.images[i].width} * out.images[i].height * 3;
+    out.resize(total);
+    const std::span<uint8_t> pixels = out.pixels();
+    std::atomic<bool> misfit = false;
+    impl.for_each_whole_image(
+        ids,
+        [&](size_t slot) {
+          const PackedImages::Extent& e = out.images[slot];
+          return pixels.subspan(e.offset, size_t{e.width} * e.height * 3);
+        },
+        [&](Worker& w, size_t slot, const RgbView& view) {
+          // A worker does not keep a huge image's scratch (used only by images that did not fit) for every later one.
+          constexpr size_t kAlwaysKeep = size_t{4} << 20;
+          if (w.region.capacity() > kAlwaysKeep && view.data != w.region.data()) std::vector<uint8_t>().swap(w.region);
+          PackedImages::Extent& e = out.images[slot];
+          if (e.width != static_cast<uint32_t>(view.width) || e.height != static_cast<uint32_t>(view.height)) {
+            // Planned again after this pass (each slot is this thread's alone until then).
+            e.width = static_cast<uint32_t>(view.width);
+            e.height = static_cast<uint32_t>(view.height);
+            misfit.store(true, std::memory_order_relaxed);
+            return;
+          }
+          uint8_t* const dst = pixels.data() + e.offset;
+          const size_t row = size_t{e.width} * 3;
+          if (view.data == dst && view.stride == row) return;  // decoded in place
+          for (int y = 0; y < view.height; ++y)
+            std::memcpy(dst + static_cast<size_t>(y) * row, view.data + static_cast<size_t>(y) * view.stride, row);
+        });
+    if (!misfit.load(std::memory_order_relaxed)) return;
+    // The sizes are the decoders' own now: a second pass fits unless a decode is not deterministic.
+    if (pass == 1) throw std::logic_error("decode_images: an image decoded to two different sizes");
   }
-  out.resize(packed);
-  for (size_t i = 0; i < ids.size(); ++i) {
-    const PackedImages::Extent& e = out.images[i];
-    const size_t bytes = size_t{e.width} * e.height * 3;
-    const uint8_t* src = aside[i].empty() ? planned.data() + from[i] : aside[i].data();
-    if (bytes) std::memcpy(out.pixels().data() + e.offset, src, bytes);
-  }
+}
+
+void PackedImages::Unmap::operator()(uint8_t* block) const noexcept {
+  if (block) ::munmap(block, bytes);
 }
 
 void PackedImages::resize(size_t bytes) {
   constexpr size_t kAlwaysKeep = size_t{4} << 20;
+  const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   if (capacity_ < bytes) {
     storage_.reset();  // first: the old block and the new one are never held at once
     capacity_ = size_ = 0;
-    const size_t capacity = bytes + bytes / 4;  // room for somewhat larger batches to come
-    storage_ = std::make_unique_for_overwrite<uint8_t[]>(capacity);
+    if (bytes > std::numeric_limits<size_t>::max() / 2) throw std::bad_alloc();
+    // Room for somewhat larger batches to come, in whole pages.
+    const size_t capacity = (bytes + bytes / 4 + page - 1) / page * page;
+    void* const block = ::mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (block == MAP_FAILED) throw std::bad_alloc();
+    storage_ = std::unique_ptr<uint8_t[], Unmap>(static_cast<uint8_t*>(block), Unmap{capacity});
     capacity_ = capacity;
   } else if (size_ > bytes + std::max(kAlwaysKeep, bytes / 4)) {
     // A much smaller batch after a larger one (a huge image, an epoch's short last batch): the
     // block stays (a new one would fault in every page again, batch after batch), but the pages
     // past what this batch uses go back to the system; they read as zeros when used again.
-    const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-    const auto base = reinterpret_cast<uintptr_t>(storage_.get());
-    const size_t first = (base + bytes + page - 1) / page * page - base;  // whole pages only
-    const size_t last = (base + capacity_) / page * page - base;
-    if (last > first) madvise(storage_.get() + first, last - first, MADV_DONTNEED);
+    const size_t first = (bytes + page - 1) / page * page;  // whole pages only (the block is page-aligned)
+    if (capacity_ > first) madvise(storage_.get() + first, capacity_ - first, MADV_DONTNEED);
   }
   size_ = bytes;
 }

@@ -91,16 +91,22 @@ bool JpegRegionDecoder::retry_without_internals() {
 }
 
 bool JpegRegionDecoder::decode_region(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch, DecodedRegion& out) {
+  return decode_region(denom, x0, y0, x1, y1, {}, scratch, out);
+}
+
+bool JpegRegionDecoder::decode_region(int denom, int x0, int y0, int x1, int y1, std::span<uint8_t> target, std::vector<uint8_t>& scratch,
+                                      DecodedRegion& out) {
   use_internals_ = internals_for(internals_mode_);
-  bool ok = decode_region_impl(denom, x0, y0, x1, y1, scratch, out, entropy_decoding_ != EntropyDecoding::libjpeg) && !errors_.warned;
+  bool ok =
+      decode_region_impl(denom, x0, y0, x1, y1, target, scratch, out, entropy_decoding_ != EntropyDecoding::libjpeg) && !errors_.warned;
   jpeg_abort_decompress(&cinfo_);
   used_slip_huffman_ = ok && huffman_attached_;
   if (!ok && retry_with_libjpeg()) {
-    ok = decode_region_impl(denom, x0, y0, x1, y1, scratch, out, false) && !errors_.warned;
+    ok = decode_region_impl(denom, x0, y0, x1, y1, target, scratch, out, false) && !errors_.warned;
     jpeg_abort_decompress(&cinfo_);
   }
   if (!ok && retry_without_internals()) {
-    ok = decode_region_impl(denom, x0, y0, x1, y1, scratch, out, false) && !errors_.warned;
+    ok = decode_region_impl(denom, x0, y0, x1, y1, target, scratch, out, false) && !errors_.warned;
     jpeg_abort_decompress(&cinfo_);
   }
   return ok;
@@ -113,8 +119,8 @@ bool JpegRegionDecoder::retry_with_libjpeg() {
   return read_header(data_, info);
 }
 
-bool JpegRegionDecoder::decode_region_impl(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch, DecodedRegion& out,
-                                           bool slip_huffman) {
+bool JpegRegionDecoder::decode_region_impl(int denom, int x0, int y0, int x1, int y1, std::span<uint8_t> target,
+                                           std::vector<uint8_t>& scratch, DecodedRegion& out, bool slip_huffman) {
   huffman_attached_ = false;
   if (setjmp(errors_.jump())) return false;
   cinfo_.scale_num = 1;
@@ -132,10 +138,12 @@ bool JpegRegionDecoder::decode_region_impl(int denom, int x0, int y0, int x1, in
   out.x_offset = x0 - static_cast<int>(xoffset);
   out.stride = static_cast<size_t>(cinfo_.output_width) * 3;
   const int rows = bottom - y0;
-  scratch_of(scratch, out.stride * static_cast<size_t>(rows));
+  const size_t bytes = out.stride * static_cast<size_t>(rows);
+  // A pointer member, not a local: this frame's locals are not longjmp-safe.
+  region_rows_ = target.size() >= bytes ? target.data() : scratch_of(scratch, bytes);
   if (y0 > 0) jpeg_skip_scanlines(&cinfo_, static_cast<JDIMENSION>(y0));
   for (int y = 0; y < rows;) {
-    JSAMPROW row = scratch.data() + static_cast<size_t>(y) * out.stride;
+    JSAMPROW row = region_rows_ + static_cast<size_t>(y) * out.stride;
     const JDIMENSION got = jpeg_read_scanlines(&cinfo_, &row, 1);
     if (got == 0) {
       errors_.message = "no scanline returned";
@@ -143,7 +151,7 @@ bool JpegRegionDecoder::decode_region_impl(int denom, int x0, int y0, int x1, in
     }
     y += static_cast<int>(got);
   }
-  out.data = scratch.data();
+  out.data = region_rows_;
   return true;
 }
 

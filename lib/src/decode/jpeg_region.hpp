@@ -82,6 +82,10 @@ class JpegRegionDecoder {
   // or 8; coordinates in scaled pixels) to RGB into `scratch`. Returns false with message()
   // set on a corrupt image; warnings (truncated data, bad Huffman codes) count as errors.
   bool decode_region(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch, DecodedRegion& out);
+  // The same, into `target` instead of the scratch when the decoded rows fit it (out.data then
+  // points into it: a whole image at scale 1 lands packed, stride = width * 3, x_offset 0).
+  bool decode_region(int denom, int x0, int y0, int x1, int y1, std::span<uint8_t> target, std::vector<uint8_t>& scratch,
+                     DecodedRegion& out);
   // True when the image read by read_header has planes decode_planes can hand out: YCbCr with
   // luma at the full sampling rate and chroma at 1/1 or 1/2 of it per axis, or grayscale.
   bool planar_capable() const;
@@ -118,7 +122,8 @@ class JpegRegionDecoder {
   bool last_decode_used_internals() const { return use_internals_; }
 
  private:
-  bool decode_region_impl(int denom, int x0, int y0, int x1, int y1, std::vector<uint8_t>& scratch, DecodedRegion& out, bool slip_huffman);
+  bool decode_region_impl(int denom, int x0, int y0, int x1, int y1, std::span<uint8_t> target, std::vector<uint8_t>& scratch,
+                          DecodedRegion& out, bool slip_huffman);
   // After a failed decode: true when slip's Huffman decoder caused it and libjpeg's should decide
   // (the header is then read again for that).
   bool retry_with_libjpeg();
@@ -141,6 +146,7 @@ class JpegRegionDecoder {
   size_t entropy_offset_ = 0;        // where read_header's data has its first scan's entropy-coded bytes
   // jpeg_read_raw_data's row pointers: v_samp_factor * DCT_scaled_size (<= 4 * 8) per plane.
   JSAMPROW raw_rows_[3][32] = {};
+  uint8_t* region_rows_ = nullptr;  // decode_region's destination: the caller's target or the scratch
 };
 
 }  // namespace slip::detail

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "format/layout.hpp"
@@ -26,6 +27,21 @@ const fs::path& created(const fs::path& root) {
   fs::create_directories(root, ec);
   if (ec) throw Error(Errc::io, "cannot create output directory: " + ec.message()).with_path(root.string());
   return root;
+}
+
+// A cache that a publication replaces may be being rewritten (index, yuv420 and every other
+// manifest writer hold its lock, format/manifest_io.hpp ManifestUpdate): wait for them, and keep
+// the next one out until the swap is done; that one then locks the new cache under the name
+// (FileLock locks what the name means once it has waited). Nothing when no directory is there.
+std::optional<FileLock> lock_cache_being_replaced(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(fs::symlink_status(dir, ec))) return std::nullopt;
+  try {
+    return std::optional<FileLock>(std::in_place, dir / kCacheLockName, "the lock of the cache it replaces");
+  } catch (const Error&) {
+    if (!fs::exists(fs::symlink_status(dir, ec))) return std::nullopt;  // removed meanwhile: nothing to wait for
+    throw;
+  }
 }
 }  // namespace
 
@@ -54,7 +70,9 @@ void StagingDir::publish() {
       break;
     }
     if (error != EEXIST && error != ENOTEMPTY) throw_errno("cannot publish cache", final_.string(), error);
+    std::optional<FileLock> writers_done = lock_cache_being_replaced(final_);
     if (::renameat2(AT_FDCWD, lock_.path().c_str(), AT_FDCWD, final_.c_str(), RENAME_EXCHANGE) == 0) {
+      writers_done.reset();
       fs::remove_all(lock_.path(), ec);  // the cache we replaced
       break;
     }
@@ -70,6 +88,7 @@ void StagingDir::publish_by_moving_aside() {
   std::error_code ec;
   // An existing (forced or stale) cache is moved aside first, then removed.
   if (fs::exists(final_, ec)) {
+    const std::optional<FileLock> writers_done = lock_cache_being_replaced(final_);
     const fs::path old = lock_.path().string() + ".old";  // unique to this run, under its lock
     fs::remove_all(old, ec);
     fs::rename(final_, old, ec);

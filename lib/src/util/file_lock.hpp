@@ -15,26 +15,52 @@
 #include "slip/error.hpp"
 #include "slip/runtime.hpp"
 #include "util/file_io.hpp"
+#include "util/log.hpp"
+#include "util/untrusted.hpp"
 
 namespace slip::detail {
 
 class FileLock {
  public:
   // Throws Error(io) "<what>: ..." naming the lock file when it cannot be created or locked.
+  // When another process holds it, says so (log, info: "waiting for <what>") before waiting.
   FileLock(const std::filesystem::path& path, std::string_view what) {
-    try {
-      fd_ = open_for_writing(path, Create::keep).release();  // never through a planted link
-    } catch (const Error& e) {
-      throw Error(e.code(), "cannot create " + std::string(what) + ": " + e.message()).with_path(path.string());
-    }
-    while (::flock(fd_, LOCK_EX) != 0) {
-      const int err = errno;
-      if (err != EINTR) {
-        ::close(fd_);
-        fd_ = -1;
-        throw_errno("cannot lock " + std::string(what), path.string(), err);
+    for (bool told = false;;) {
+      try {
+        fd_ = open_for_writing(path, Create::keep).release();  // never through a planted link
+      } catch (const Error& e) {
+        throw Error(e.code(), "cannot create " + std::string(what) + ": " + e.message()).with_path(path.string());
       }
-      throw_if_interrupted();
+      if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+        if (errno == EWOULDBLOCK && !told) {
+          info("waiting for {}, held by another writer: {}", what, escape_for_terminal(path.string()));
+          told = true;
+        }
+        while (::flock(fd_, LOCK_EX) != 0) {
+          const int err = errno;
+          if (err != EINTR) {
+            ::close(fd_);
+            fd_ = -1;
+            throw_errno("cannot lock " + std::string(what), path.string(), err);
+          }
+          try {
+            throw_if_interrupted();
+          } catch (...) {
+            ::close(fd_);
+            fd_ = -1;
+            throw;
+          }
+        }
+      }
+      // While we waited, the name may have come to mean another file (convert --force swapped
+      // the cache directory holding it for a new one): a lock on the old file keeps nobody out
+      // of the new one, so lock what the name means now.
+      struct stat held {
+      }, named{};
+      if (::fstat(fd_, &held) == 0 && ::stat(path.c_str(), &named) == 0 && held.st_dev == named.st_dev && held.st_ino == named.st_ino)
+        return;
+      ::close(fd_);
+      fd_ = -1;
     }
   }
   ~FileLock() {

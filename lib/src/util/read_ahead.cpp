@@ -104,8 +104,15 @@ ReadResult read_whole_file(const std::string& path, uint64_t max_bytes) {
   return read_opened(f);
 }
 
-ReadAhead::ReadAhead(std::function<std::string(uint64_t)> path_of, uint64_t first, uint64_t count, ReadAheadOptions options)
-    : path_of_(std::move(path_of)), first_(first), end_(first + count), options_(options), next_to_read_(first), next_to_take_(first) {
+ReadAhead::ReadAhead(std::function<std::string(uint64_t)> path_of, uint64_t first, uint64_t count, ReadAheadOptions options,
+                     std::function<bool(uint64_t)> slow_read_for_test)
+    : path_of_(std::move(path_of)),
+      first_(first),
+      end_(first + count),
+      options_(options),
+      slow_read_for_test_(std::move(slow_read_for_test)),
+      next_to_read_(first),
+      next_to_take_(first) {
   options_.depth = std::max(1u, options_.depth);
   // Workers may run ahead of take() by up to 2x depth files (bytes permitting), so a slow
   // file does not stall the others.
@@ -162,7 +169,7 @@ void ReadAhead::work() {
     }
     cost += usage.since();
     lock.lock();
-    record_worker_read(cost);
+    record_worker_read(index, cost);
     // The charge is corrected to what was really read (the file may have changed).
     bytes_in_flight_ = bytes_in_flight_ - charge + result.bytes.size();
     Slot& slot = ring_[(index - first_) % ring_.size()];
@@ -181,8 +188,8 @@ uint64_t ReadAhead::peak_bytes_in_flight() const {
 // Under mutex_. A worker's read is fast when it never slept (no voluntary context switch: no
 // I/O wait) and its CPU time is small. Wall time would not do: 32 workers on two cores inflate
 // each other's, and a page-cache conversion stayed parallel for half its files.
-void ReadAhead::record_worker_read(const ReadCost& cost) {
-  const bool fast = cost.slept == 0 && cost.cpu_us < options_.inline_below_us;
+void ReadAhead::record_worker_read(uint64_t index, const ReadCost& cost) {
+  const bool fast = slow_read_for_test_ ? !slow_read_for_test_(index) : cost.slept == 0 && cost.cpu_us < options_.inline_below_us;
   fast_reads_in_a_row_ = fast ? fast_reads_in_a_row_ + 1 : 0;
   if (!inline_ && fast_reads_in_a_row_ >= kFastReadsToGoInline) inline_ = true;
 }
@@ -191,8 +198,9 @@ void ReadAhead::record_worker_read(const ReadCost& cost) {
 // file system, a cold disk) and put the workers back to work. One is not enough: the reading
 // thread is sometimes preempted mid-read on a busy machine, and each false alarm wakes every
 // worker.
-void ReadAhead::record_inline_read(double wall_us) {
-  slow_reads_in_a_row_ = wall_us > options_.parallel_above_us ? slow_reads_in_a_row_ + 1 : 0;
+void ReadAhead::record_inline_read(uint64_t index, double wall_us) {
+  const bool slow = slow_read_for_test_ ? slow_read_for_test_(index) : wall_us > options_.parallel_above_us;
+  slow_reads_in_a_row_ = slow ? slow_reads_in_a_row_ + 1 : 0;
   if (slow_reads_in_a_row_ < kSlowReadsToGoParallel) return;
   inline_ = false;
   fast_reads_in_a_row_ = slow_reads_in_a_row_ = 0;
@@ -217,7 +225,7 @@ std::optional<ReadResult> ReadAhead::take() {
     ReadResult out = read_whole_file(path_of_(index), options_.max_file_bytes);
     const double wall_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t).count();
     lock.lock();
-    record_inline_read(wall_us);
+    record_inline_read(index, wall_us);
     return out;
   }
   Slot& slot = ring_[(next_to_take_ - first_) % ring_.size()];

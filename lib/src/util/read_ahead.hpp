@@ -56,7 +56,11 @@ ReadResult read_whole_file(const std::string& path, uint64_t max_bytes = UINT64_
 class ReadAhead {
  public:
   // Files first .. first+count-1 of the sequence, named by path_of(i) (called on the workers).
-  ReadAhead(std::function<std::string(uint64_t)> path_of, uint64_t first, uint64_t count, ReadAheadOptions options);
+  // slow_read_for_test (tests only): each read's verdict (true: slow) by file index instead of its
+  // measured cost, so the adaptation is checked without clocks or a quiet machine; called under
+  // the reader's lock.
+  ReadAhead(std::function<std::string(uint64_t)> path_of, uint64_t first, uint64_t count, ReadAheadOptions options,
+            std::function<bool(uint64_t index)> slow_read_for_test = {});
   ~ReadAhead();  // stops the workers (reads in progress finish first)
   ReadAhead(const ReadAhead&) = delete;
   ReadAhead& operator=(const ReadAhead&) = delete;
@@ -92,12 +96,13 @@ class ReadAhead {
   static constexpr unsigned kFastReadsToGoInline = 16;
   static constexpr unsigned kSlowReadsToGoParallel = 3;
   void work();
-  void record_worker_read(const ReadCost& cost);  // under mutex_
-  void record_inline_read(double wall_us);        // under mutex_
+  void record_worker_read(uint64_t index, const ReadCost& cost);  // under mutex_
+  void record_inline_read(uint64_t index, double wall_us);        // under mutex_
 
   std::function<std::string(uint64_t)> path_of_;
   uint64_t first_, end_;
   ReadAheadOptions options_;
+  std::function<bool(uint64_t)> slow_read_for_test_;
   mutable std::mutex mutex_;
   std::condition_variable slot_ready_;  // take() waits for the oldest file
   std::condition_variable claim_;       // workers wait for a free ring slot
