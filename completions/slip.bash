@@ -5,10 +5,10 @@ _slip() {
   prev=${COMP_WORDS[COMP_CWORD-1]}
   cmd=
   for ((i = 1; i < COMP_CWORD; i++)); do
-    case ${COMP_WORDS[i]} in convert|info|verify|cat|ls|index|subset|order|merge|bench|yuv420|completions|man) cmd=${COMP_WORDS[i]}; break ;; esac
+    case ${COMP_WORDS[i]} in convert|info|verify|cat|ls|index|subset|order|merge|bench|yuv420|stage|completions|man) cmd=${COMP_WORDS[i]}; break ;; esac
   done
   if [ -z "$cmd" ]; then
-    COMPREPLY=($(compgen -W "convert info verify cat ls index subset order merge bench yuv420 completions man --help -h --version -V --verbose -v --quiet -q --progress --no-progress" -- "$cur"))
+    COMPREPLY=($(compgen -W "convert info verify cat ls index subset order merge bench yuv420 stage completions man --help -h --version -V --verbose -v --quiet -q --progress --no-progress" -- "$cur"))
     return
   fi
   case $cmd in
@@ -69,7 +69,7 @@ _slip() {
       --field|-F) return ;;
       --output|-o) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     esac
-    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version -V --verbose -v --quiet -q --progress --no-progress --field -F --output -o" -- "$cur")); return; fi
+    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version -V --verbose -v --quiet -q --progress --no-progress --field -F --output -o --json" -- "$cur")); return; fi
     COMPREPLY=($(compgen -f -- "$cur")) ;;
   ls)
     case $prev in
@@ -149,6 +149,14 @@ _slip() {
     esac
     if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version -V --verbose -v --quiet -q --progress --no-progress --field --threads -j --force -f --json" -- "$cur")); return; fi
     COMPREPLY=($(compgen -f -- "$cur")) ;;
+  stage)
+    case $prev in
+      --to) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+      --budget) return ;;
+      --threads|-j) return ;;
+    esac
+    if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version -V --verbose -v --quiet -q --progress --no-progress --to --budget --copy --threads -j --json" -- "$cur")); return; fi
+    COMPREPLY=($(compgen -f -- "$cur")) ;;
   completions)
     case $prev in
     esac
@@ -159,7 +167,7 @@ _slip() {
       --output|-o) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     esac
     if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "--help -h --version -V --verbose -v --quiet -q --progress --no-progress --output -o --markdown" -- "$cur")); return; fi
-    COMPREPLY=($(compgen -W "slip convert info verify cat ls index subset order merge bench yuv420 completions man" -- "$cur")) ;;
+    COMPREPLY=($(compgen -W "slip convert info verify cat ls index subset order merge bench yuv420 stage completions man" -- "$cur")) ;;
   esac
 }
 complete -o filenames -F _slip slip
