@@ -112,6 +112,7 @@ complete -c slip -n "__fish_seen_subcommand_from order" -l world-size -x -d 'Num
 complete -c slip -n "__fish_seen_subcommand_from order" -l block-size -x -d 'Shuffle blocks of B consecutive samples, then within blocks (1: plain shuffle)'
 complete -c slip -n "__fish_seen_subcommand_from order" -l format -x -a 'text npy' -d 'text (one id per line) or npy (int64 array)'
 complete -c slip -n "__fish_seen_subcommand_from order" -l output -s o -r -F -d 'Write to this file instead of stdout (- for stdout); npy is never written to a terminal'
+complete -c slip -n "__fish_seen_subcommand_from order" -l json -d 'One JSON object on stdout: the order'\''s settings and its ids (or, with -o FILE, the file they went to)'
 complete -c slip -n "__fish_seen_subcommand_from order" -F
 complete -c slip -n "__fish_seen_subcommand_from merge" -l help -s h -d 'Print this help message and exit'
 complete -c slip -n "__fish_seen_subcommand_from merge" -l from -r -F -d 'Work directory holding the parts (<name>-<id8>.parts)'

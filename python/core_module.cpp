@@ -485,7 +485,8 @@ void bind_stage(py::module_& m) {
   m.def(
       "stage_dir",
       [](std::optional<std::string> given) -> std::optional<std::string> {
-        const auto dir = slip::stage_dir_from(given ? std::optional<std::filesystem::path>(*given) : std::nullopt);
+        const auto dir =
+            slip::stage_dir_from(given ? std::optional<std::filesystem::path>(*given) : std::nullopt, slip::process_environment());
         return dir ? std::optional<std::string>(dir->string()) : std::nullopt;
       },
       py::arg("given"), "Where to stage: `given` when non-empty, else $SLIP_STAGE_DIR when non-empty, else None");

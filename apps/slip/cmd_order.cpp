@@ -1,5 +1,5 @@
 // slip order DATASET... --seed S --epoch E [--mix KIND:V,...] [--epoch-size N] [--rank R --world-size W] [--consumed S]
-//            [--block-size B] [--format npy|text] [-o FILE]
+//            [--block-size B] [--format npy|text] [-o FILE] [--json]
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -27,6 +27,7 @@ Action setup_order(CLI::App& sub, const GlobalOptions&) {
     uint64_t consumed = 0;
     std::string format = "text";
     std::string output;
+    bool json = false;
   };
   auto a = std::make_shared<Args>();
   sub.add_option("cache", a->inputs,
@@ -56,7 +57,12 @@ Action setup_order(CLI::App& sub, const GlobalOptions&) {
       ->default_val("text");
   sub.add_option("-o,--output", a->output, "Write to this file instead of stdout (- for stdout); npy is never written to a terminal")
       ->type_name("FILE");
+  sub.add_flag("--json", a->json, "One JSON object on stdout: the order's settings and its ids (or, with -o FILE, the file they went to)");
   return [a]() -> int {
+    if (!a->inputs.empty()) set_error_subject(a->inputs.front());
+    const bool to_file = !a->output.empty() && !is_stdout(a->output);
+    if (a->json && a->format == "npy" && !to_file)
+      throw Error(Errc::usage, "order --json --format npy: the array is not JSON; add -o FILE to write it there");
     std::vector<std::filesystem::path> inputs(a->inputs.begin(), a->inputs.end());
     const Dataset dataset = Dataset::open(inputs);
     if (a->spec.rank >= a->spec.world_size) throw Error(Errc::usage, "--rank must be in [0, world size)");
@@ -80,6 +86,38 @@ Action setup_order(CLI::App& sub, const GlobalOptions&) {
     // Streamed in blocks: memory stays O(1) in the number of samples (the order is a pure
     // function of the position), whatever the size of the epoch.
     const bool npy = a->format == "npy";
+    nlohmann::ordered_json head{
+        {"schema", kJsonSchemaVersion},
+        {"command", "order"},
+        {"path", a->inputs.size() == 1 ? nlohmann::ordered_json(a->inputs.front()) : nlohmann::ordered_json(a->inputs)},
+        {"seed", a->spec.seed},
+        {"epoch", a->spec.epoch},
+        {"rank", a->spec.rank},
+        {"world_size", a->spec.world_size},
+        {"block_size", a->spec.block_size},
+        {"consumed", a->consumed},
+        {"num_samples", dataset.size()},
+        {"size", order.size()}};
+    if (a->json && !to_file) {
+      // Streamed as one line, `{..., "ids": [` then the ids block by block: O(1) memory as the
+      // text output (an epoch of billions of ids is never held).
+      std::string text = head.dump();
+      text.pop_back();
+      text += ",\"ids\":[";
+      OutputFile out("", false);
+      std::vector<uint64_t> ids(std::min<uint64_t>(order.size(), 1 << 16));
+      for (uint64_t first = 0; first < order.size(); first += ids.size()) {
+        throw_if_interrupted();
+        const std::span<uint64_t> block(ids.data(), std::min<uint64_t>(ids.size(), order.size() - first));
+        order.fill(first, block);
+        for (size_t i = 0; i < block.size(); ++i) text += (first + i ? "," : "") + std::to_string(block[i]);
+        if (!out.write(text)) return 0;
+        text.clear();
+      }
+      if (!out.write("]}\n")) return 0;
+      out.close();
+      return 0;
+    }
     OutputFile out(a->output, npy);  // npy: into a file or a pipe, never onto a terminal
     if (npy && !out.write(npy_header("'<i8'", std::vector<uint64_t>{order.size()}))) return 0;
     std::vector<uint64_t> ids(std::min<uint64_t>(order.size(), 1 << 16));
@@ -100,7 +138,14 @@ Action setup_order(CLI::App& sub, const GlobalOptions&) {
       if (!more) return 0;  // the reader has gone
     }
     out.close();
-    if (npy && !a->output.empty() && !is_stdout(a->output)) std::cout << a->output << "\n";
+    if (a->json) {
+      head["output"] = a->output;
+      head["format"] = a->format;
+      head.erase("schema");
+      print_json(head);
+    } else if (npy && to_file) {
+      std::cout << a->output << "\n";
+    }
     return 0;
   };
 }

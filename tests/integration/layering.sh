@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The library's layers (docs/ARCHITECTURE.md): no file in lib/src includes a header of a higher
 # layer. util is the bottom; net and image sit on it; format on those; sources, decode, index and
-# shuffle on format; convert, subset and verify on those; bench on everything. A public header
+# shuffle (and dataset: many caches, mixed orders) on format; convert, subset, verify and loader
+# on those; bench and stage (which verifies what it copies) on everything. A public header
 # (slip/*.hpp) belongs to the layer that implements it. A new directory or public header must be
 # placed in a layer here, so the check cannot be dodged by adding one.
 source "$(dirname "$0")/common.bash"
@@ -10,16 +11,17 @@ $PY - <<'PY' || fail "upward includes in lib/src (see the lines above)"
 import os, re, sys
 
 DIRS = {"util": 0, "net": 1, "image": 1, "format": 2, "sources": 3, "decode": 3, "index": 3,
-        "shuffle": 3, "convert": 4, "subset": 4, "verify": 4, "bench": 5}
+        "shuffle": 3, "dataset": 3, "convert": 4, "subset": 4, "verify": 4, "loader": 4,
+        "bench": 5, "stage": 5}
 PUBLIC = {  # slip/<name>.hpp -> layer of its implementation
     "export": 0, "error": 0, "error_class": 0, "hash": 0, "log": 0, "runtime": 0, "simd": 0,
     "schema": 0, "version": 0, "environment": 0,
     "transport": 1,
     "sigv4": 1, "image": 1, "yuv420_image": 1,
     "cache": 2, "npy": 2, "yuv420": 2, "source": 2, "inspect": 2,
-    "decode": 3, "pipelines": 3, "remote": 3, "shuffle": 3, "index": 3,
-    "convert": 4, "merge": 4, "subset": 4, "verify": 4,
-    "bench": 5, "slip": 6,
+    "decode": 3, "pipelines": 3, "remote": 3, "shuffle": 3, "index": 3, "dataset": 3, "mix": 3,
+    "convert": 4, "merge": 4, "subset": 4, "verify": 4, "loader": 4,
+    "bench": 5, "stage": 5, "slip": 6,
 }
 bad, checked = [], 0
 for root, _, files in os.walk("lib/src"):

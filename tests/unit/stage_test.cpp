@@ -251,13 +251,16 @@ TEST_F(Stage, InTheWayAndStageDirRule) {
   EXPECT_THROW((void)stage(cache_, o), Error);
   EXPECT_TRUE(fs::is_directory(o.dir / cache_.filename()));
 
-  ::unsetenv("SLIP_STAGE_DIR");
-  EXPECT_EQ(stage_dir_from(std::nullopt), std::nullopt);
-  EXPECT_EQ(stage_dir_from(fs::path()), std::nullopt);
-  ::setenv("SLIP_STAGE_DIR", "/dev/shm/x", 1);
-  EXPECT_EQ(stage_dir_from(std::nullopt), fs::path("/dev/shm/x"));
-  EXPECT_EQ(stage_dir_from(fs::path("/local")), fs::path("/local"));
-  ::unsetenv("SLIP_STAGE_DIR");
+  const Environment none = [](std::string_view) { return std::optional<std::string>(); };
+  const Environment empty = [](std::string_view) { return std::optional<std::string>(""); };
+  const Environment shm = [](std::string_view name) {
+    return name == "SLIP_STAGE_DIR" ? std::optional<std::string>("/dev/shm/x") : std::nullopt;
+  };
+  EXPECT_EQ(stage_dir_from(std::nullopt, none), std::nullopt);
+  EXPECT_EQ(stage_dir_from(fs::path(), none), std::nullopt);
+  EXPECT_EQ(stage_dir_from(std::nullopt, empty), std::nullopt);
+  EXPECT_EQ(stage_dir_from(std::nullopt, shm), fs::path("/dev/shm/x"));
+  EXPECT_EQ(stage_dir_from(fs::path("/local"), shm), fs::path("/local"));
 }
 
 }  // namespace

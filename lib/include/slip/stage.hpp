@@ -4,6 +4,7 @@
 #pragma once
 
 #include "slip/export.hpp"
+#include "slip/runtime.hpp"
 
 #include <cstdint>
 #include <filesystem>
@@ -72,9 +73,10 @@ class StagedCache {
 // this one fits; Error(io) when it cannot fit.
 StagedCache stage(const std::filesystem::path& src, const StageOptions& options);
 
-// Where a reader should stage: `given` when set and non-empty, else $SLIP_STAGE_DIR when set
-// and non-empty, else nullopt (read the cache where it lies). The Loader's stage_dir= rule.
-std::optional<std::filesystem::path> stage_dir_from(const std::optional<std::filesystem::path>& given);
+// Where a reader should stage: `given` when set and non-empty, else SLIP_STAGE_DIR in `env`
+// (pass process_environment()) when set and non-empty, else nullopt (read the cache where it
+// lies). The Loader's stage_dir= rule.
+std::optional<std::filesystem::path> stage_dir_from(const std::optional<std::filesystem::path>& given, const Environment& env);
 
 }  // namespace slip
 SLIP_API_END

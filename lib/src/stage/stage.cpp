@@ -324,9 +324,9 @@ StagedCache stage(const fs::path& source, const StageOptions& options) {
   return h;
 }
 
-std::optional<fs::path> stage_dir_from(const std::optional<fs::path>& given) {
+std::optional<fs::path> stage_dir_from(const std::optional<fs::path>& given, const Environment& env) {
   if (given && !given->empty()) return given;
-  if (const char* env = std::getenv("SLIP_STAGE_DIR"); env != nullptr && *env != '\0') return fs::path(env);
+  if (const auto dir = env_value(env, "SLIP_STAGE_DIR"); dir && !dir->empty()) return fs::path(*dir);
   return std::nullopt;
 }
 

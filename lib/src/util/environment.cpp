@@ -22,6 +22,10 @@ constexpr std::array kEnvironmentVariables{
                         "1: convert's workers write the payloads through a shared mapping from -j 8 up (as convert "
                         "--parallel-writes; the cache is byte-identical)",
                         "0: one writer thread"},
+    EnvironmentVariable{"SLIP_STAGE_DIR", "DIR",
+                        "the Python Loader reads each cache through a node-local copy in DIR (as Loader(stage_dir=DIR) and "
+                        "slip stage CACHE --to DIR do: one copy per node)",
+                        "caches are read where they lie"},
     EnvironmentVariable{"SLURM_CPUS_PER_TASK", "N", "caps the default thread count (as do the CPU affinity mask and the cgroup quota)",
                         "the CPUs available"},
     EnvironmentVariable{"SLURM_ARRAY_TASK_ID, SLURM_ARRAY_TASK_MIN, SLURM_ARRAY_TASK_COUNT", "N",
