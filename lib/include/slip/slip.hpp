@@ -50,6 +50,7 @@
 #include "slip/source.hpp"
 #include "slip/stage.hpp"
 #include "slip/subset.hpp"
+#include "slip/transport.hpp"
 #include "slip/verify.hpp"
 #include "slip/version.hpp"
 #include "slip/yuv420.hpp"

@@ -15,6 +15,7 @@
 #include "format/layout.hpp"
 #include "slip/error.hpp"
 #include "slip/hash.hpp"
+#include "util/atomic_file.hpp"
 #include "util/untrusted.hpp"
 
 namespace fs = std::filesystem;
@@ -333,6 +334,9 @@ bool Dataset::is_dataset_input(const fs::path& input) {
   std::error_code ec;
   if (fs::is_regular_file(input, ec)) return true;
   if (!fs::is_directory(input, ec)) return false;
+  // A run's temporary directory (killed before its manifest was written) is one cache-to-be:
+  // opening it says what it is (verify: exit 1), not "no caches in it".
+  if (detail::temporary_at(input)) return false;
   // A directory whose manifest cannot be looked at (no permission) is taken for a cache, so
   // that opening it reports the real reason (exit 4, "Permission denied").
   const fs::file_status manifest = fs::status(input / detail::kManifestName, ec);
