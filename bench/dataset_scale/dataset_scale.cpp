@@ -178,13 +178,15 @@ int run(const fs::path& input, uint32_t rank, uint32_t world, uint64_t resume_at
   const long file_rss1 = status_kb("RssFile");
   const long io1 = io_value("read_bytes"), rchar1 = io_value("rchar");
   std::printf(
-      "{\"caches\": %zu, \"samples\": %llu, \"epoch\": %llu, \"rank\": %u, \"world\": %u, \"open_s\": %.3f, \"open_cpu_s\": %.3f, \"open_peak_rss_mb\": %.1f, "
-      "\"open_anon_mb\": %.1f, \"plan_s\": %.3f, \"plan_cpu_s\": %.3f, \"plan_ids\": %llu, \"plan_peak_rss_mb\": %.1f, \"resume_at\": %llu, \"resume_world\": %u, \"resume_s\": %.3f, \"resume_cpu_s\": %.3f, "
+      "{\"caches\": %zu, \"samples\": %llu, \"epoch\": %llu, \"rank\": %u, \"world\": %u, \"open_s\": %.3f, \"open_cpu_s\": %.3f, "
+      "\"open_peak_rss_mb\": %.1f, "
+      "\"open_anon_mb\": %.1f, \"plan_s\": %.3f, \"plan_cpu_s\": %.3f, \"plan_ids\": %llu, \"plan_peak_rss_mb\": %.1f, \"resume_at\": "
+      "%llu, \"resume_world\": %u, \"resume_s\": %.3f, \"resume_cpu_s\": %.3f, "
       "\"resume_ids\": %llu, \"resume_file_pages_kb\": %ld, \"storage_read_mb\": %.1f, \"read_calls_mb\": %.1f, \"check\": %llu}\n",
       d.num_caches(), static_cast<unsigned long long>(d.size()), static_cast<unsigned long long>(order.size()), rank, world, t_open, c_open,
-      rss_open / 1024.0, anon_open / 1024.0, t_plan, c_plan, static_cast<unsigned long long>(ids.size()), rss_plan / 1024.0, static_cast<unsigned long long>(resume_at),
-      resume_world, t_resume, c_resume, static_cast<unsigned long long>(rest_ids.size()), file_rss1 - file_rss0, (io1 - io0) / 1048576.0,
-      (rchar1 - rchar0) / 1048576.0, static_cast<unsigned long long>(checksum));
+      rss_open / 1024.0, anon_open / 1024.0, t_plan, c_plan, static_cast<unsigned long long>(ids.size()), rss_plan / 1024.0,
+      static_cast<unsigned long long>(resume_at), resume_world, t_resume, c_resume, static_cast<unsigned long long>(rest_ids.size()),
+      file_rss1 - file_rss0, (io1 - io0) / 1048576.0, (rchar1 - rchar0) / 1048576.0, static_cast<unsigned long long>(checksum));
   return 0;
 }
 

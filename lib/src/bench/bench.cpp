@@ -301,8 +301,7 @@ BenchReport run_bench(const Cache& cache, const BenchOptions& options, const std
             digests[i] = xxh3_64(std::as_bytes(whole.pixels().subspan(e.offset, size_t{e.width} * e.height * 3)));
           }
           checksum->update(std::as_bytes(std::span<const uint64_t>(digests.data(), count)));
-        }
-        else
+        } else
           for (size_t g = 0; g < outputs.size(); ++g)
             checksum->update(outputs[g].first(count * crop_group_sample_bytes(decode.groups[g], decode.type)));
         hashing_seconds += elapsed_seconds(hashing);
