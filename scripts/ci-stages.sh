@@ -15,11 +15,11 @@ log=${SLIP_CI_LOG:-build/ci-stages.log}
 
 # name|budget (minutes)|command|what
 STAGES=(
-  "test|19|scripts/setup-tests.sh|apt packages, s3rver, configure, build, ctest (unit, reference, end-to-end)"
-  "jpeg-fallback|5|scripts/test-jpeg-fallback.sh|the JPEG engine's public-API path: the pixel suite again"
+  "test|15|scripts/setup-tests.sh|apt packages, s3rver, configure, build, ctest (unit, reference, end-to-end)"
+  "jpeg-fallback|7|scripts/test-jpeg-fallback.sh|the JPEG engine's public-API path: the pixel suite again; libjpeg-turbo 3.1 from ../shared/third_party loaded and compiled against (scripts/test-jpeg-31.sh)"
   "jpeg-12bit|2|scripts/test-jpeg-12bit.sh|a 12-bit libjpeg.so.62 built from ../shared/third_party (library target only): refused with one message"
-  "python-install|6|scripts/check-python-install.sh|pip into a fresh venv, tests against the installed copy, cmake --install"
-  "aarch64|7|scripts/check-aarch64.sh --ci|cross build, unit and pixel tests under qemu-user"
+  "python-install|6|scripts/check-python-install.sh|pip into a fresh venv, tests against the installed copy, cmake --install, the self-contained wheel (scripts/check-wheel.sh)"
+  "aarch64|9|scripts/check-aarch64.sh --ci|cross build, unit and pixel tests under qemu-user"
   "lint|3|scripts/lint.sh|clang-format on every C/C++ file, clang-tidy on lib/src and apps"
   "sanitizers|8|scripts/ci-sanitizers.sh 10|ASan+UBSan suite, TSan on the threaded paths, 10 s per fuzzer"
 )
