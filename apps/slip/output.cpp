@@ -194,12 +194,11 @@ std::string human_bytes(uint64_t bytes) {
   return buf;
 }
 
-int for_each_cache(const std::vector<std::string>& caches, bool json, const std::string& command,
-                   const std::function<int(const std::string&)>& one) {
-  if (caches.size() == 1) {
-    set_error_subject(caches.front());
-    return one(caches.front());
-  }
+namespace {
+// Each cache in turn, every one checked even when an earlier one fails: its error is logged
+// (and printed as a JSON error object under --json) and counts towards the worst exit code.
+int each_cache_reporting_errors(const std::vector<std::string>& caches, bool json, const std::string& command,
+                                const std::function<int(const std::string&)>& one) {
   int worst = 0;
   for (const std::string& cache : caches) {
     try {
@@ -213,6 +212,16 @@ int for_each_cache(const std::vector<std::string>& caches, bool json, const std:
   }
   return worst;
 }
+}  // namespace
+
+int for_each_cache(const std::vector<std::string>& caches, bool json, const std::string& command,
+                   const std::function<int(const std::string&)>& one) {
+  if (caches.size() == 1) {
+    set_error_subject(caches.front());
+    return one(caches.front());
+  }
+  return each_cache_reporting_errors(caches, json, command, one);
+}
 
 int for_each_dataset_cache(const std::vector<std::string>& inputs, bool json, const std::string& command,
                            const std::function<int(const std::string&)>& one, const std::function<int(const Dataset&)>& total,
@@ -223,17 +232,7 @@ int for_each_dataset_cache(const std::vector<std::string>& inputs, bool json, co
   std::vector<std::string> caches;
   for (const auto& p : Dataset::cache_paths(paths)) caches.push_back(p.string());
   // Several caches always: each one's error is reported and the next one still checked.
-  int worst = 0;
-  for (const std::string& cache : caches) {
-    try {
-      worst = std::max(worst, one(cache));
-    } catch (const Error& e) {
-      if (e.code() == Errc::interrupted) throw;
-      spdlog::error("{}", e.describe());
-      if (json) print_json(error_json(command, e, cache));
-      worst = std::max(worst, exit_code(e.code()));
-    }
-  }
+  int worst = each_cache_reporting_errors(caches, json, command, one);
   try {
     worst = std::max(worst, total(Dataset::open(paths)));
   } catch (const Error& e) {
