@@ -8,21 +8,15 @@
 #include <string>
 
 #include "slip/error.hpp"
+#include "util/splitmix.hpp"
 
 namespace slip {
 
 namespace {
 
-uint64_t mix_splitmix64(uint64_t x) noexcept {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
 // The seed of cache i's subset order: independent of the global order's key.
 uint64_t mix_cache_seed(uint64_t seed, size_t cache) noexcept {
-  return mix_splitmix64(seed ^ mix_splitmix64(cache + 0x6D69787375627365ull));
+  return detail::splitmix64_step(seed ^ detail::splitmix64_step(cache + 0x6D69787375627365ull));
 }
 
 constexpr uint64_t kMaxEpochLength = uint64_t{1} << 62;

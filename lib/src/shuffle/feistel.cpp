@@ -1,20 +1,14 @@
 #include <algorithm>
 
 #include "slip/error.hpp"
+#include "util/splitmix.hpp"
 #include "slip/shuffle.hpp"
 
 namespace slip {
 
 namespace {
 
-uint64_t splitmix64(uint64_t x) noexcept {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-uint64_t derive(uint64_t a, uint64_t b) noexcept { return splitmix64(a ^ splitmix64(b + 0x632BE59BD9B4E019ull)); }
+uint64_t derive(uint64_t a, uint64_t b) noexcept { return detail::splitmix64_step(a ^ detail::splitmix64_step(b + 0x632BE59BD9B4E019ull)); }
 
 }  // namespace
 
@@ -29,7 +23,7 @@ FeistelPermutation::FeistelPermutation(uint64_t n, uint64_t key, int rounds) : n
 }
 
 uint64_t FeistelPermutation::round_fn(uint64_t value, int round) const noexcept {
-  return splitmix64(value ^ derive(key_, static_cast<uint64_t>(round))) & half_mask_;
+  return detail::splitmix64_step(value ^ derive(key_, static_cast<uint64_t>(round))) & half_mask_;
 }
 
 uint64_t FeistelPermutation::operator()(uint64_t x) const noexcept {
