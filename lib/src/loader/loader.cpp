@@ -17,6 +17,7 @@
 #include "slip/cache.hpp"
 #include "slip/dataset.hpp"
 #include "slip/error.hpp"
+#include "slip/image.hpp"
 #include "slip/mix.hpp"
 #include "slip/pipelines.hpp"
 #include "slip/shuffle.hpp"
@@ -114,7 +115,7 @@ struct Loader::Engine {
   DecodeOptions decode;                                 // every cache's decoder's
   std::vector<std::unique_ptr<BatchDecoder>> decoders;  // one per cache, made when first needed
   std::vector<std::vector<std::byte>> scratch;          // a mixed batch's crops of one cache, per group
-  std::vector<PackedImages> scratch_full;               // a mixed batch's whole images, per cache in it
+  std::vector<RgbImage> scratch_images;                 // a mixed batch's whole images (storage kept batch to batch)
   std::vector<std::pair<size_t, size_t>> by_cache;      // (cache, batch slot) of a mixed batch, sorted
   std::vector<uint64_t> local_ids;                      // the batch's ids in their caches
   std::vector<size_t> field_ids;
@@ -512,18 +513,19 @@ void decode_loader_ids(Loader::Engine& e, const LoaderCaches& d, const LoaderOpt
   }
   std::sort(e.by_cache.begin(), e.by_cache.end());
   std::vector<uint64_t> run_ids;
-  std::vector<std::pair<size_t, size_t>> placed(o.full_decode ? n : 0);  // slot -> (run, index in run)
-  size_t runs = 0;
-  for (size_t r0 = 0; r0 < n; ++runs) {
+  std::vector<size_t> placed(o.full_decode ? n : 0);  // slot -> its image in scratch_images
+  if (o.full_decode && e.scratch_images.size() < n) e.scratch_images.resize(n);
+  for (size_t r0 = 0; r0 < n;) {
     const size_t c = e.by_cache[r0].first;
     size_t r1 = r0;
     run_ids.clear();
     for (; r1 < n && e.by_cache[r1].first == c; ++r1) run_ids.push_back(e.local_ids[e.by_cache[r1].second]);
     BatchDecoder& decoder = loader_decoder(e, d, c);
     if (o.full_decode) {
-      if (e.scratch_full.size() <= runs) e.scratch_full.resize(runs + 1);
-      decoder.decode_images(run_ids, e.scratch_full[runs]);
-      for (size_t j = r0; j < r1; ++j) placed[e.by_cache[j].second] = {runs, j - r0};
+      // Per-image buffers that keep their storage from batch to batch (a packed block per
+      // cache would be re-planned, and its pages faulted in again, at every batch).
+      decoder.decode_images(run_ids, std::span<RgbImage>(e.scratch_images).subspan(r0, r1 - r0));
+      for (size_t j = r0; j < r1; ++j) placed[e.by_cache[j].second] = j;
     } else {
       e.scratch.resize(b.groups.size());
       std::vector<std::span<std::byte>> outs;
@@ -542,20 +544,15 @@ void decode_loader_ids(Loader::Engine& e, const LoaderCaches& d, const LoaderOpt
   }
   if (!o.full_decode) return;
   size_t total = 0;  // the whole images, in batch order, into the batch's one block
-  for (const auto& [run, k] : placed) {
-    const PackedImages::Extent& x = e.scratch_full[run].images[k];
-    total += size_t{x.width} * x.height * 3;
-  }
+  for (size_t k : placed) total += e.scratch_images[k].pixels.size();
   b.full.resize(total);
   b.full.images.resize(n);
   size_t offset = 0;
   for (size_t i = 0; i < n; ++i) {
-    const PackedImages& from = e.scratch_full[placed[i].first];
-    const PackedImages::Extent& x = from.images[placed[i].second];
-    const size_t bytes = size_t{x.width} * x.height * 3;
-    std::memcpy(b.full.pixels().data() + offset, from.pixels().data() + x.offset, bytes);
-    b.full.images[i] = {offset, x.width, x.height};
-    offset += bytes;
+    const RgbImage& from = e.scratch_images[placed[i]];
+    std::memcpy(b.full.pixels().data() + offset, from.pixels.data(), from.pixels.size());
+    b.full.images[i] = {offset, from.width, from.height};
+    offset += from.pixels.size();
   }
 }
 
@@ -636,7 +633,10 @@ void produce_loader_batches(Loader::Engine& e, LoaderCaches d, const LoaderOptio
     std::lock_guard lock(e.mutex);
     e.error = std::current_exception();
   }
-  if (o.full_decode) e.pool->set_idle(true);
+  if (o.full_decode) {
+    e.pool->set_idle(true);
+    e.scratch_images.clear();  // as the pool's blocks: no batch of images kept between iterations
+  }
   std::lock_guard lock(e.mutex);
   e.finished = true;
   e.ready_cv.notify_all();
