@@ -6,10 +6,13 @@ PILToTensor) and normalised float32 CHW (ToTensor + Normalize); and whole images
 against `slip bench -p decode`, no torchvision row). Prints images/s (best of EPOCHS epochs) and the
 ratios, one table per thread count.
 
-Usage: bench/python_loader.py SLIP IMAGEFOLDER [EPOCHS] [--threads 1,2,4,...|scaling] [--no-torchvision]
+Usage: bench/python_loader.py SLIP IMAGEFOLDER [EPOCHS] [--threads 1,2,4,...|scaling] [--no-torchvision] [--dataset-parts N]
   --threads: the loader's threads and the DataLoader's workers (default 2); "scaling": 1, 2, 4, ...
   up to the CPUs, then the CPUs (issue 39's Loader >= 0.95x `slip bench` at N threads).
   --no-torchvision: the Loader against `slip bench` only (torchvision takes most of the run).
+  --dataset-parts N: instead, the Loader over the same images as one cache and as a dataset of N
+  caches (`slip convert --shard I/N` parts, read without merge), epochs alternating between the
+  two, and the ratio dataset/one cache (issue 44's goal: >= 0.95x).
   The images of IMAGEFOLDER of at most 10 MPix (the set the peer figures use: docs/PERFORMANCE.md's
   "Against the peers"), as a symlinked ImageFolder, converted by SLIP into a temporary cache.
   slipcache must be importable (installed, or PYTHONPATH=build/python); torchvision is Debian's
@@ -32,6 +35,7 @@ parser.add_argument("imagefolder")
 parser.add_argument("epochs", nargs="?", type=int, default=3)
 parser.add_argument("--threads", default="2")
 parser.add_argument("--no-torchvision", action="store_true")
+parser.add_argument("--dataset-parts", type=int, default=0)
 args = parser.parse_args()
 slip_bin, source, epochs = args.slip, args.imagefolder, args.epochs
 cpus = len(os.sched_getaffinity(0))
@@ -57,6 +61,38 @@ for cls in sorted(os.listdir(source)):
         kept += 1
 cache = subprocess.run([slip_bin, "convert", folder, "-o", os.path.join(work.name, "c"), "-q"], check=True, capture_output=True,
                        text=True).stdout.strip()
+
+
+def dataset_comparison(parts):
+    """The Loader over the one cache and over `parts` part caches of the same images (global ids
+    are the one cache's): epochs alternate between the two so that both see the same machine load."""
+    out = os.path.join(work.name, "parts")
+    for i in range(parts):
+        subprocess.run([slip_bin, "convert", folder, "-o", out, "--shard", f"{i}/{parts}", "-q"], check=True, capture_output=True)
+    (parts_dir,) = [os.path.join(out, d) for d in os.listdir(out) if d.endswith(".parts")]
+    print(f"{kept} images of at most {max_pixels:,} pixels, batch {batch}, best of {epochs} epochs (img/s); {cpus} CPUs; "
+          f"one cache against a dataset of {parts} parts")
+    print(f"{'threads':>7} {'pipeline':10} {'one cache':>10} {'dataset':>10} {'dataset/one':>11}")
+    for threads in thread_counts:
+        for pipeline in ("rrc", "decode"):
+            size = 224 if pipeline == "rrc" else None
+            loaders = [slipcache.Loader(src, batch_size=batch, pipeline=pipeline, size=size, threads=threads, shuffle=True)
+                       for src in (cache, parts_dir)]
+            assert loaders[0].order() == loaders[1].order(), "the same global order"
+            rates = [[], []]
+            for e in range(epochs):
+                for which, loader in enumerate(loaders):
+                    loader.set_epoch(e)
+                    t = time.perf_counter()
+                    n = sum(len(b["image"]) for b in loader)
+                    rates[which].append(n / (time.perf_counter() - t))
+            one, ds = max(rates[0]), max(rates[1])
+            print(f"{threads:7} {pipeline:10} {one:10.1f} {ds:10.1f} {ds / one:11.3f}")
+
+
+if args.dataset_parts:
+    dataset_comparison(args.dataset_parts)
+    sys.exit(0)
 
 
 def best(run):

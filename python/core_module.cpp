@@ -25,6 +25,45 @@ namespace {
 
 // A cache shared by the Python objects that view its mapped files (arrays keep it alive).
 using CachePtr = std::shared_ptr<slip::Cache>;
+using DatasetPtr = std::shared_ptr<slip::Dataset>;
+
+// Mix weights as Python passes them: (kind, value) per cache, kind "proportion", "repeat",
+// "choose" (slip order --mix's words) or "" for a cache without one. slipcache checks the types.
+using WeightList = std::vector<std::pair<std::string, double>>;
+
+slip::StreamWeight stream_weight_of(const std::string& kind, double value) {
+  for (const auto k : {slip::WeightKind::proportion, slip::WeightKind::repeat, slip::WeightKind::choose})
+    if (kind == slip::weight_kind_name(k)) return {k, value};
+  if (kind.empty() || kind == "none") return {};
+  throw slip::Error(slip::Errc::usage, "a weight is proportion, repeat or choose, not \"" + kind + "\"");
+}
+
+std::vector<slip::StreamWeight> stream_weights_of(const WeightList& list) {
+  std::vector<slip::StreamWeight> out;
+  for (const auto& [kind, value] : list) out.push_back(stream_weight_of(kind, value));
+  return out;
+}
+
+WeightList weight_list_of(const std::vector<slip::StreamWeight>& weights) {
+  WeightList out;
+  for (const slip::StreamWeight& w : weights)
+    out.emplace_back(w.kind == slip::WeightKind::none ? std::string() : std::string(slip::weight_kind_name(w.kind)), w.value);
+  return out;
+}
+
+// The weights as state_dict() records them: [{"proportion": 0.7}, ...] ({} for a cache without).
+py::list weight_dicts(const std::vector<slip::StreamWeight>& weights) {
+  py::list out;
+  for (const slip::StreamWeight& w : weights) {
+    py::dict d;
+    if (w.kind == slip::WeightKind::choose)
+      d[slip::weight_kind_name(w.kind)] = static_cast<uint64_t>(w.value);
+    else if (w.kind != slip::WeightKind::none)
+      d[slip::weight_kind_name(w.kind)] = w.value;
+    out.append(d);
+  }
+  return out;
+}
 
 py::object field_value(const slip::Cache& cache, size_t fi, uint64_t i) {
   const slip::CacheField& f = cache.fields()[fi];
@@ -195,6 +234,8 @@ py::dict state_dict_of(const slip::LoaderState& s) {
   d["seed"] = s.seed;
   d["world_size"] = s.world_size;
   d["batch_size"] = s.batch_size;
+  d["weights"] = weight_dicts(s.mix.weights);  // the mix of this epoch (version 3)
+  d["epoch_size"] = s.mix.epoch_size ? py::object(py::int_(*s.mix.epoch_size)) : py::object(py::none());
   return d;
 }
 
@@ -305,12 +346,20 @@ std::vector<slip::CropGroup> crop_groups(const std::string& pipeline, std::optio
 }
 
 // _core.Loader(...): the options slipcache.Loader has converted (and documented), checked once more.
-LoaderPtr make_loader(CachePtr cache, size_t batch_size, const std::string& pipeline, std::optional<uint32_t> size, py::object scale,
+// `source` is a Cache or a Dataset; weights/epoch_size None: a dataset list's (else none).
+LoaderPtr make_loader(py::object source, size_t batch_size, const std::string& pipeline, std::optional<uint32_t> size, py::object scale,
                       py::object ratio, bool flip, uint64_t seed, uint64_t epoch, bool shuffle, uint32_t rank, uint32_t world_size,
                       bool drop_last, unsigned threads, const std::string& layout, const std::string& dtype, std::vector<float> mean,
                       std::vector<float> std, py::object indices, std::optional<std::vector<std::string>> fields, bool yuv420_siblings,
                       uint64_t block_size, size_t prefetch, const std::string& resample, const std::string& filter, bool crop_aware,
-                      const std::string& on_error) {
+                      const std::string& on_error, std::optional<WeightList> weights, std::optional<uint64_t> epoch_size) {
+  CachePtr cache;
+  DatasetPtr dataset;
+  if (py::isinstance<slip::Dataset>(source))
+    dataset = source.cast<DatasetPtr>();
+  else
+    cache = source.cast<CachePtr>();  // TypeError for anything else
+  const slip::Cache& first = dataset ? dataset->cache(0) : *cache;
   if (batch_size == 0) throw slip::Error(slip::Errc::usage, "batch_size must be >= 1");
   if (world_size == 0 || rank >= world_size) throw slip::Error(slip::Errc::usage, "rank must be < world_size");
   slip::LoaderOptions cfg;
@@ -355,12 +404,20 @@ LoaderPtr make_loader(CachePtr cache, size_t batch_size, const std::string& pipe
   cfg.indices = sample_indices(indices);
   if (fields) {
     cfg.fields = std::move(*fields);
-  } else if (const auto label = cache->field_index("label"); label && (cache->fields()[*label].type == slip::FieldType::int64 ||
-                                                                       cache->fields()[*label].type == slip::FieldType::float64)) {
+  } else if (const auto label = first.field_index("label"); label && (first.fields()[*label].type == slip::FieldType::int64 ||
+                                                                      first.fields()[*label].type == slip::FieldType::float64)) {
     cfg.fields = {"label"};  // the default: the label when the cache has one
   }
   cfg.prefetch = std::max<size_t>(1, prefetch);
-  return LoaderPtr(std::make_unique<slip::Loader>(std::move(cache), std::move(cfg)).release());
+  if (dataset) {
+    std::optional<slip::LoaderMix> mix;
+    if (weights || epoch_size)  // each one not given: the list's, as `slip order`
+      mix = slip::LoaderMix{weights ? stream_weights_of(*weights) : dataset->weights(), epoch_size ? epoch_size : dataset->epoch_size()};
+    return LoaderPtr(std::make_unique<slip::Loader>(std::move(dataset), std::move(cfg), std::move(mix)).release());
+  }
+  auto loader = std::make_unique<slip::Loader>(std::move(cache), std::move(cfg));
+  if (weights || epoch_size) loader->set_mix({weights ? stream_weights_of(*weights) : std::vector<slip::StreamWeight>{}, epoch_size});
+  return LoaderPtr(loader.release());
 }
 
 void bind_cache(py::module_& m) {
@@ -416,6 +473,40 @@ void bind_cache(py::module_& m) {
       });
 }
 
+// _core.Dataset: caches read as one (slip/dataset.hpp), as `slip order` opens its inputs.
+void bind_dataset(py::module_& m) {
+  py::class_<slip::Dataset, DatasetPtr>(m, "Dataset")
+      .def(py::init([](const std::vector<std::string>& inputs) {
+             const std::vector<std::filesystem::path> paths(inputs.begin(), inputs.end());
+             return std::make_shared<slip::Dataset>(slip::Dataset::open(paths));
+           }),
+           py::arg("inputs"))
+      .def_static(
+          "is_dataset_input", [](const std::string& path) { return slip::Dataset::is_dataset_input(path); }, py::arg("path"))
+      .def("__len__", &slip::Dataset::size)
+      .def_property_readonly("num_caches", &slip::Dataset::num_caches)
+      .def_property_readonly("paths",
+                             [](const slip::Dataset& d) {
+                               std::vector<std::string> out;
+                               for (size_t i = 0; i < d.num_caches(); ++i) out.push_back(d.cache(i).path().string());
+                               return out;
+                             })
+      .def_property_readonly("sizes", &slip::Dataset::sizes)
+      .def_property_readonly("fields",
+                             [](const slip::Dataset& d) {
+                               py::dict out;
+                               for (const auto& f : d.fields()) out[py::str(f.name)] = f.type_name;
+                               return out;
+                             })
+      .def_property_readonly("weights", [](const slip::Dataset& d) { return weight_dicts(d.weights()); })
+      .def_property_readonly("epoch_size", &slip::Dataset::epoch_size)
+      .def("list_json", &slip::Dataset::list_json);
+  m.def(
+      "parse_weights",
+      [](const std::string& text, size_t num_caches) { return weight_list_of(slip::parse_weights(text, num_caches)); },
+      py::arg("text"), py::arg("num_caches"), "slip order --mix's text (\"proportion:0.7,0.3\") as (kind, value) pairs");
+}
+
 // _core.Loader and what iter() returns.
 void bind_loader(py::module_& m) {
   py::class_<LoaderIterator>(m, "LoaderIterator")
@@ -429,11 +520,12 @@ void bind_loader(py::module_& m) {
   // Arguments are checked (make_loader) once more, but documented (and converted: paths, defaults) by
   // slipcache.Loader, which is what users call.
   py::class_<slip::Loader, LoaderPtr>(m, "Loader")
-      .def(py::init(&make_loader), py::arg("cache"), py::arg("batch_size"), py::arg("pipeline"), py::arg("size").none(true),
+      .def(py::init(&make_loader), py::arg("source"), py::arg("batch_size"), py::arg("pipeline"), py::arg("size").none(true),
            py::arg("scale").none(true), py::arg("ratio").none(true), py::arg("flip"), py::arg("seed"), py::arg("epoch"), py::arg("shuffle"),
            py::arg("rank"), py::arg("world_size"), py::arg("drop_last"), py::arg("threads"), py::arg("layout"), py::arg("dtype"),
            py::arg("mean"), py::arg("std"), py::arg("indices").none(true), py::arg("fields").none(true), py::arg("yuv420_siblings"),
-           py::arg("block_size"), py::arg("prefetch"), py::arg("resample"), py::arg("filter"), py::arg("crop_aware"), py::arg("on_error"))
+           py::arg("block_size"), py::arg("prefetch"), py::arg("resample"), py::arg("filter"), py::arg("crop_aware"), py::arg("on_error"),
+           py::arg("weights").none(true) = py::none(), py::arg("epoch_size").none(true) = py::none())
       .def("__len__", &slip::Loader::batches)
       .def_property_readonly("epoch", &slip::Loader::epoch)
       .def_property_readonly("fields", [](const slip::Loader& l) { return l.options().fields; })
@@ -442,15 +534,28 @@ void bind_loader(py::module_& m) {
       .def("state", [](const slip::Loader& l) { return state_dict_of(l.state()); })
       .def(
           "load_state",
-          [](slip::Loader& l, uint64_t epoch, uint64_t consumed, uint64_t samples, uint64_t seed) {
+          [](slip::Loader& l, uint64_t epoch, uint64_t consumed, uint64_t samples, uint64_t seed, std::optional<WeightList> weights,
+             std::optional<uint64_t> epoch_size) {
             slip::LoaderState s;
             s.epoch = epoch;
             s.consumed = consumed;
             s.samples = samples;
             s.seed = seed;
+            s.version = weights ? 3 : 2;  // a state without a recorded mix resumes with the Loader's own
+            if (weights) s.mix = {stream_weights_of(*weights), epoch_size};
             l.load_state(s);
           },
-          py::arg("epoch"), py::arg("consumed"), py::arg("samples"), py::arg("seed"))
+          py::arg("epoch"), py::arg("consumed"), py::arg("samples"), py::arg("seed"), py::arg("weights").none(true) = py::none(),
+          py::arg("epoch_size").none(true) = py::none())
+      .def(
+          "set_mix",
+          [](slip::Loader& l, const WeightList& weights, std::optional<uint64_t> epoch_size) {
+            l.set_mix({stream_weights_of(weights), epoch_size});
+          },
+          py::arg("weights"), py::arg("epoch_size").none(true))
+      .def_property_readonly("weights", [](const slip::Loader& l) { return weight_dicts(l.mix().weights); })
+      .def_property_readonly("epoch_size", [](const slip::Loader& l) { return l.mix().epoch_size; })
+      .def_property_readonly("num_caches", &slip::Loader::num_caches)
       .def_property_readonly("skipped",
                              [](slip::Loader& l) {
                                py::list out;
@@ -549,6 +654,7 @@ PYBIND11_MODULE(_core, m) {
       "Run the kernels at most at `level` (same pixels at every level); slip.Error if this CPU lacks it");
 
   bind_cache(m);
+  bind_dataset(m);
   bind_loader(m);
   bind_stage(m);
 }

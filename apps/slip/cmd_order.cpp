@@ -73,16 +73,7 @@ Action setup_order(CLI::App& sub, const GlobalOptions&) {
     mix.seed = a->spec.seed;
     mix.epoch = a->spec.epoch;
     mix.block_size = a->spec.block_size;
-    const MixedOrder mixed(mix);
-    const RankPositions positions(mixed.size(), a->consumed, a->spec.rank, a->spec.world_size);
-    struct RankOrder {
-      const MixedOrder& order;
-      const RankPositions& positions;
-      uint64_t size() const { return positions.size(); }
-      void fill(uint64_t first, std::span<uint64_t> out) const {
-        for (size_t i = 0; i < out.size(); ++i) out[i] = order(positions(first + i));
-      }
-    } order{mixed, positions};
+    const RankOrder order(mix, a->consumed, a->spec.rank, a->spec.world_size);  // what slip::Loader reads
     // Streamed in blocks: memory stays O(1) in the number of samples (the order is a pure
     // function of the position), whatever the size of the epoch.
     const bool npy = a->format == "npy";

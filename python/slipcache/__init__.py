@@ -1,9 +1,11 @@
 """slipcache: read slipstream caches and load training batches on slip's decode engine.
 
-The Python package of slip (https://github.com/... , library libslipstream). Two classes:
+The Python package of slip (https://github.com/... , library libslipstream). Three classes:
 
 - :class:`Cache` -- a cache directory written by ``slip convert``: samples, fields, zero-copy
   numpy columns, verification.
+- :class:`Dataset` -- several caches with the same fields read as one (a list of caches, a
+  directory of caches or of ``slip convert --shard`` parts, a dataset list file).
 - :class:`Loader` -- batches of decoded, cropped (and flipped, normalised) images plus their
   fields, as numpy arrays, decoded on slip's own threads while Python trains on the previous
   batch. An iterable like ``torch.utils.data.DataLoader``: each ``for batch in loader`` is one
@@ -31,7 +33,7 @@ except ImportError as _numpy_missing:  # said here, not at the first batch (or a
 
 from . import _core
 
-__all__ = ["Cache", "Loader", "Error", "__version__", "build_info", "simd_level", "set_simd_level"]
+__all__ = ["Cache", "Dataset", "Loader", "Error", "__version__", "build_info", "simd_level", "set_simd_level"]
 
 __version__: str = _core.__version__
 
@@ -217,6 +219,107 @@ class Cache:
         return self._core.info()
 
 
+_WEIGHT_KINDS = ("proportion", "repeat", "choose")
+
+
+def _weights_arg(weights: Any, name: str = "weights") -> Optional[List[Tuple[str, float]]]:
+    """Mix weights as _core takes them, ``(kind, value)`` per cache (kind "" for a cache without
+    one), from ``slip order --mix``'s text (``"proportion:0.7,0.3"``) or a sequence with one
+    entry per cache: ``{"proportion": 0.7}``, ``{"repeat": 2}``, ``{"choose": 1000}``, or
+    ``{}``/None (none for that cache). None: None."""
+    if weights is None:
+        return None
+    if isinstance(weights, str):
+        kind, sep, values = weights.partition(":")
+        if not sep:
+            raise _usage_error(f"{name} as text is KIND:V1,V2,... (proportion, repeat or choose), not {weights!r}")
+        return _core.parse_weights(weights, len(values.split(",")))
+    if isinstance(weights, (bytes, dict)) or not hasattr(weights, "__iter__"):
+        raise TypeError(f"{name} must be a list with one dict per cache ({{\"proportion\": 0.7}}, ...) or a str, "
+                        f"not {type(weights).__name__}")
+    out: List[Tuple[str, float]] = []
+    for i, entry in enumerate(weights):
+        if entry is None or (isinstance(entry, dict) and not entry):
+            out.append(("", 0.0))
+            continue
+        if not isinstance(entry, dict):
+            raise TypeError(f"{name}[{i}] must be a dict such as {{\"proportion\": 0.7}}, not {type(entry).__name__}")
+        kinds = [key for key in entry if key in _WEIGHT_KINDS]
+        others = [key for key in entry if key not in _WEIGHT_KINDS]
+        if len(kinds) != 1 or others:
+            raise _usage_error(f"{name}[{i}] must have one key of proportion, repeat or choose, not {sorted(entry)}")
+        value = entry[kinds[0]]
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+            raise TypeError(f"{name}[{i}][\"{kinds[0]}\"] must be a number, not {type(value).__name__}")
+        out.append((kinds[0], float(value)))
+    return out
+
+
+class Dataset:
+    """Several caches with the same fields read as one: sample ids are global (the first cache's
+    samples first, then the second's, ...), as ``slip order`` and ``slip info`` read them.
+
+    Args:
+        source: a cache directory, a directory of caches (and of ``slip convert --shard I/N``
+            parts, without ``slip merge``), a dataset list file (JSON with content ids and
+            optional weights and ``epoch_size``, or text with one ``PATH [CONTENT_ID]`` per
+            line; a cache changed since the list was written is refused), or a list of these.
+
+    Raises:
+        Error: a cache that cannot be opened, caches whose fields differ (naming the first
+            difference), a changed cache.
+    """
+
+    __slots__ = ("_core",)
+
+    def __init__(self, source: Union[PathLike, Sequence[PathLike]]) -> None:
+        if isinstance(source, (str, bytes)) or hasattr(source, "__fspath__"):
+            inputs = [_fspath(source, "source")]
+        elif hasattr(source, "__iter__"):
+            inputs = [_fspath(p, "source") for p in source]
+        else:
+            raise TypeError(f"source must be a path or a list of paths, not {type(source).__name__}")
+        if not inputs:
+            raise _usage_error("a dataset needs at least one cache")
+        self._core = _core.Dataset(inputs)
+
+    def __len__(self) -> int:
+        return len(self._core)
+
+    @property
+    def paths(self) -> List[str]:
+        """Its cache directories, in order."""
+        return self._core.paths
+
+    @property
+    def sizes(self) -> List[int]:
+        """The samples of each cache."""
+        return self._core.sizes
+
+    @property
+    def fields(self) -> Dict[str, str]:
+        """Field name to type name (the same in every cache)."""
+        return self._core.fields
+
+    @property
+    def weights(self) -> List[Dict[str, float]]:
+        """The weights a JSON list file gave (``[{"proportion": 0.7}, ...]``), else ``[]``."""
+        return self._core.weights
+
+    @property
+    def epoch_size(self) -> Optional[int]:
+        """The ``epoch_size`` a JSON list file gave, else None."""
+        return self._core.epoch_size
+
+    def list_json(self) -> str:
+        """A JSON list file naming these caches (absolute paths) with their content ids and sample
+        counts: opened later, a cache changed since is refused."""
+        return self._core.list_json()
+
+    def __repr__(self) -> str:
+        return f"slipcache.Dataset({self.paths!r}, samples={len(self)})"
+
+
 class Loader:
     """Batches of decoded, cropped images (and fields) from a cache, prefetched on slip's engine.
 
@@ -234,6 +337,15 @@ class Loader:
       block per batch).
     - ``batch[field]``: int64 or float64 arrays of shape ``(B,)``.
 
+    Over a dataset of several caches (``source`` a list, a directory of caches or parts, a list
+    file, a :class:`Dataset`), sample ids are the dataset's global ids (``order()``,
+    ``skipped``, ``window()``), and each sample's pixels are those a Loader over its own cache
+    alone gives it (crops are keyed by the sample's id in its cache). ``weights`` mix the caches
+    per epoch, as MosaicML Streaming's ``Stream``: ``{"proportion": p}`` (relative share of an
+    epoch of ``epoch_size`` samples), ``{"repeat": r}`` (times per epoch, fractional allowed) or
+    ``{"choose": n}`` (samples per epoch), one per cache; the order is ``slip order --mix``'s
+    for the same seed and epoch. :meth:`set_weights` changes the mix from the next epoch on.
+
     Epochs: each new ``iter(loader)`` runs the next epoch (a new shuffle and new crops), as
     ``DataLoader`` and FFCV do; the first one runs ``epoch``. ``set_epoch(e)`` chooses the epoch
     of the next ``iter()`` instead, so any epoch can be reproduced exactly from
@@ -242,7 +354,10 @@ class Loader:
     raises ``ValueError``).
 
     Args:
-        cache: a :class:`Cache`, or the path of one (``str`` or ``os.PathLike``).
+        source: a :class:`Cache`, a :class:`Dataset`, or what ``slip order`` reads: the path of
+            a cache (``str`` or ``os.PathLike``), of a directory of caches or of ``slip convert
+            --shard I/N`` parts, of a dataset list file (``.json`` or text), or a list of such
+            paths.
         batch_size: samples per batch (the last batch may be smaller unless ``drop_last``).
         pipeline: ``"rrc"`` (RandomResizedCrop, decoding only the crop), ``"direct-rrc"``
             (RandomResizedCrop sampled over the whole image), ``"center"`` (resize to
@@ -293,7 +408,15 @@ class Loader:
             from, as ``slip stage CACHE --to DIR`` makes it: the first Loader on the node copies
             and checks it, the others wait and read that copy; the Loader holds it (no budgeted
             ``slip stage`` evicts it) while it lives. None: ``$SLIP_STAGE_DIR`` when set and
-            non-empty, else the cache is read where it lies. Needs ``cache`` as a path.
+            non-empty, else the cache is read where it lies. Needs ``source`` as path(s); a
+            dataset stages each of its caches.
+        weights: the mix of a dataset's caches, one entry per cache in dataset order
+            (``[{"proportion": 0.7}, {"proportion": 0.3}]``, ``{"repeat": 2}``, ``{"choose":
+            1000}``; ``{}`` for none), or ``slip order --mix``'s text (``"proportion:0.7,0.3"``).
+            None: a JSON list file's weights, else every sample once. Not with ``indices`` nor
+            ``shuffle=False``.
+        epoch_size: samples per epoch, split by the proportions (None: a JSON list file's, else
+            the dataset's size). Not with repeat/choose.
 
     Integer arguments take Python or numpy integers, never ``bool`` or ``float``; ``bool``
     arguments ``bool`` or ``numpy.bool_``. A Loader may be iterated from several threads (an
@@ -307,7 +430,7 @@ class Loader:
 
     def __init__(
         self,
-        cache: Union[Cache, PathLike],
+        source: Union[Cache, Dataset, PathLike, Sequence[PathLike]],
         batch_size: int = 256,
         *,
         pipeline: str = "rrc",
@@ -336,19 +459,45 @@ class Loader:
         crop_aware: bool = True,
         on_error: str = "raise",
         stage_dir: Optional[PathLike] = None,
+        weights: Optional[Union[str, Sequence[Optional[Dict[str, float]]]]] = None,
+        epoch_size: Optional[int] = None,
     ) -> None:
-        self._staged = None  # holds the node-local copy (slip stage) for as long as the Loader lives
-        if isinstance(cache, Cache):
+        self._staged: List[Any] = []  # holds the node-local copies (slip stage) for as long as the Loader lives
+        self._cache: Optional[Cache] = None
+        self._dataset: Optional[Dataset] = None
+        if isinstance(source, (Cache, Dataset)):
             if stage_dir is not None:
-                raise _usage_error("stage_dir= needs the cache's path, not a Cache (Loader(cache.path, stage_dir=...))")
-            self._cache = cache
+                raise _usage_error("stage_dir= needs the cache's path, not a Cache or Dataset (Loader(cache.path, stage_dir=...))")
+            if isinstance(source, Cache):
+                self._cache = source
+            else:
+                self._dataset = source
         else:
-            path = _fspath(cache, "cache")
+            one = isinstance(source, (str, bytes)) or hasattr(source, "__fspath__")
+            paths = [_fspath(source, "source")] if one else None
+            if paths is None:
+                if not hasattr(source, "__iter__"):
+                    raise TypeError(f"source must be a Cache, a Dataset, a path or a list of paths, not {type(source).__name__}")
+                paths = [_fspath(p, "source") for p in source]
             where = _core.stage_dir(None if stage_dir is None else _fspath(stage_dir, "stage_dir"))
-            if where is not None:
-                self._staged = _core.stage(path, where)
-                path = self._staged.path
-            self._cache = Cache(path)
+            if one and not _core.Dataset.is_dataset_input(paths[0]):  # one cache
+                if where is not None:
+                    self._staged.append(_core.stage(paths[0], where))
+                    paths = [self._staged[-1].path]
+                self._cache = Cache(paths[0])
+            else:
+                self._dataset = Dataset(paths)
+                if where is not None:  # each cache staged; the list's weights stay the defaults
+                    listed = self._dataset
+                    self._staged = [_core.stage(p, where) for p in listed.paths]
+                    self._dataset = Dataset([s.path for s in self._staged])
+                    if weights is None and listed.weights:
+                        weights = listed.weights
+                    if epoch_size is None:
+                        epoch_size = listed.epoch_size
+        mix = _weights_arg(weights)
+        if epoch_size is not None:
+            epoch_size = _int_arg("epoch_size", epoch_size, low=1)
         if isinstance(fields, str):
             raise TypeError("fields must be a sequence of field names, not a str")
         if fields is not None:
@@ -378,18 +527,17 @@ class Loader:
         if ratio is not None:
             ratio = _floats_arg("ratio", ratio, 2)
         mean, std = _floats_arg("mean", mean, 3), _floats_arg("std", std, 3)
-        indices = _indices_arg(indices, len(self._cache))
+        indices = _indices_arg(indices, len(self._source))
         if not all(s > 0 for s in std):
             raise _usage_error(f"std must be > 0, not {tuple(std)}")
         self._core = _core.Loader(
-            self._cache._core, batch_size=batch_size, pipeline=pipeline, size=size, scale=scale, ratio=ratio, flip=flip,
+            self._source._core, batch_size=batch_size, pipeline=pipeline, size=size, scale=scale, ratio=ratio, flip=flip,
             seed=seed, epoch=epoch, shuffle=shuffle, rank=rank, world_size=world_size, drop_last=drop_last,
             threads=threads, layout=layout, dtype=dtype, mean=mean, std=std,
             indices=indices, fields=fields, yuv420_siblings=yuv420_siblings,
             block_size=block_size, prefetch=prefetch, resample=resample, filter=filter, crop_aware=crop_aware,
-            on_error=on_error)
+            on_error=on_error, weights=mix, epoch_size=epoch_size)
         self._seed = seed
-        self._samples = len(self._cache) if indices is None else len(indices)  # what the epoch draws from
         self._batch_size = batch_size
         self._pipeline = pipeline
         self._layout = layout
@@ -400,14 +548,44 @@ class Loader:
 
     # -- what it loads --------------------------------------------------------------------------
     @property
+    def _source(self) -> Union[Cache, Dataset]:
+        return self._cache if self._cache is not None else self._dataset  # type: ignore[return-value]
+
+    @property
     def cache(self) -> Cache:
-        """The :class:`Cache` the loader reads."""
+        """The :class:`Cache` the loader reads; over a dataset, :class:`Error` (code 2): see
+        :attr:`dataset`."""
+        if self._cache is None:
+            raise _usage_error("this Loader reads a dataset of several caches: see loader.dataset")
         return self._cache
 
     @property
-    def dataset(self) -> Cache:
-        """The same as :attr:`cache` (``DataLoader``'s name for it)."""
-        return self._cache
+    def dataset(self) -> Union[Cache, Dataset]:
+        """What the loader reads: its :class:`Cache`, or its :class:`Dataset` (``DataLoader``'s
+        name for it)."""
+        return self._source
+
+    @property
+    def weights(self) -> List[Dict[str, float]]:
+        """The mix of the epochs that start from now on (``[]``: none); see :meth:`set_weights`."""
+        return self._core.weights
+
+    @property
+    def epoch_size(self) -> Optional[int]:
+        """The epoch size of that mix (None: the dataset's size, or the weights' sum)."""
+        return self._core.epoch_size
+
+    def set_weights(self, weights: Optional[Union[str, Sequence[Optional[Dict[str, float]]]]],
+                    epoch_size: Optional[int] = None) -> None:
+        """Mixes the caches with ``weights`` (as the constructor's; None: no weights, every sample
+        once) and ``epoch_size`` from the next epoch that starts at its beginning: a running
+        iteration, and a mid-epoch resumption chosen before (:meth:`load_state_dict`,
+        :meth:`set_epoch` with ``start_batch``), keep the mix they began with. ``state_dict()``
+        records each epoch's mix."""
+        mix = _weights_arg(weights)
+        if epoch_size is not None:
+            epoch_size = _int_arg("epoch_size", epoch_size, low=1)
+        self._core.set_mix(mix if mix is not None else [], epoch_size)
 
     @property
     def batch_size(self) -> int:
@@ -429,7 +607,8 @@ class Loader:
         return len(self._core)
 
     def __repr__(self) -> str:
-        return (f"slipcache.Loader({self._cache.path!r}, batch_size={self._batch_size}, pipeline={self._pipeline!r}, "
+        where = self._cache.path if self._cache is not None else self._source.paths  # type: ignore[union-attr]
+        return (f"slipcache.Loader({where!r}, batch_size={self._batch_size}, pipeline={self._pipeline!r}, "
                 f"layout={self._layout!r}, dtype={self._dtype!r}, rank={self._rank}, world_size={self._world_size}, "
                 f"epoch={self.epoch}, batches={len(self)}, on_error={self._on_error!r})")
 
@@ -454,10 +633,11 @@ class Loader:
         """
         self._core.set_epoch(epoch, start_batch)
 
-    def state_dict(self) -> Dict[str, int]:
-        """Where the loader stands, for any number of ranks: ``{"version": 2, "epoch": e,
-        "consumed": S, "samples", "seed", "world_size", "batch_size", "batch", "rank",
-        "batches"}``. The epoch's global order does not depend on the world size and rank r
+    def state_dict(self) -> Dict[str, Any]:
+        """Where the loader stands, for any number of ranks: ``{"version": 3, "epoch": e,
+        "consumed": S, "samples", "seed", "world_size", "batch_size", "weights", "epoch_size",
+        "batch", "rank", "batches"}`` (``weights``/``epoch_size``: the mix of epoch e, ``[]``
+        and None without one; JSON-serialisable like the rest). The epoch's global order does not depend on the world size and rank r
         takes its positions r, r+W, r+2W, ...; so once every rank took k batches, the first
         ``S = k * batch_size * world_size`` positions of epoch e are consumed (all ``samples``
         of them at the epoch's end; a batch counts once ``next()`` returned it). ``batch`` is
@@ -470,7 +650,7 @@ class Loader:
         batch = len(self) if consumed >= samples else min(len(self), -(-consumed // per_batch))
         return {**state, "batch": batch, "rank": self._rank, "batches": len(self)}
 
-    def load_state_dict(self, state: Dict[str, int]) -> None:
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
         """Makes the next ``iter()`` continue where :meth:`state_dict` was taken: the rest of that
         epoch, or the next epoch if it was complete.
 
@@ -478,7 +658,9 @@ class Loader:
         ``world_size``, ``batch_size`` and ``rank``: across the old and new ranks every sample of
         the epoch is seen once (beyond the padding by repetition of the rank that runs past the
         epoch's end). It must come from the same ``seed`` and ``samples`` (else the order differs:
-        :class:`Error`, code 2). An older ``{"epoch", "batch", ...}`` state counts batches of
+        :class:`Error`, code 2). A state taken mid-epoch finishes that epoch with the mix it
+        records (``weights``, ``epoch_size``; a version 2 state: with this Loader's own), whatever
+        this Loader's weights; this Loader's own mix applies from the next epoch. An older ``{"epoch", "batch", ...}`` state counts batches of
         contiguous rank slices: mid-epoch it loads only on the same ``world_size`` and
         ``batch_size`` (and ``seed``, ``samples`` when recorded), else :class:`Error` (code 2);
         at an epoch boundary it loads on any loader."""
@@ -491,15 +673,22 @@ class Loader:
         got = {key: _int_arg(f"state[\"{key}\"]", value) for key, value in state.items()
                if key in ("epoch", "batch", "consumed", "world_size", "rank", "batch_size", "seed", "samples", "batches",
                           "version")}
+        samples = self._core.state()["samples"]  # of the epoch as the Loader stands
         if "consumed" in got:
-            self._core.load_state(got["epoch"], got["consumed"], got.get("samples", self._samples),
-                                  got.get("seed", self._seed))
+            if got.get("version", 2) >= 3 and "weights" not in state:
+                raise _usage_error("state has version 3 but no \"weights\": not a Loader.state_dict()")
+            mix = _weights_arg(state.get("weights"), "state[\"weights\"]") if "weights" in state else None
+            epoch_size = state.get("epoch_size")
+            if epoch_size is not None:
+                epoch_size = _int_arg("state[\"epoch_size\"]", epoch_size, low=1)
+            self._core.load_state(got["epoch"], got["consumed"], got.get("samples", samples),
+                                  got.get("seed", self._seed), mix, epoch_size)
             return
         epoch, batch = got["epoch"], got["batch"]
         batches = got.get("batches", len(self))
         if 0 < batch < batches:  # mid-epoch: the batch number means the same samples only here
             mine = {"world_size": self._world_size, "batch_size": self._batch_size, "seed": self._seed,
-                    "samples": self._samples}
+                    "samples": samples}
             differ = [f"{key} {got[key]} -> {value}" for key, value in mine.items() if key in got and got[key] != value]
             if differ:
                 raise _usage_error(
@@ -518,7 +707,8 @@ class Loader:
 
     # -- what an epoch holds --------------------------------------------------------------------
     def order(self) -> List[int]:
-        """This rank's sample ids for :attr:`epoch`, in batch order (as ``slip order``)."""
+        """This rank's sample ids (global ids over a dataset) for :attr:`epoch`, in batch order
+        (as ``slip order`` with the same seed, epoch, rank, world size, block size and mix)."""
         return self._core.order()
 
     def window(self, sample: int, crop: int = 0) -> Tuple[int, int, int, int, bool]:

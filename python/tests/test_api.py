@@ -27,7 +27,7 @@ def test_package_ships_stubs_and_py_typed():
 def test_loader_signature_and_every_parameter_documented():
     sig = inspect.signature(slipcache.Loader)
     params = list(sig.parameters)
-    assert params[:2] == ["cache", "batch_size"]
+    assert params[:2] == ["source", "batch_size"]
     assert sig.parameters["batch_size"].default == 256
     assert sig.parameters["pipeline"].kind is inspect.Parameter.KEYWORD_ONLY
     assert sig.parameters["size"].default is None and sig.parameters["on_error"].default == "raise"
@@ -37,11 +37,13 @@ def test_loader_signature_and_every_parameter_documented():
     # the stub of the compiled constructor lists the same parameters (but stage_dir: the wrapper
     # stages the cache, _core.stage, before the compiled Loader opens the staged copy)
     assert set(params) - {"stage_dir"} == set(stub_functions()["Loader"]["__init__"]) - {"self"}
-    for cls in (slipcache.Cache, slipcache.Loader):
+    for cls in (slipcache.Cache, slipcache.Dataset, slipcache.Loader):
         for name, member in vars(cls).items():
             if not name.startswith("_"):
                 assert inspect.getdoc(member), f"{cls.__name__}.{name} undocumented"
     assert list(inspect.signature(slipcache.Cache).parameters) == ["path"]
+    assert list(inspect.signature(slipcache.Dataset).parameters) == ["source"]
+    assert list(inspect.signature(slipcache.Loader.set_weights).parameters) == ["self", "weights", "epoch_size"]
     assert list(inspect.signature(slipcache.Loader.set_epoch).parameters) == ["self", "epoch", "start_batch"]
 
 

@@ -209,8 +209,8 @@ def test_a_mid_epoch_state_resumes_on_another_world_size(corpus_cache):
     two = ranks(2)
     seen = take(two, 3)
     state = two[0].state_dict()
-    assert state == {"version": 2, "epoch": 0, "consumed": 300, "samples": 800, "seed": 0, "world_size": 2,
-                     "batch_size": 50, "batch": 3, "rank": 0, "batches": 8}
+    assert state == {"version": 3, "epoch": 0, "consumed": 300, "samples": 800, "seed": 0, "world_size": 2,
+                     "batch_size": 50, "weights": [], "epoch_size": None, "batch": 3, "rank": 0, "batches": 8}
     assert two[1].state_dict() == {**state, "rank": 1}
     three = ranks(3, batch_size=40)
     for ld in three:

@@ -296,7 +296,7 @@ def test_ddp_example_trains_resumes_and_is_the_docs_loop(sample_cache, tmp_path)
                "--checkpoint", str(tmp_path / "ckpt.pt")]
     env = {k: v for k, v in os.environ.items() if k not in ("WORLD_SIZE", "RANK", "LOCAL_RANK")}
     first = subprocess.run(command + ["--stop-after", "3"], capture_output=True, text=True, timeout=300, env=env)
-    assert first.returncode != 0 and "stopped after 3 batches at {'version': 2, 'epoch': 1, 'consumed': 16, 'samples': 40," in first.stderr, first.stderr
+    assert first.returncode != 0 and "stopped after 3 batches at {'version': 3, 'epoch': 1, 'consumed': 16, 'samples': 40," in first.stderr, first.stderr
     assert [l.split(":")[0] for l in first.stdout.splitlines()] == ["epoch 0"]
     second = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
     assert second.returncode == 0, second.stderr

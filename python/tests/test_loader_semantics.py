@@ -251,12 +251,12 @@ def test_stage_dir_reads_one_checked_node_local_copy(sample_cache, tmp_path, mon
     monkeypatch.delenv("SLIP_STAGE_DIR", raising=False)
     plain = [(b["index"].tolist(), b["image"].copy()) for b in loader(sample_cache, seed=4)]
     first = loader(sample_cache, seed=4, stage_dir=stage)
-    assert first._staged.copied and first._cache.path.startswith(str(stage))
+    assert first._staged[0].copied and first._cache.path.startswith(str(stage))
     staged_name = os.path.basename(first._cache.path)
     assert staged_name == os.path.basename(os.path.normpath(sample_cache))
     monkeypatch.setenv("SLIP_STAGE_DIR", str(stage))
     second = loader(sample_cache, seed=4)
-    assert not second._staged.copied and second._cache.path == first._cache.path
+    assert not second._staged[0].copied and second._cache.path == first._cache.path
     for got in (first, second):
         batches = [(b["index"].tolist(), b["image"]) for b in got]
         assert [i for i, _ in batches] == [i for i, _ in plain]

@@ -34,6 +34,7 @@ enum class WeightKind : uint8_t { none, proportion, repeat, choose };
 struct StreamWeight {
   WeightKind kind = WeightKind::none;
   double value = 0;  // choose: a whole number
+  bool operator==(const StreamWeight&) const = default;
 };
 
 // "proportion:0.7,0.3", "repeat:2,0.5" or "choose:1000,500": one value per cache, in order.
@@ -94,6 +95,21 @@ class RankPositions {
  private:
   uint64_t start_ = 0, remaining_ = 0, count_ = 0;
   uint32_t rank_ = 0, world_ = 1;
+};
+
+// A rank's share of an epoch: its i-th sample is MixedOrder(spec)(RankPositions(...)(i)). The
+// one definition of "rank r's samples" that `slip order` prints and slip::Loader reads.
+class RankOrder {
+ public:
+  RankOrder(const MixSpec& spec, uint64_t consumed, uint32_t rank, uint32_t world_size);
+  uint64_t size() const noexcept { return positions_.size(); }
+  const MixedOrder& order() const noexcept { return order_; }
+  const RankPositions& positions() const noexcept { return positions_; }
+  void fill(uint64_t first, std::span<uint64_t> out) const noexcept;  // its samples first, first+1, ...
+
+ private:
+  MixedOrder order_;
+  RankPositions positions_;
 };
 
 }  // namespace slip

@@ -206,4 +206,11 @@ uint64_t RankPositions::operator()(uint64_t i) const noexcept {
   return start_ + (rank_ + i * world_) % remaining_;  // past the end: the first remaining again
 }
 
+RankOrder::RankOrder(const MixSpec& spec, uint64_t consumed, uint32_t rank, uint32_t world_size)
+    : order_(spec), positions_(order_.size(), consumed, rank, world_size) {}
+
+void RankOrder::fill(uint64_t first, std::span<uint64_t> out) const noexcept {
+  for (size_t i = 0; i < out.size(); ++i) out[i] = order_(positions_(first + i));
+}
+
 }  // namespace slip

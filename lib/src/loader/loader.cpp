@@ -15,7 +15,9 @@
 #include <unistd.h>
 
 #include "slip/cache.hpp"
+#include "slip/dataset.hpp"
 #include "slip/error.hpp"
+#include "slip/image.hpp"
 #include "slip/mix.hpp"
 #include "slip/pipelines.hpp"
 #include "slip/shuffle.hpp"
@@ -110,7 +112,12 @@ BatchPtr lend_loader_batch(std::unique_ptr<Batch> b, const std::shared_ptr<Loade
 
 // The running iteration: a producer thread filling `ready` with at most `prefetch` batches.
 struct Loader::Engine {
-  std::unique_ptr<BatchDecoder> decoder;
+  DecodeOptions decode;                                 // every cache's decoder's
+  std::vector<std::unique_ptr<BatchDecoder>> decoders;  // one per cache, made when first needed
+  std::vector<std::vector<std::byte>> scratch;          // a mixed batch's crops of one cache, per group
+  std::vector<RgbImage> scratch_images;                 // a mixed batch's whole images (storage kept batch to batch)
+  std::vector<std::pair<size_t, size_t>> by_cache;      // (cache, batch slot) of a mixed batch, sorted
+  std::vector<uint64_t> local_ids;                      // the batch's ids in their caches
   std::vector<size_t> field_ids;
   std::shared_ptr<LoaderPool> pool = std::make_shared<LoaderPool>();
   mutable std::mutex mutex;
@@ -122,6 +129,7 @@ struct Loader::Engine {
   std::thread worker;
   uint64_t generation = 0;
   uint64_t run_epoch = 0, run_origin = 0, handed = 0, run_batches = 0;  // the iteration state() describes
+  ResolvedMix run_mix;                                                  // and its mix
   const pid_t pid = getpid();                                           // the process that made the threads
 
   // Stops and joins the producer; the batches it decoded but never handed out go to the pool.
@@ -145,6 +153,7 @@ struct LoaderRun {  // what one iteration produces
   uint64_t epoch, origin, per_rank;
   size_t batches;
   size_t capacity;  // of every buffer of the Loader (pooled ones serve every later iteration)
+  Loader::ResolvedMix mix;
 };
 
 }  // namespace
@@ -154,33 +163,89 @@ struct LoaderRun {  // what one iteration produces
 Loader::Loader(std::shared_ptr<const Cache> cache, LoaderOptions options)
     : cache_(std::move(cache)), options_(std::move(options)), engine_(std::make_unique<Engine>()), epoch_(options_.epoch) {
   if (!cache_) throw Error(Errc::usage, "the Loader needs a cache");
+  caches_ = {cache_.get()};
+  first_ids_ = {0, cache_->size()};
+  init();
+  mix_ = resolve({});
+}
+
+Loader::Loader(std::shared_ptr<const Dataset> dataset, LoaderOptions options, std::optional<LoaderMix> mix)
+    : dataset_(std::move(dataset)), options_(std::move(options)), engine_(std::make_unique<Engine>()), epoch_(options_.epoch) {
+  if (!dataset_ || dataset_->num_caches() == 0) throw Error(Errc::usage, "the Loader needs a dataset of at least one cache");
+  first_ids_ = {0};
+  for (size_t i = 0; i < dataset_->num_caches(); ++i) {
+    caches_.push_back(&dataset_->cache(i));
+    first_ids_.push_back(first_ids_.back() + caches_.back()->size());
+  }
+  init();
+  mix_ = resolve(mix ? std::move(*mix) : LoaderMix{dataset_->weights(), dataset_->epoch_size()});
+}
+
+void Loader::init() {
+  const Cache& first = *caches_.front();
   if (options_.batch_size == 0) throw Error(Errc::usage, "batch_size must be >= 1");
   if (options_.world_size == 0 || options_.rank >= options_.world_size) throw Error(Errc::usage, "rank must be < world_size");
   options_.block_size = std::max<uint64_t>(1, options_.block_size);
   options_.prefetch = std::max<size_t>(1, options_.prefetch);
+  engine_->decoders.resize(caches_.size());
   if (options_.full_decode) {
     const size_t fi = image_field();
-    if (cache_->fields()[fi].image_format == "yuv420" || options_.decode.yuv420_siblings)
+    if (first.fields()[fi].image_format == "yuv420" || options_.decode.yuv420_siblings)
       throw Error(Errc::usage, "the decode pipeline reads encoded images; this field is YUV420 planes");
     if (options_.decode.type != PixelType::uint8 || options_.decode.layout != PixelLayout::hwc)
       throw Error(Errc::usage, "the decode pipeline returns uint8 HWC images");
     options_.decode.groups.clear();  // the Loader's own groups stay empty: no crop buffers
-    DecodeOptions whole = options_.decode;
-    whole.groups = pipeline_crop_groups("decode");
-    engine_->decoder = std::make_unique<BatchDecoder>(*cache_, std::move(whole));
+    engine_->decode = options_.decode;
+    engine_->decode.groups = pipeline_crop_groups("decode");
   } else {
-    engine_->decoder = std::make_unique<BatchDecoder>(*cache_, options_.decode);
+    engine_->decode = options_.decode;
   }
+  // The first cache's decoder now: a bad option fails here, not at the first batch.
+  engine_->decoders[0] = std::make_unique<BatchDecoder>(first, engine_->decode);
   for (const std::string& name : options_.fields) {
-    const auto fi = cache_->field_index(name);
-    if (!fi) throw Error(Errc::usage, "no field \"" + name + "\"").with_path(cache_->path().string());
-    const auto t = cache_->fields()[*fi].type;
+    const auto fi = first.field_index(name);
+    if (!fi) throw Error(Errc::usage, "no field \"" + name + "\"").with_path(first.path().string());
+    const auto t = first.fields()[*fi].type;
     if (t != FieldType::int64 && t != FieldType::float64)
       throw Error(Errc::usage, "field \"" + name + "\": the loader returns int and float fields");
     engine_->field_ids.push_back(*fi);
   }
-  if (const auto beyond = options_.indices.first_beyond(cache_->size()))
-    throw Error(Errc::usage, "index " + std::to_string(*beyond) + " is beyond the cache's " + std::to_string(cache_->size()) + " samples");
+  const uint64_t total = first_ids_.back();
+  if (const auto beyond = options_.indices.first_beyond(total))
+    throw Error(Errc::usage, "index " + std::to_string(*beyond) + " is beyond the " + (caches_.size() > 1 ? "dataset's " : "cache's ") +
+                                 std::to_string(total) + " samples");
+}
+
+// A mix checked against this Loader's caches, with the length of its epochs.
+Loader::ResolvedMix Loader::resolve(LoaderMix mix) const {
+  ResolvedMix r;
+  const bool plain = mix.weights.empty() && !mix.epoch_size;
+  if (options_.indices.given()) {
+    if (!plain) throw Error(Errc::usage, "weights and epoch_size mix whole caches: not with indices");
+    r.samples = options_.indices.size();
+  } else {
+    if (!mix.weights.empty() && mix.weights.size() != caches_.size())
+      throw Error(Errc::usage, std::to_string(mix.weights.size()) + " weights for " + std::to_string(caches_.size()) +
+                                   " caches (one per cache, in dataset order)");
+    if (!plain && !options_.shuffle) throw Error(Errc::usage, "weights and epoch_size need shuffle (a mixed epoch is a shuffled one)");
+    std::vector<uint64_t> sizes(caches_.size());
+    for (size_t i = 0; i < sizes.size(); ++i) sizes[i] = first_ids_[i + 1] - first_ids_[i];
+    r.samples = first_ids_.back();
+    if (!plain) {  // the library's checks and counts (an empty dataset without weights is an empty epoch)
+      r.samples = 0;
+      for (uint64_t c : samples_per_cache(sizes, mix.weights, mix.epoch_size)) r.samples += c;
+    }
+  }
+  r.mix = std::move(mix);
+  return r;
+}
+
+void Loader::set_mix(LoaderMix mix) { mix_ = resolve(std::move(mix)); }
+
+const Loader::ResolvedMix& Loader::current_mix() const {
+  if (epoch_chosen_) return origin_ > 0 && resume_mix_ ? *resume_mix_ : mix_;
+  if (started_) return engine_->run_mix;  // the running (or last) iteration's; set by start() only
+  return mix_;
 }
 
 Loader::~Loader() {
@@ -205,7 +270,7 @@ void Loader::check_process() const {
                                  "worker function or worker_init_fn)");
 }
 
-uint64_t Loader::samples() const noexcept { return options_.indices.given() ? options_.indices.size() : cache_->size(); }
+uint64_t Loader::samples() const noexcept { return current_mix().samples; }
 
 namespace {
 
@@ -215,46 +280,55 @@ uint64_t loader_ceil_div(uint64_t a, uint64_t b) { return a / b + (a % b != 0); 
 
 uint64_t Loader::per_rank() const noexcept { return loader_ceil_div(samples(), options_.world_size); }
 
-size_t Loader::batches() const noexcept {
-  const uint64_t n = per_rank();
-  return static_cast<size_t>(options_.drop_last ? n / options_.batch_size : loader_ceil_div(n, options_.batch_size));
+size_t Loader::batches() const noexcept { return static_cast<size_t>(batches_of(samples())); }
+
+uint64_t Loader::batches_of(uint64_t samples) const noexcept {
+  const uint64_t n = loader_ceil_div(samples, options_.world_size);
+  return options_.drop_last ? n / options_.batch_size : loader_ceil_div(n, options_.batch_size);
 }
 
-// The first global position of an iteration that starts at this rank's batch `start_batch`.
+// The first global position of an iteration that starts at this rank's batch `start_batch` of
+// an epoch under the Loader's own mix.
 uint64_t Loader::origin_for(uint64_t start_batch) const noexcept {
-  if (start_batch >= batches()) return samples();  // the epoch is over (drop_last included)
+  if (start_batch >= batches_of(mix_.samples)) return mix_.samples;  // the epoch is over (drop_last included)
   const uint64_t per_batch = static_cast<uint64_t>(options_.batch_size) * options_.world_size;
-  return std::min<uint64_t>(samples(), start_batch * per_batch);  // start_batch < batches: no overflow
+  return std::min<uint64_t>(mix_.samples, start_batch * per_batch);  // start_batch < batches: no overflow
 }
 
 void Loader::set_epoch(uint64_t epoch, uint64_t start_batch) {
-  if (start_batch > batches())
+  const uint64_t batches = batches_of(mix_.samples);  // a chosen epoch runs the Loader's own mix
+  if (start_batch > batches)
     throw Error(Errc::usage,
-                "start_batch " + std::to_string(start_batch) + " is beyond the epoch's " + std::to_string(batches()) + " batches");
+                "start_batch " + std::to_string(start_batch) + " is beyond the epoch's " + std::to_string(batches) + " batches");
   epoch_ = epoch;
   origin_ = origin_for(start_batch);
+  resume_mix_ = mix_;  // what a mid-epoch start keeps, whatever set_mix says later
   epoch_chosen_ = true;
 }
 
 LoaderState Loader::state() const {
   LoaderState s;
   s.seed = options_.decode.seed;
-  s.samples = samples();
   s.world_size = options_.world_size;
   s.batch_size = options_.batch_size;
   if (epoch_chosen_) {  // the next iteration is chosen: it starts at its origin
+    const ResolvedMix& m = current_mix();
     s.epoch = epoch_;
     s.consumed = origin_;
+    s.samples = m.samples;
+    s.mix = m.mix;
     return s;
   }
   std::lock_guard lock(engine_->mutex);
   s.epoch = engine_->run_epoch;
+  s.mix = engine_->run_mix.mix;
+  s.samples = engine_->run_mix.samples;
   // Every rank took `handed` batches of positions origin + r + p*W: the first handed*B*W
   // positions after the origin are consumed (all of them once the iteration's batches are).
   const uint64_t per_batch = static_cast<uint64_t>(options_.batch_size) * options_.world_size;
-  const uint64_t left = samples() - engine_->run_origin;
+  const uint64_t left = s.samples - engine_->run_origin;
   s.consumed =
-      engine_->handed >= engine_->run_batches ? samples() : engine_->run_origin + std::min<uint64_t>(left, engine_->handed * per_batch);
+      engine_->handed >= engine_->run_batches ? s.samples : engine_->run_origin + std::min<uint64_t>(left, engine_->handed * per_batch);
   return s;
 }
 
@@ -263,13 +337,15 @@ void Loader::load_state(const LoaderState& state) {
     return Error(Errc::usage, std::string("cannot resume epoch ") + std::to_string(state.epoch) + " with a different " + what + " (" +
                                   std::to_string(was) + " -> " + std::to_string(now) + "): the epoch's order would differ");
   };
-  if (state.consumed > 0 && state.consumed < state.samples) {  // mid-epoch: the order must be the same
-    if (state.seed != options_.decode.seed) throw differ("seed", state.seed, options_.decode.seed);
-    if (state.samples != samples()) throw differ("number of samples", state.samples, samples());
-  }
   if (state.consumed > state.samples)
     throw Error(Errc::usage, "the state's consumed samples (" + std::to_string(state.consumed) + ") exceed its epoch's " +
                                  std::to_string(state.samples));
+  std::optional<ResolvedMix> resume;
+  if (state.consumed > 0 && state.consumed < state.samples) {  // mid-epoch: the order must be the same
+    if (state.seed != options_.decode.seed) throw differ("seed", state.seed, options_.decode.seed);
+    resume = state.version >= 3 ? resolve(state.mix) : mix_;  // the epoch goes on with the mix it began with
+    if (state.samples != resume->samples) throw differ("number of samples", state.samples, resume->samples);
+  }
   if (state.samples > 0 && state.consumed == state.samples) {
     epoch_ = state.epoch + 1;  // a whole epoch: the next one from its start
     origin_ = 0;
@@ -277,6 +353,7 @@ void Loader::load_state(const LoaderState& state) {
     epoch_ = state.epoch;
     origin_ = state.consumed;
   }
+  resume_mix_ = std::move(resume);
   epoch_chosen_ = true;
 }
 
@@ -284,47 +361,66 @@ void Loader::load_state(const LoaderState& state) {
 
 namespace {
 
-// Positions [first, first + ids.size()) of this rank's share of the iteration (epoch, origin).
-// The order is a dataset's (slip/mix.hpp) over one cache: MixedOrder of one cache without
-// weights is the cache's EpochOrder (what `slip order` prints), and RankPositions interleaves
-// the ranks over the positions left after `origin`. A Loader over a Dataset of many caches
-// (and weights) changes only the MixSpec here and the decode side (ids -> (cache, local id)).
-void fill_loader_ids(const LoaderOptions& o, uint64_t n, uint64_t epoch, uint64_t origin, uint64_t first, std::span<uint64_t> ids) {
-  if (ids.empty() || n == 0) return;
-  const RankPositions mine(n, origin, o.rank, o.world_size);
-  std::optional<MixedOrder> order;
-  if (o.shuffle) order.emplace(MixSpec{{n}, {}, std::nullopt, o.decode.seed, epoch, o.block_size});
-  for (size_t i = 0; i < ids.size(); ++i) {
-    const uint64_t position = mine(first + i);
-    ids[i] = order ? (*order)(position) : position;  // unshuffled: the identity order, interleaved the same way
+// This rank's share of iteration (epoch, origin): RankOrder (what `slip order` prints) over the
+// dataset's MixedOrder, or the identity order interleaved the same way (unshuffled); with
+// indices, over the indices (ids[i] = indices[position's id]). Built once per iteration: O(caches).
+class LoaderIds {
+ public:
+  LoaderIds(const LoaderOptions& o, std::span<const uint64_t> first_ids, const Loader::ResolvedMix& mix, uint64_t epoch, uint64_t origin)
+      : o_(o), positions_(mix.samples, origin, o.rank, o.world_size) {
+    if (mix.samples == 0 || !o.shuffle) return;
+    MixSpec spec{{mix.samples}, {}, std::nullopt, o.decode.seed, epoch, o.block_size};
+    if (!o.indices.given()) {  // the dataset's caches and the mix, as `slip order` builds it
+      spec.sizes.clear();
+      for (size_t i = 0; i + 1 < first_ids.size(); ++i) spec.sizes.push_back(first_ids[i + 1] - first_ids[i]);
+      spec.weights = mix.mix.weights;
+      spec.epoch_size = mix.mix.epoch_size;
+    }
+    order_.emplace(spec, origin, o.rank, o.world_size);
   }
-  if (o.indices.given())
-    for (uint64_t& id : ids) id = o.indices[id];
-}
+  void fill(uint64_t first, std::span<uint64_t> ids) const {
+    if (ids.empty() || positions_.size() == 0) return;
+    if (order_)
+      order_->fill(first, ids);
+    else
+      for (size_t i = 0; i < ids.size(); ++i) ids[i] = positions_(first + i);  // unshuffled: the identity order
+    if (o_.indices.given())
+      for (uint64_t& id : ids) id = o_.indices[id];
+  }
+
+ private:
+  const LoaderOptions& o_;
+  RankPositions positions_;
+  std::optional<RankOrder> order_;
+};
 
 }  // namespace
 
 std::vector<uint64_t> Loader::order() const {
-  std::vector<uint64_t> ids(per_rank());
-  fill_loader_ids(options_, samples(), epoch_, 0, 0, ids);
+  const ResolvedMix& m = current_mix();
+  std::vector<uint64_t> ids(loader_ceil_div(m.samples, options_.world_size));
+  LoaderIds(options_, first_ids_, m, epoch_, 0).fill(0, ids);
   return ids;
 }
 
 size_t Loader::image_field() const {
+  const Cache& first = *caches_.front();  // the dataset's caches share its fields
   if (!options_.decode.field.empty()) {
-    const auto fi = cache_->field_index(options_.decode.field);
-    if (!fi) throw Error(Errc::usage, "no field \"" + options_.decode.field + "\"").with_path(cache_->path().string());
+    const auto fi = first.field_index(options_.decode.field);
+    if (!fi) throw Error(Errc::usage, "no field \"" + options_.decode.field + "\"").with_path(first.path().string());
     return *fi;
   }
   size_t fi = 0;
-  while (fi < cache_->fields().size() && cache_->fields()[fi].type != FieldType::image) ++fi;
-  if (fi == cache_->fields().size()) throw Error(Errc::usage, "the cache has no image field").with_path(cache_->path().string());
+  while (fi < first.fields().size() && first.fields()[fi].type != FieldType::image) ++fi;
+  if (fi == first.fields().size()) throw Error(Errc::usage, "the cache has no image field").with_path(first.path().string());
   return fi;
 }
 
-CropWindow Loader::window(uint64_t sample, uint32_t crop) const {
-  if (sample >= cache_->size()) throw Error(Errc::usage, "sample " + std::to_string(sample) + " is beyond the cache");
-  const MetaRecord r = cache_->record(image_field(), sample);
+CropWindow Loader::window(uint64_t global, uint32_t crop) const {
+  if (global >= first_ids_.back()) throw Error(Errc::usage, "sample " + std::to_string(global) + " is beyond the cache");
+  const size_t c = static_cast<size_t>(std::upper_bound(first_ids_.begin(), first_ids_.end(), global) - first_ids_.begin()) - 1;
+  const uint64_t sample = global - first_ids_[c];  // crops are keyed by the id in its own cache
+  const MetaRecord r = caches_[c]->record(image_field(), sample);
   uint32_t index = crop;
   for (const CropGroup& g : options_.decode.groups) {
     if (index < g.count)
@@ -365,48 +461,138 @@ std::unique_ptr<Batch> make_loader_batch(const LoaderOptions& o, size_t capacity
   return b;
 }
 
+// Whether a pooled buffer holds `capacity` samples (an iteration under a larger mix may need
+// more than the buffers of an earlier one).
+bool loader_batch_fits(const Batch& b, const LoaderOptions& o, size_t capacity) {
+  if (b.samples.capacity() < capacity) return false;
+  for (size_t g = 0; g < b.groups.size(); ++g)
+    if (b.groups[g].size() < capacity * crop_group_sample_bytes(o.decode.groups[g], o.decode.type)) return false;
+  for (const auto& f : b.fields)
+    if (f.size() < capacity * 8) return false;
+  return true;
+}
+
+// The caches a producer reads, and which one a global id is in (O(log caches)).
+struct LoaderCaches {
+  std::span<const Cache* const> caches;
+  std::span<const uint64_t> first;  // caches.size() + 1 prefix sums
+  size_t of(uint64_t id) const {    // the last cache whose first id is <= id (empty caches share their successor's)
+    return static_cast<size_t>(std::upper_bound(first.begin(), first.end(), id) - first.begin()) - 1;
+  }
+};
+
+BatchDecoder& loader_decoder(Loader::Engine& e, const LoaderCaches& d, size_t c) {
+  if (!e.decoders[c]) e.decoders[c] = std::make_unique<BatchDecoder>(*d.caches[c], e.decode);
+  return *e.decoders[c];
+}
+
+// Decodes global `ids` into batch slots slot, slot+1, ... of `b`. A batch of one cache is
+// decoded in place; one of several caches is decoded cache by cache (one decoder call each, on
+// all its threads) into scratch buffers whose samples are then copied to their slots.
+void decode_loader_ids(Loader::Engine& e, const LoaderCaches& d, const LoaderOptions& o, Batch& b, std::span<const uint64_t> ids,
+                       size_t slot, uint64_t epoch) {
+  const size_t n = ids.size();
+  e.local_ids.resize(n);
+  e.by_cache.clear();
+  bool one = true;
+  for (size_t i = 0; i < n; ++i) {
+    const size_t c = d.caches.size() == 1 ? 0 : d.of(ids[i]);
+    e.local_ids[i] = ids[i] - d.first[c];
+    e.by_cache.emplace_back(c, i);
+    one = one && c == e.by_cache.front().first;
+  }
+  const auto group_bytes = [&](size_t g) { return crop_group_sample_bytes(o.decode.groups[g], o.decode.type); };
+  if (one) {
+    BatchDecoder& decoder = loader_decoder(e, d, n ? e.by_cache.front().first : 0);
+    if (o.full_decode) return decoder.decode_images(e.local_ids, b.full);  // one block per batch, reused
+    std::vector<std::span<std::byte>> outs;
+    for (size_t g = 0; g < b.groups.size(); ++g)
+      outs.push_back(std::span<std::byte>(b.groups[g]).subspan(slot * group_bytes(g), n * group_bytes(g)));
+    decoder.decode(e.local_ids, epoch, outs);  // crops depend on (seed, epoch, sample) only, not the slot
+    return;
+  }
+  std::sort(e.by_cache.begin(), e.by_cache.end());
+  std::vector<uint64_t> run_ids;
+  std::vector<size_t> placed(o.full_decode ? n : 0);  // slot -> its image in scratch_images
+  if (o.full_decode && e.scratch_images.size() < n) e.scratch_images.resize(n);
+  for (size_t r0 = 0; r0 < n;) {
+    const size_t c = e.by_cache[r0].first;
+    size_t r1 = r0;
+    run_ids.clear();
+    for (; r1 < n && e.by_cache[r1].first == c; ++r1) run_ids.push_back(e.local_ids[e.by_cache[r1].second]);
+    BatchDecoder& decoder = loader_decoder(e, d, c);
+    if (o.full_decode) {
+      // Per-image buffers that keep their storage from batch to batch (a packed block per
+      // cache would be re-planned, and its pages faulted in again, at every batch).
+      decoder.decode_images(run_ids, std::span<RgbImage>(e.scratch_images).subspan(r0, r1 - r0));
+      for (size_t j = r0; j < r1; ++j) placed[e.by_cache[j].second] = j;
+    } else {
+      e.scratch.resize(b.groups.size());
+      std::vector<std::span<std::byte>> outs;
+      for (size_t g = 0; g < b.groups.size(); ++g) {
+        if (e.scratch[g].size() < run_ids.size() * group_bytes(g)) e.scratch[g].resize(run_ids.size() * group_bytes(g));
+        outs.push_back(std::span<std::byte>(e.scratch[g]).first(run_ids.size() * group_bytes(g)));
+      }
+      decoder.decode(run_ids, epoch, outs);
+      for (size_t g = 0; g < b.groups.size(); ++g) {
+        const size_t bytes = group_bytes(g);
+        for (size_t j = r0; j < r1; ++j)
+          std::memcpy(b.groups[g].data() + (slot + e.by_cache[j].second) * bytes, e.scratch[g].data() + (j - r0) * bytes, bytes);
+      }
+    }
+    r0 = r1;
+  }
+  if (!o.full_decode) return;
+  size_t total = 0;  // the whole images, in batch order, into the batch's one block
+  for (size_t k : placed) total += e.scratch_images[k].pixels.size();
+  b.full.resize(total);
+  b.full.images.resize(n);
+  size_t offset = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const RgbImage& from = e.scratch_images[placed[i]];
+    std::memcpy(b.full.pixels().data() + offset, from.pixels.data(), from.pixels.size());
+    b.full.images[i] = {offset, from.width, from.height};
+    offset += from.pixels.size();
+  }
+}
+
 // Decodes `batch` into `b`; under skip_errors a failed batch is decoded again one sample at a
 // time, keeping those that decode (packed to the front); returns how many were kept.
-size_t decode_loader_batch(BatchDecoder& decoder, const LoaderOptions& o, Batch& b, std::span<uint64_t> batch, uint64_t epoch,
-                           const std::function<void(uint64_t, std::string)>& skip) {
-  const auto decode = [&](std::span<const uint64_t> ids, size_t slot) {
-    if (o.full_decode) return decoder.decode_images(ids, b.full);  // one block per batch, reused
-    std::vector<std::span<std::byte>> outs;
-    for (size_t g = 0; g < b.groups.size(); ++g) {
-      const size_t bytes = crop_group_sample_bytes(o.decode.groups[g], o.decode.type);
-      outs.push_back(std::span<std::byte>(b.groups[g]).subspan(slot * bytes, ids.size() * bytes));
-    }
-    decoder.decode(ids, epoch, outs);  // crops depend on (seed, epoch, sample) only, not the slot
-  };
+size_t decode_loader_batch(Loader::Engine& e, const LoaderCaches& d, const LoaderOptions& o, Batch& b, std::span<uint64_t> batch,
+                           uint64_t epoch, const std::function<void(uint64_t, std::string)>& skip) {
+  const auto decode = [&](std::span<const uint64_t> ids, size_t slot) { decode_loader_ids(e, d, o, b, ids, slot, epoch); };
   try {
     decode(batch, 0);
     return batch.size();
-  } catch (const Error& e) {
-    if (!o.skip_errors || e.code() != Errc::bad_input) throw;  // an I/O error or an interruption is no bad sample
+  } catch (const Error& err) {
+    if (!o.skip_errors || err.code() != Errc::bad_input) throw;  // an I/O error or an interruption is no bad sample
   }
   size_t kept = 0;
   for (size_t i = 0; i < batch.size(); ++i) {
     try {
       decode(batch.subspan(i, 1), kept);
       batch[kept++] = batch[i];
-    } catch (const Error& e) {
-      if (e.code() != Errc::bad_input) throw;
-      skip(batch[i], e.describe());
+    } catch (const Error& err) {
+      if (err.code() != Errc::bad_input) throw;
+      skip(batch[i], err.describe());
     }
   }
   if (o.full_decode && kept > 0) decode(batch.first(kept), 0);  // the good ones, packed (the rare path: decoded twice)
   return kept;
 }
 
-void copy_loader_fields(const Cache& cache, const std::vector<size_t>& field_ids, Batch& b, std::span<const uint64_t> ids) {
+void copy_loader_fields(const LoaderCaches& d, const std::vector<size_t>& field_ids, Batch& b, std::span<const uint64_t> ids) {
   for (size_t f = 0; f < field_ids.size(); ++f) {
-    const bool is_int = cache.fields()[field_ids[f]].type == FieldType::int64;
+    const bool is_int = d.caches.front()->fields()[field_ids[f]].type == FieldType::int64;  // the same in every cache
     for (size_t i = 0; i < ids.size(); ++i) {
+      const size_t c = d.caches.size() == 1 ? 0 : d.of(ids[i]);
+      const Cache& cache = *d.caches[c];
+      const uint64_t local = ids[i] - d.first[c];
       if (is_int) {
-        const int64_t v = cache.int_value(field_ids[f], ids[i]);
+        const int64_t v = cache.int_value(field_ids[f], local);
         std::memcpy(b.fields[f].data() + i * 8, &v, 8);
       } else {
-        const double v = cache.float_value(field_ids[f], ids[i]);
+        const double v = cache.float_value(field_ids[f], local);
         std::memcpy(b.fields[f].data() + i * 8, &v, 8);
       }
     }
@@ -415,8 +601,9 @@ void copy_loader_fields(const Cache& cache, const std::vector<size_t>& field_ids
 
 // The producer thread: every failure, allocation failures included, is handed to next(), which
 // rethrows it on the caller's thread (an exception escaping a thread would terminate).
-void produce_loader_batches(Loader::Engine& e, const Cache& cache, const LoaderOptions& o, LoaderRun run) {
+void produce_loader_batches(Loader::Engine& e, LoaderCaches d, const LoaderOptions& o, LoaderRun run) {
   try {
+    const LoaderIds order(o, d.first, run.mix, run.epoch, run.origin);  // O(caches), once per iteration
     std::vector<uint64_t> ids(run.capacity);
     for (size_t k = 0; k < run.batches; ++k) {
       {  // at most `prefetch` decoded batches wait for the caller
@@ -425,18 +612,19 @@ void produce_loader_batches(Loader::Engine& e, const Cache& cache, const LoaderO
         if (e.stop) return;
       }
       std::unique_ptr<Batch> b = e.pool->take();
+      while (b && !loader_batch_fits(*b, o, ids.size())) b = e.pool->take();  // too small for this mix: freed
       if (!b) b = make_loader_batch(o, ids.size(), e.field_ids.size());
       const size_t count = static_cast<size_t>(std::min<uint64_t>(o.batch_size, run.per_rank - k * o.batch_size));
       std::span<uint64_t> batch(ids.data(), count);
-      fill_loader_ids(o, o.indices.given() ? o.indices.size() : cache.size(), run.epoch, run.origin, k * o.batch_size, batch);
-      const size_t kept = decode_loader_batch(*e.decoder, o, *b, batch, run.epoch, [&](uint64_t sample, std::string message) {
+      order.fill(k * o.batch_size, batch);
+      const size_t kept = decode_loader_batch(e, d, o, *b, batch, run.epoch, [&](uint64_t sample, std::string message) {
         std::lock_guard lock(e.mutex);
         e.skipped.push_back({sample, std::move(message)});
       });
       b->count = kept;
       b->index = k;
       b->samples.assign(batch.begin(), batch.begin() + static_cast<std::ptrdiff_t>(kept));
-      copy_loader_fields(cache, e.field_ids, *b, batch.first(kept));
+      copy_loader_fields(d, e.field_ids, *b, batch.first(kept));
       std::lock_guard lock(e.mutex);
       e.ready.push_back(std::move(b));  // (an all-skipped batch too: it still counts as handed out)
       e.ready_cv.notify_all();
@@ -445,7 +633,10 @@ void produce_loader_batches(Loader::Engine& e, const Cache& cache, const LoaderO
     std::lock_guard lock(e.mutex);
     e.error = std::current_exception();
   }
-  if (o.full_decode) e.pool->set_idle(true);
+  if (o.full_decode) {
+    e.pool->set_idle(true);
+    e.scratch_images.clear();  // as the pool's blocks: no batch of images kept between iterations
+  }
   std::lock_guard lock(e.mutex);
   e.finished = true;
   e.ready_cv.notify_all();
@@ -466,12 +657,22 @@ uint64_t Loader::start() {
     ++epoch_;
     origin_ = 0;
   }
+  // A chosen mid-epoch start keeps the mix it was chosen with; an epoch from its start runs the
+  // Loader's own (set_mix's).
+  ResolvedMix mix = origin_ > 0 && resume_mix_ ? *resume_mix_ : mix_;
+  resume_mix_.reset();
   epoch_chosen_ = false;
   started_ = true;
-  const uint64_t n = samples();
+  const uint64_t n = mix.samples;
   // A batch never holds more than a whole epoch's share of the rank, whatever batch_size says.
-  LoaderRun run{epoch_, origin_, 0, 0, static_cast<size_t>(std::min<uint64_t>(options_.batch_size, std::max<uint64_t>(1, per_rank())))};
-  run.per_rank = loader_ceil_div(n - origin_, options_.world_size);
+  LoaderRun run{
+      epoch_,
+      std::min(origin_, n),
+      0,
+      0,
+      static_cast<size_t>(std::min<uint64_t>(options_.batch_size, std::max<uint64_t>(1, loader_ceil_div(n, options_.world_size)))),
+      std::move(mix)};
+  run.per_rank = loader_ceil_div(n - run.origin, options_.world_size);
   // Its batches: this rank's share of the positions left, so that a resume with the same world
   // and batch size runs exactly the batches the epoch had left (drop_last included).
   run.batches =
@@ -485,8 +686,9 @@ uint64_t Loader::start() {
   e.run_origin = run.origin;
   e.handed = 0;
   e.run_batches = run.batches;
+  e.run_mix = run.mix;
   e.pool->set_idle(false);
-  e.worker = std::thread([this, run] { produce_loader_batches(*engine_, *cache_, options_, run); });
+  e.worker = std::thread([this, run] { produce_loader_batches(*engine_, LoaderCaches{caches_, first_ids_}, options_, run); });
   return e.generation;
 }
 
