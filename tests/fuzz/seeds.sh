@@ -96,3 +96,17 @@ cat > "$out/fuzz_s3_listing/page.xml" <<'XML'
 XML
 printf '<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>ds/index.json</Key><Size>12</Size></Contents></ListBucketResult>' > "$out/fuzz_s3_listing/last.xml"
 printf '<Error><Code>SignatureDoesNotMatch</Code><Message>no</Message></Error>' > "$out/fuzz_s3_listing/error.xml"
+# Dataset lists (fuzz_dataset_list makes the caches a, b, empty, f, py, whole and w.parts/part-*
+# beside the list; content ids are 63 zeros and a digit): a control byte (0x01 a second input,
+# 0x02 a --mix string on the last line, 0x04 cache_paths, 0x08 an epoch size), then the list.
+ds_id() { printf '%064d' "$1"; }
+d=$out/fuzz_dataset_list
+printf '\000# two caches\na %s\n\nb\t%s\r\npy\n' "$(ds_id 1)" "$(ds_id 2)" > "$d/text.txt"
+printf '\001a\n' > "$d/text_twice.txt"
+printf '\005w.parts/part-00000-of-00002\nw.parts/part-00001-of-00002\nwhole\n' > "$d/parts_and_whole.txt"
+printf '\002a\nb\nempty\nrepeat:2,0.5,0' > "$d/text_mix.txt"
+printf '\000{"format": "slip-dataset-list", "version": 1, "epoch_size": 7, "caches": [{"path": "a", "content_id": "%s", "num_samples": 3, "proportion": 0.7}, {"path": "b", "proportion": 0.3}]}' "$(ds_id 1)" > "$d/proportion.json"
+printf '\000{"caches": [{"path": "a", "repeat": 1.5}, {"path": "b", "choose": 5}, "empty"]}' > "$d/repeat_choose.json"
+printf '\002["a", "b", "f"]\nproportion:1,2,3' > "$d/fields_differ_mix.json"
+printf '\070["w.parts/part-00001-of-00002", {"path": "py", "num_samples": 4}]' > "$d/epoch_size.json"
+printf '\000l\351\n' > "$d/latin1_name.txt"

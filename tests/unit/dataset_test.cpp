@@ -7,6 +7,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "slip/dataset.hpp"
 #include "slip/error.hpp"
@@ -187,6 +189,175 @@ TEST(Dataset, FieldMismatchNamesTheCacheAndTheFirstDifference) {
     EXPECT_NE(e.message().find("field \"label\" is float dtype <f8, not int dtype <i8"), std::string::npos) << e.message();
     EXPECT_NE(e.message().find((tmp.path() / "a").string()), std::string::npos) << e.message();
   }
+}
+
+// Each named limit of a list file, checked before anything is sized by the file.
+TEST(Dataset, ListFileLimitsAreNamedAndChecked) {
+  slip::test::TempDir tmp;
+  write_tiny_cache(tmp.path() / "a", 3, 0, hex_id(1));
+  auto expect = [&](const std::string& name, const std::string& what) {
+    try {
+      Dataset::open(tmp.path() / name);
+      ADD_FAILURE() << name << ": opened";
+    } catch (const slip::Error& e) {
+      EXPECT_EQ(e.code(), slip::Errc::bad_input) << name;
+      EXPECT_NE(e.describe().find(what), std::string::npos) << name << ": " << e.describe();
+      EXPECT_NE(e.describe().find(name), std::string::npos) << name << ": " << e.describe();
+    }
+  };
+  // Over 64 MiB (sparse: refused by its size, never read).
+  std::ofstream(tmp.path() / "big.txt") << "a\n";
+  fs::resize_file(tmp.path() / "big.txt", (uint64_t{64} << 20) + 1);
+  expect("big.txt", "a dataset list of 67108865 bytes (at most 67108864)");
+  // Over 1,000,000 caches, in either form (the count is checked before each entry is kept).
+  {
+    std::string text, json = "[\"a\"";
+    text.reserve(2'000'002);
+    json.reserve(4'000'002);
+    for (int i = 0; i <= 1'000'000; ++i) text += "a\n";
+    for (int i = 0; i < 1'000'000; ++i) json += ",\"a\"";
+    std::ofstream(tmp.path() / "many.txt") << text;
+    std::ofstream(tmp.path() / "many.json") << json << "]";
+  }
+  expect("many.txt", "more than 1000000 caches");
+  expect("many.json", "more than 1000000 caches");
+  // A line over 64 KiB.
+  std::ofstream(tmp.path() / "long.txt") << std::string(size_t{64} << 10, 'a') << "b\n";
+  expect("long.txt", "line 1 is longer than 65536 bytes");
+  // JSON nested past 64 levels.
+  std::ofstream(tmp.path() / "deep.json") << "{\"caches\": [\"a\"], \"x\": " << std::string(64, '[') << std::string(64, ']') << "}";
+  expect("deep.json", "JSON nested deeper than 64 levels");
+  std::ofstream(tmp.path() / "deep_ok.json") << "{\"caches\": [\"a\"], \"x\": " << std::string(63, '[') << std::string(63, ']') << "}";
+  EXPECT_EQ(Dataset::open(tmp.path() / "deep_ok.json").size(), 3u);
+}
+
+// A sanitizer's shadow memory does not fit under RLIMIT_AS (gcc and clang say so differently).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define DATASET_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#define DATASET_TEST_SANITIZED 1
+#endif
+#endif
+#ifndef DATASET_TEST_SANITIZED
+#define DATASET_TEST_SANITIZED 0
+#endif
+
+// In a (forked) child: opens `list` with the address space limited to the current size plus
+// 160 MiB. 0: refused naming entry 0; 2: std::bad_alloc.
+static int open_under_address_limit(const fs::path& list) {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  uint64_t vm_kb = 0;
+  while (std::getline(status, line))
+    if (line.rfind("VmSize:", 0) == 0) vm_kb = std::stoull(line.substr(7));
+  rlimit limit{};
+  limit.rlim_cur = (vm_kb << 10) + (uint64_t{160} << 20);
+  limit.rlim_max = RLIM_INFINITY;
+  setrlimit(RLIMIT_AS, &limit);
+  try {
+    Dataset::open(list);
+  } catch (const slip::Error& e) {
+    return e.describe().find("entry 0: no \"path\" string") != std::string::npos ? 0 : 1;
+  } catch (const std::bad_alloc&) {
+    return 2;
+  }
+  return 3;
+}
+
+// A JSON list is read into its entries, not into a document first: 24 MiB of empty objects was
+// over 500 MB of nlohmann::json (std::bad_alloc under this limit) before the first entry was
+// looked at.
+TEST(Dataset, JsonListIsNotInflatedIntoADocument) {
+#if DATASET_TEST_SANITIZED
+  GTEST_SKIP() << "RLIMIT_AS cannot hold a sanitizer's shadow memory";
+#else
+  slip::test::TempDir tmp;
+  write_tiny_cache(tmp.path() / "a", 3, 0, hex_id(1));
+  {
+    std::ofstream list(tmp.path() / "objects.json");
+    list << "[";
+    const std::string chunk = [] {
+      std::string c;
+      for (int i = 0; i < 4096; ++i) c += "{},";
+      return c;
+    }();
+    for (int i = 0; i < 2048; ++i) list << chunk;
+    list << "{}]";
+  }
+  // Run in a child (fork): the address-space limit is the current size plus 160 MiB.
+  EXPECT_EXIT(_exit(open_under_address_limit(tmp.path() / "objects.json")), ::testing::ExitedWithCode(0), "");
+#endif
+}
+
+// A NUL ends a path early in every system call: "a<NUL>junk" would open cache "a".
+TEST(Dataset, NulInAListedPathIsRefused) {
+  slip::test::TempDir tmp;
+  write_tiny_cache(tmp.path() / "a", 3, 0, hex_id(1));
+  std::ofstream(tmp.path() / "nul.txt") << std::string("a\0junk\n", 7);
+  EXPECT_NE(error_of([&] { Dataset::open(tmp.path() / "nul.txt"); }).find("line 1: a NUL byte in the path"), std::string::npos);
+  std::ofstream(tmp.path() / "nul.json") << "[\"a\", {\"path\": \"a\\u0000junk\"}]";
+  EXPECT_NE(error_of([&] { Dataset::open(tmp.path() / "nul.json"); }).find("entry 1: a NUL byte in the path"), std::string::npos);
+}
+
+// JSON lists keep their meaning read entry by entry: unknown members (nested too) are skipped,
+// every wrong shape names its entry.
+TEST(Dataset, JsonListShapes) {
+  slip::test::TempDir tmp;
+  write_tiny_cache(tmp.path() / "a", 3, 0, hex_id(1));
+  write_tiny_cache(tmp.path() / "b", 4, 0, hex_id(2));
+  std::ofstream(tmp.path() / "ok.json")
+      << "{\"format\": {\"x\": [1, {\"caches\": 5}]}, \"epoch_size\": 4, \"caches\": [{\"path\": \"a\", \"note\": {\"path\": 7, "
+         "\"proportion\": [-1]}, \"repeat\": null, \"proportion\": 0.25, \"content_id\": null}, {\"proportion\": 1, \"path\": \"b\", "
+         "\"num_samples\": 4}]}";
+  const Dataset d = Dataset::open(tmp.path() / "ok.json");
+  EXPECT_EQ(d.sizes(), (std::vector<uint64_t>{3, 4}));
+  EXPECT_EQ(d.epoch_size(), 4u);
+  ASSERT_EQ(d.weights().size(), 2u);
+  EXPECT_EQ(d.weights()[0].kind, WeightKind::proportion);
+  EXPECT_EQ(d.weights()[0].value, 0.25);
+  const std::vector<std::pair<std::string, std::string>> bad{
+      {"{\"caches\": 5}", "\"caches\" is not a list"},
+      {"{\"caches\": {\"path\": \"a\"}}", "\"caches\" is not a list"},
+      {"{\"x\": [\"a\"]}", "no \"caches\" list"},
+      {"{\"epoch_size\": -1, \"caches\": [\"a\"]}", "\"epoch_size\" is not a sample count"},
+      {"{\"epoch_size\": [1], \"caches\": [\"a\"]}", "\"epoch_size\" is not a sample count"},
+      {"[\"a\", 5]", "entry 1: neither a path nor an object"},
+      {"[\"a\", [\"b\"]]", "entry 1: neither a path nor an object"},
+      {"[\"a\", {\"path\": 7}]", "entry 1: no \"path\" string"},
+      {"[\"a\", {\"x\": \"b\"}]", "entry 1: no \"path\" string"},
+      {"[\"\"]", "entry 0: empty path"},
+      {"[{\"path\": \"a\", \"num_samples\": 1.5}]", "entry 0: \"num_samples\" is not a sample count"},
+      {"[{\"path\": \"a\", \"content_id\": \"XYZ\"}]", "entry 0: \"content_id\" is not a content id"},
+      {"[{\"path\": \"a\", \"choose\": \"3\"}]", "entry 0: \"choose\" is not a number >= 0"},
+      {"[{\"path\": \"a\", \"repeat\": {}}]", "entry 0: \"repeat\" is not a number >= 0"},
+      {"[{\"path\": \"a\", \"proportion\": 1, \"repeat\": 1}]", "entry 0: at most one of proportion, repeat and choose"},
+      {"[\"a\"] x", "dataset list is not valid JSON"},
+      {"[\"a\",", "dataset list is not valid JSON"},
+  };
+  for (const auto& [text, want] : bad) {
+    std::ofstream(tmp.path() / "bad.json", std::ios::trunc) << text;
+    const std::string e = error_of([&] { Dataset::open(tmp.path() / "bad.json"); });
+    EXPECT_NE(e.find(want), std::string::npos) << text << ": " << e;
+  }
+}
+
+// JSON strings are UTF-8: a cache in a Latin-1 directory cannot be named by a JSON list.
+TEST(Dataset, ListJsonRefusesAPathThatIsNotUtf8) {
+  slip::test::TempDir tmp;
+  const fs::path latin1 = tmp.path() / "caf\xe9";
+  write_tiny_cache(latin1, 2, 0, hex_id(1));
+  const Dataset d = Dataset::open(latin1);
+  try {
+    (void)d.list_json();
+    FAIL() << "a JSON list of a Latin-1 path";
+  } catch (const slip::Error& e) {
+    EXPECT_EQ(e.code(), slip::Errc::bad_input);
+    EXPECT_NE(e.message().find("not valid UTF-8"), std::string::npos) << e.message();
+  }
+  // A text list names it.
+  std::ofstream(tmp.path() / "list.txt") << "caf\xe9\n";
+  EXPECT_EQ(Dataset::open(tmp.path() / "list.txt").size(), 2u);
 }
 
 TEST(Mix, OneCacheWithoutWeightsIsTheEpochOrder) {

@@ -127,64 +127,209 @@ std::string dataset_read_list(const fs::path& file) {
   return text;
 }
 
+// A JSON list read straight into DatasetItems (nlohmann's SAX interface): a DOM of the file
+// would cost up to 30 times its size ("[{},{},...]": an object per 3 bytes, 2 GB for 64 MiB)
+// before its entries were counted. Here memory is the items alone (at most kMaxDatasetCaches),
+// members slip does not know are skipped unbuilt, and the first bad entry stops the parse.
+class DatasetJsonList final : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  DatasetJsonList(const fs::path& file, std::vector<DatasetItem>& out, std::optional<uint64_t>& epoch_size)
+      : file_(file), out_(out), epoch_size_(epoch_size) {}
+
+  bool null() override { return scalar(Scalar::null); }
+  bool boolean(bool) override { return scalar(Scalar::other); }
+  bool number_integer(number_integer_t v) override { return number(static_cast<double>(v), std::nullopt); }
+  bool number_unsigned(number_unsigned_t v) override { return number(static_cast<double>(v), v); }
+  bool number_float(number_float_t v, const string_t&) override { return number(v, std::nullopt); }
+  bool string(string_t& v) override {
+    string_ = std::move(v);
+    return scalar(Scalar::string);
+  }
+  bool binary(binary_t&) override { return scalar(Scalar::other); }
+  bool start_object(std::size_t) override { return open(true); }
+  bool start_array(std::size_t) override { return open(false); }
+  bool end_object() override { return close(); }
+  bool end_array() override { return close(); }
+  bool key(string_t& k) override {
+    key_ = std::move(k);
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+    if (const auto* syntax = dynamic_cast<const nlohmann::json::parse_error*>(&e)) throw *syntax;
+    throw Error(Errc::bad_input, std::string("dataset list: ") + e.what()).with_path(file_.string());
+  }
+
+  // After the parse: the checks that need the whole document.
+  void finish() {
+    if (!caches_seen_) throw bad("no \"caches\" list");
+  }
+
+ private:
+  enum class Scalar { null, string, other, number };
+  // Where the value being read stands.
+  enum class Role { root, root_member, caches, entry, entry_member, skipped };
+  struct Level {
+    Role role;  // of the container opened at this level
+    bool object;
+  };
+
+  Error bad(const std::string& why) const { return Error(Errc::bad_input, "dataset list: " + why).with_path(file_.string()); }
+  // The entry being read, or (before it is known to be one) the next.
+  std::string where(bool next = false) const { return "entry " + std::to_string(out_.size() - (next ? 0 : 1)) + ": "; }
+
+  // The role of a value about to be read, from the container it is in.
+  Role role_here() const {
+    if (stack_.empty()) return Role::root;
+    const Level& top = stack_.back();
+    switch (top.role) {
+      case Role::root:  // an object (a root list is the caches list)
+        return key_ == "caches" || key_ == "epoch_size" ? Role::root_member : Role::skipped;
+      case Role::caches:
+        return Role::entry;
+      case Role::entry:
+        return Role::entry_member;
+      default:
+        return Role::skipped;
+    }
+  }
+
+  void new_entry() {
+    if (out_.size() >= kMaxDatasetCaches) throw bad("more than " + std::to_string(kMaxDatasetCaches) + " caches");
+    out_.emplace_back();
+    out_.back().origin = file_.string();
+  }
+
+  bool scalar(Scalar kind) {
+    switch (role_here()) {
+      case Role::root:
+        throw bad("\"caches\" is not a list");
+      case Role::root_member:  // numbers come through number()
+        if (key_ == "caches") throw bad("\"caches\" is not a list");
+        if (kind != Scalar::null) throw bad("\"epoch_size\" is not a sample count");
+        epoch_size_.reset();
+        return true;
+      case Role::entry:
+        if (kind != Scalar::string) throw bad(where(true) + "neither a path nor an object");
+        new_entry();
+        check_path();
+        return true;
+      case Role::entry_member:
+        return member(kind, 0, std::nullopt);
+      default:
+        return true;
+    }
+  }
+
+  bool number(double v, std::optional<uint64_t> count) {
+    switch (role_here()) {
+      case Role::root_member:
+        if (key_ == "caches") throw bad("\"caches\" is not a list");
+        if (!count) throw bad("\"epoch_size\" is not a sample count");
+        epoch_size_ = *count;
+        return true;
+      case Role::entry_member:
+        return member(Scalar::number, v, count);
+      case Role::root:
+        throw bad("\"caches\" is not a list");
+      case Role::entry:
+        throw bad(where(true) + "neither a path nor an object");
+      default:
+        return true;
+    }
+  }
+
+  // The path of the entry just read (string_): a NUL would end it early in every system call,
+  // opening another cache than the one named.
+  void check_path() {
+    if (string_.empty()) throw bad(where() + "empty path");
+    if (string_.find('\0') != std::string::npos) throw bad(where() + "a NUL byte in the path");
+    out_.back().path = string_;
+  }
+
+  // A member of an entry object (a null is as if absent).
+  bool member(Scalar kind, double v, std::optional<uint64_t> count) {
+    DatasetItem& item = out_.back();
+    if (key_ == "path") {
+      has_path_ = kind == Scalar::string;
+      if (has_path_) check_path();
+    } else if (key_ == "content_id") {
+      if (kind == Scalar::null) return true;
+      if (kind != Scalar::string || !dataset_hex_id(string_)) throw bad(where() + "\"content_id\" is not a content id");
+      item.content_id = string_;
+    } else if (key_ == "num_samples") {
+      if (kind == Scalar::null) return true;
+      if (!count) throw bad(where() + "\"num_samples\" is not a sample count");
+      item.samples = *count;
+    } else {
+      for (WeightKind wk : {WeightKind::proportion, WeightKind::repeat, WeightKind::choose}) {
+        if (key_ != weight_kind_name(wk)) continue;
+        if (kind == Scalar::null) return true;
+        if (item.weight.kind != WeightKind::none && item.weight.kind != wk)
+          throw bad(where() + "at most one of proportion, repeat and choose");
+        if (kind != Scalar::number || !(v >= 0) || !std::isfinite(v)) throw bad(where() + "\"" + key_ + "\" is not a number >= 0");
+        item.weight = {wk, v};
+      }
+    }
+    return true;
+  }
+
+  bool open(bool object) {
+    if (stack_.size() >= detail::kMaxJsonDepth)
+      throw Error(Errc::bad_input, "JSON nested deeper than " + std::to_string(detail::kMaxJsonDepth) + " levels")
+          .with_path(file_.string());
+    Role role = role_here();
+    if (role == Role::root && !object) role = Role::caches;
+    if (role == Role::root_member) {
+      if (key_ == "epoch_size") throw bad("\"epoch_size\" is not a sample count");
+      if (object) throw bad("\"caches\" is not a list");
+      role = Role::caches;
+    }
+    if (role == Role::caches) {
+      if (caches_seen_) out_.clear();  // a repeated "caches": the last one counts, as in a DOM
+      caches_seen_ = true;
+    } else if (role == Role::entry) {
+      if (!object) throw bad(where(true) + "neither a path nor an object");
+      new_entry();
+      has_path_ = false;
+    } else if (role == Role::entry_member) {
+      if (key_ == "path") throw bad(where() + "no \"path\" string");
+      if (key_ == "content_id") throw bad(where() + "\"content_id\" is not a content id");
+      if (key_ == "num_samples") throw bad(where() + "\"num_samples\" is not a sample count");
+      for (WeightKind wk : {WeightKind::proportion, WeightKind::repeat, WeightKind::choose})
+        if (key_ == weight_kind_name(wk)) throw bad(where() + "\"" + key_ + "\" is not a number >= 0");
+      role = Role::skipped;
+    }
+    stack_.push_back({role, object});
+    return true;
+  }
+
+  bool close() {
+    if (stack_.back().role == Role::entry) {
+      if (!has_path_) throw bad(where() + "no \"path\" string");
+    }
+    stack_.pop_back();
+    return true;
+  }
+
+  const fs::path& file_;
+  std::vector<DatasetItem>& out_;
+  std::optional<uint64_t>& epoch_size_;
+  std::vector<Level> stack_;
+  std::string key_, string_;
+  bool caches_seen_ = false, has_path_ = false;
+};
+
 void dataset_parse_json_list(const fs::path& file, const std::string& text, std::vector<DatasetItem>& out,
                              std::optional<uint64_t>& epoch_size) {
-  nlohmann::json doc;
+  DatasetJsonList list(file, out, epoch_size);
   try {
-    doc = detail::parse_json_bounded(text);
+    nlohmann::json::sax_parse(text, &list);
   } catch (const nlohmann::json::parse_error& e) {
     throw Error(Errc::bad_input, std::string("dataset list is not valid JSON: ") + e.what()).with_path(file.string()).with_offset(e.byte);
   } catch (const nlohmann::json::exception& e) {
     throw Error(Errc::bad_input, std::string("dataset list: ") + e.what()).with_path(file.string());
-  } catch (Error& e) {
-    throw e.with_path(file.string());
   }
-  auto bad = [&](const std::string& why) { return Error(Errc::bad_input, "dataset list: " + why).with_path(file.string()); };
-  const nlohmann::json* caches = &doc;
-  if (doc.is_object()) {
-    if (auto e = doc.find("epoch_size"); e != doc.end() && !e->is_null()) {
-      if (!e->is_number_unsigned()) throw bad("\"epoch_size\" is not a sample count");
-      epoch_size = e->get<uint64_t>();
-    }
-    auto c = doc.find("caches");
-    if (c == doc.end()) throw bad("no \"caches\" list");
-    caches = &*c;
-  }
-  if (!caches->is_array()) throw bad("\"caches\" is not a list");
-  if (caches->size() > kMaxDatasetCaches) throw bad("more than " + std::to_string(kMaxDatasetCaches) + " caches");
-  size_t index = 0;
-  for (const auto& entry : *caches) {
-    const std::string where = "entry " + std::to_string(index++) + ": ";
-    DatasetItem item;
-    item.origin = file.string();
-    if (entry.is_string()) {
-      item.path = entry.get<std::string>();
-    } else if (entry.is_object()) {
-      auto p = entry.find("path");
-      if (p == entry.end() || !p->is_string()) throw bad(where + "no \"path\" string");
-      item.path = p->get<std::string>();
-      if (auto id = entry.find("content_id"); id != entry.end() && !id->is_null()) {
-        if (!id->is_string() || !dataset_hex_id(id->get<std::string>())) throw bad(where + "\"content_id\" is not a content id");
-        item.content_id = id->get<std::string>();
-      }
-      if (auto s = entry.find("num_samples"); s != entry.end() && !s->is_null()) {
-        if (!s->is_number_unsigned()) throw bad(where + "\"num_samples\" is not a sample count");
-        item.samples = s->get<uint64_t>();
-      }
-      for (WeightKind kind : {WeightKind::proportion, WeightKind::repeat, WeightKind::choose}) {
-        auto w = entry.find(weight_kind_name(kind));
-        if (w == entry.end() || w->is_null()) continue;
-        if (item.weight.kind != WeightKind::none) throw bad(where + "at most one of proportion, repeat and choose");
-        if (!w->is_number() || !(w->get<double>() >= 0) || !std::isfinite(w->get<double>()))
-          throw bad(where + "\"" + weight_kind_name(kind) + "\" is not a number >= 0");
-        item.weight = {kind, w->get<double>()};
-      }
-    } else {
-      throw bad(where + "neither a path nor an object");
-    }
-    if (item.path.empty()) throw bad(where + "empty path");
-    out.push_back(std::move(item));
-  }
+  list.finish();
 }
 
 void dataset_parse_text_list(const fs::path& file, const std::string& text, std::vector<DatasetItem>& out) {
@@ -204,6 +349,8 @@ void dataset_parse_text_list(const fs::path& file, const std::string& text, std:
       item.content_id = line.substr(gap + 1);
       line = line.substr(0, line.find_last_not_of(" \t", gap) + 1);
     }
+    if (line.find('\0') != std::string::npos)  // a NUL would end the path early: another cache
+      throw Error(Errc::bad_input, "dataset list: line " + std::to_string(number) + ": a NUL byte in the path").with_path(file.string());
     item.path = line;
     if (out.size() >= kMaxDatasetCaches)
       throw Error(Errc::bad_input, "dataset list: more than " + std::to_string(kMaxDatasetCaches) + " caches").with_path(file.string());
@@ -439,7 +586,12 @@ std::string Dataset::list_json() const {
     std::error_code ec;
     const fs::path abs = fs::absolute(c.path(), ec);
     nlohmann::ordered_json e;
-    e["path"] = (ec ? c.path() : abs.lexically_normal()).string();
+    const std::string path = (ec ? c.path() : abs.lexically_normal()).string();
+    // JSON strings are UTF-8: a Latin-1 directory name would make dump() throw (an "internal
+    // error") or, replaced, name another directory.
+    if (!detail::is_valid_utf8(path))
+      throw Error(Errc::bad_input, "the path is not valid UTF-8, so a JSON dataset list cannot name it (a text list can)").with_path(path);
+    e["path"] = path;
     e["content_id"] = content_id_of(c);
     e["num_samples"] = c.size();
     if (!impl_->weights.empty() && impl_->weights[i].kind != WeightKind::none)
