@@ -155,6 +155,11 @@ class BatchDecoder {
  public:
   // Throws Error(usage) when the field is not an image field or the options are invalid.
   BatchDecoder(const Cache& cache, DecodeOptions options);
+  // Several caches as one id space (a slip::Dataset's caches, in order): id i is sample
+  // i - (samples of the caches before) of its cache. One pool of threads decodes a batch
+  // whatever caches its samples come from; crop windows are keyed by (seed, epoch, the id in its
+  // own cache), errors name that cache's file and that id. The caches must outlive the decoder.
+  BatchDecoder(std::span<const Cache* const> caches, DecodeOptions options);
   ~BatchDecoder();
   BatchDecoder(const BatchDecoder&) = delete;
   BatchDecoder& operator=(const BatchDecoder&) = delete;

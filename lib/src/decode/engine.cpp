@@ -1,6 +1,7 @@
 // BatchDecoder: per-thread scratch, one libjpeg decompressor per thread, crop-aware decoding,
 // Pillow-exact resampling, and the output layouts.
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -119,21 +120,49 @@ struct Worker {
 }  // namespace
 
 struct BatchDecoder::Impl {
-  const Cache& cache;
+  // The caches ids refer to: id i is sample i - first[c] of the last cache c with first[c] <= i.
+  struct Source {
+    const Cache* cache;
+    std::optional<Yuv420Siblings> siblings;  // options.yuv420_siblings: payloads from <f>_yuv420.*
+  };
+  std::vector<Source> sources;
+  std::vector<uint64_t> first;  // sources.size() + 1 prefix sums of the caches' sizes
   DecodeOptions options;
-  size_t field = 0;
+  size_t field = 0;  // the same in every cache (checked)
   bool yuv420 = false;
-  std::optional<Yuv420Siblings> siblings;  // options.yuv420_siblings: payloads from <f>_yuv420.*
 
-  std::span<const std::byte> payload_of(uint64_t id) const { return siblings ? siblings->payload(id) : cache.payload(field, id); }
-  MetaRecord record_of(uint64_t id) const { return siblings ? siblings->record(id) : cache.record(field, id); }
+  struct Located {
+    const Source& source;
+    uint64_t sample;  // in source.cache
+  };
+  Located locate(uint64_t id) const {
+    if (sources.size() == 1) return {sources[0], id};
+    const size_t c = static_cast<size_t>(std::upper_bound(first.begin(), first.end(), id) - first.begin()) - 1;
+    return {sources[std::min(c, sources.size() - 1)], id - first[std::min(c, sources.size() - 1)]};
+  }
+  uint64_t size() const noexcept { return first.back(); }
+  std::span<const std::byte> payload_of(uint64_t id) const {
+    const Located at = locate(id);
+    return at.source.siblings ? at.source.siblings->payload(at.sample) : at.source.cache->payload(field, at.sample);
+  }
+  MetaRecord record_of(uint64_t id) const {
+    const Located at = locate(id);
+    return at.source.siblings ? at.source.siblings->record(at.sample) : at.source.cache->record(field, at.sample);
+  }
+  // Crop windows are keyed by the sample's id in its own cache: a sample gets the same crops in
+  // a dataset as when its cache is read alone.
+  uint64_t window_key(uint64_t id) const { return locate(id).sample; }
   std::vector<Worker> workers;
   detail::WorkerPool pool;
   std::array<float, 3> scale{}, bias{};
   uint32_t total_crops = 0;
   bool planar = false;  // resize Y/Cb/Cr planes (ResampleMode::planar, or automatic with crop-aware decoding)
 
-  Impl(const Cache& c, DecodeOptions o, unsigned threads) : cache(c), options(std::move(o)), workers(threads), pool(threads) {}
+  Impl(DecodeOptions o, unsigned threads) : options(std::move(o)), workers(threads), pool(threads) {}
+  void check_ids(std::span<const uint64_t> ids) const {
+    for (uint64_t id : ids)
+      if (id >= size()) throw Error(Errc::usage, "sample id " + std::to_string(id) + " is out of range");
+  }
 
   // A sample's bytes are bad: the error names the payload file, the sample and its offset.
   void fail(Worker& w, size_t slot, uint64_t id, const std::string& message) {
@@ -163,16 +192,18 @@ struct BatchDecoder::Impl {
   }
   // The error, of its class, named by the sample's payload file, id and offset.
   std::exception_ptr named_error(Error e, uint64_t id) const {
-    e.with_path(payload_file()).with_sample(id);
+    const Located at = locate(id);
+    e.with_path(payload_file(at.source)).with_sample(at.sample);
     try {
       e.with_offset(record_of(id).data_ptr);
     } catch (const Error&) {
     }
     return std::make_exception_ptr(e);
   }
-  std::string payload_file() const {
-    return siblings ? siblings->bin_path().string()
-                    : (cache.path() / detail::field_file(cache.fields()[field].name, detail::FileKind::bin)).string();
+  std::string payload_file(const Source& source) const {
+    const Cache& cache = *source.cache;
+    return source.siblings ? source.siblings->bin_path().string()
+                           : (cache.path() / detail::field_file(cache.fields()[field].name, detail::FileKind::bin)).string();
   }
 
   // Fills w.windows / w.sizes: one window per crop (or the whole image when `full`).
@@ -192,8 +223,8 @@ struct BatchDecoder::Impl {
           w.sizes.push_back(g.size);
           continue;
         }
-        w.windows.push_back(sample_crop_window(g, static_cast<uint32_t>(width), static_cast<uint32_t>(height), options.seed, epoch, id,
-                                               crop_index, options.flip_probability));
+        w.windows.push_back(sample_crop_window(g, static_cast<uint32_t>(width), static_cast<uint32_t>(height), options.seed, epoch,
+                                               window_key(id), crop_index, options.flip_probability));
         w.sizes.push_back(g.size);
       }
   }
@@ -567,8 +598,7 @@ struct BatchDecoder::Impl {
   template <class TargetOf, class Visit>
   void for_each_whole_image(std::span<const uint64_t> ids, TargetOf&& target_of, Visit&& visit) {
     throw_if_interrupted();
-    for (uint64_t id : ids)
-      if (id >= cache.size()) throw Error(Errc::usage, "sample id " + std::to_string(id) + " is out of range");
+    check_ids(ids);
     const detail::WorkerPool::Body body = [&](unsigned thread, size_t slot) {
       Worker& w = workers[thread];
       try {
@@ -598,13 +628,19 @@ struct BatchDecoder::Impl {
   }
 };
 
-BatchDecoder::BatchDecoder(const Cache& cache, DecodeOptions options) {
+// (The array lives until the delegated constructor returns, which copies the pointer.)
+BatchDecoder::BatchDecoder(const Cache& cache, DecodeOptions options)
+    : BatchDecoder(std::span<const Cache* const>(std::array<const Cache*, 1>{&cache}), std::move(options)) {}
+
+BatchDecoder::BatchDecoder(std::span<const Cache* const> caches, DecodeOptions options) {
   unsigned threads = options.threads ? options.threads : available_cpus();
   threads = std::clamp(threads, 1u, 256u);
+  if (caches.empty()) throw Error(Errc::usage, "a decoder needs at least one cache");
   if (options.groups.empty()) throw Error(Errc::usage, "no crop groups");
   for (const CropGroup& g : options.groups)
     if (g.size < 1 || g.size > 4096 || g.count < 1) throw Error(Errc::usage, "crop size must be in 1..4096 and count >= 1");
   if (!(options.flip_probability >= 0 && options.flip_probability <= 1)) throw Error(Errc::usage, "flip probability must be in [0, 1]");
+  const Cache& cache = *caches[0];
   std::optional<size_t> field;
   if (options.field.empty()) {
     for (size_t i = 0; i < cache.fields().size() && !field; ++i)
@@ -615,17 +651,31 @@ BatchDecoder::BatchDecoder(const Cache& cache, DecodeOptions options) {
     if (!field || (cache.fields()[*field].type != FieldType::image && cache.fields()[*field].type != FieldType::bytes))
       throw Error(Errc::usage, "'" + options.field + "' is not an image field of the cache");
   }
-  impl_ = std::make_unique<Impl>(cache, std::move(options), threads);
+  const CacheField& image_field = cache.fields()[*field];
+  impl_ = std::make_unique<Impl>(std::move(options), threads);
   impl_->field = *field;
-  impl_->yuv420 = cache.fields()[*field].image_format == "yuv420";
-  if (impl_->options.yuv420_siblings) {
-    if (impl_->yuv420) throw Error(Errc::usage, "the field is already stored as YUV420; it has no sibling files");
-    impl_->siblings = Yuv420Siblings::open(cache, cache.fields()[*field].name);
-    if (!impl_->siblings)
-      throw Error(Errc::usage, "no YUV420 sibling files for field '" + cache.fields()[*field].name + "' (make them with slip yuv420)")
-          .with_path(cache.path().string());
-    impl_->yuv420 = true;
+  impl_->yuv420 = image_field.image_format == "yuv420";
+  if (impl_->options.yuv420_siblings && impl_->yuv420)
+    throw Error(Errc::usage, "the field is already stored as YUV420; it has no sibling files");
+  impl_->first.push_back(0);
+  for (const Cache* c : caches) {
+    // The same field at the same place, of the same type and image format, in every cache (a
+    // slip::Dataset checks every field; a direct caller gets the one check decoding needs).
+    if (c->fields().size() <= *field || c->fields()[*field].name != image_field.name || c->fields()[*field].type != image_field.type ||
+        c->fields()[*field].image_format != image_field.image_format)
+      throw Error(Errc::usage, "the caches' image fields differ: '" + image_field.name + "' is not the same field in every cache")
+          .with_path(c->path().string());
+    Impl::Source source{c, std::nullopt};
+    if (impl_->options.yuv420_siblings) {
+      source.siblings = Yuv420Siblings::open(*c, image_field.name);
+      if (!source.siblings)
+        throw Error(Errc::usage, "no YUV420 sibling files for field '" + image_field.name + "' (make them with slip yuv420)")
+            .with_path(c->path().string());
+    }
+    impl_->sources.push_back(std::move(source));
+    impl_->first.push_back(impl_->first.back() + c->size());
   }
+  if (impl_->options.yuv420_siblings) impl_->yuv420 = true;
   for (const CropGroup& g : impl_->options.groups) impl_->total_crops += g.count;
   impl_->planar = effective_resample_mode(impl_->options) == ResampleMode::planar;
   for (int c = 0; c < 3; ++c) {
@@ -647,8 +697,7 @@ void BatchDecoder::decode(std::span<const uint64_t> ids, uint64_t epoch, std::sp
   for (size_t g = 0; g < outputs.size(); ++g)
     if (outputs[g].size() < ids.size() * crop_group_sample_bytes(impl.options.groups[g], impl.options.type))
       throw Error(Errc::usage, "output buffer " + std::to_string(g) + " is too small for the batch");
-  for (uint64_t id : ids)
-    if (id >= impl.cache.size()) throw Error(Errc::usage, "sample id " + std::to_string(id) + " is out of range");
+  impl.check_ids(ids);
   impl.epoch = epoch;
   const detail::WorkerPool::Body body = [&](unsigned thread, size_t slot) {
     try {
@@ -716,8 +765,7 @@ void BatchDecoder::decode_images(std::span<const uint64_t> ids, PackedImages& ou
   // say) is noted; the batch is then planned again with the decoded sizes and decoded again:
   // rare, never wrong.
   Impl& impl = *impl_;
-  for (uint64_t id : ids)
-    if (id >= impl.cache.size()) throw Error(Errc::usage, "sample id " + std::to_string(id) + " is out of range");
+  impl.check_ids(ids);
   out.images.assign(ids.size(), {});
   for (size_t i = 0; i < ids.size(); ++i) {
     ImageSize size;

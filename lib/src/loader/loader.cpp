@@ -112,12 +112,10 @@ BatchPtr lend_loader_batch(std::unique_ptr<Batch> b, const std::shared_ptr<Loade
 
 // The running iteration: a producer thread filling `ready` with at most `prefetch` batches.
 struct Loader::Engine {
-  DecodeOptions decode;                                 // every cache's decoder's
-  std::vector<std::unique_ptr<BatchDecoder>> decoders;  // one per cache, made when first needed
-  std::vector<std::vector<std::byte>> scratch;          // a mixed batch's crops of one cache, per group
-  std::vector<RgbImage> scratch_images;                 // a mixed batch's whole images (storage kept batch to batch)
-  std::vector<std::pair<size_t, size_t>> by_cache;      // (cache, batch slot) of a mixed batch, sorted
-  std::vector<uint64_t> local_ids;                      // the batch's ids in their caches
+  DecodeOptions decode;
+  // One decoder over every cache (global ids): one pool of threads and one set of per-thread
+  // buffers decode a batch in place whatever caches its samples come from.
+  std::unique_ptr<BatchDecoder> decoder;
   std::vector<size_t> field_ids;
   std::shared_ptr<LoaderPool> pool = std::make_shared<LoaderPool>();
   mutable std::mutex mutex;
@@ -187,7 +185,6 @@ void Loader::init() {
   if (options_.world_size == 0 || options_.rank >= options_.world_size) throw Error(Errc::usage, "rank must be < world_size");
   options_.block_size = std::max<uint64_t>(1, options_.block_size);
   options_.prefetch = std::max<size_t>(1, options_.prefetch);
-  engine_->decoders.resize(caches_.size());
   if (options_.full_decode) {
     const size_t fi = image_field();
     if (first.fields()[fi].image_format == "yuv420" || options_.decode.yuv420_siblings)
@@ -200,8 +197,8 @@ void Loader::init() {
   } else {
     engine_->decode = options_.decode;
   }
-  // The first cache's decoder now: a bad option fails here, not at the first batch.
-  engine_->decoders[0] = std::make_unique<BatchDecoder>(first, engine_->decode);
+  // The decoder now: a bad option fails here, not at the first batch.
+  engine_->decoder = std::make_unique<BatchDecoder>(std::span<const Cache* const>(caches_), engine_->decode);
   for (const std::string& name : options_.fields) {
     const auto fi = first.field_index(name);
     if (!fi) throw Error(Errc::usage, "no field \"" + name + "\"").with_path(first.path().string());
@@ -481,86 +478,23 @@ struct LoaderCaches {
   }
 };
 
-BatchDecoder& loader_decoder(Loader::Engine& e, const LoaderCaches& d, size_t c) {
-  if (!e.decoders[c]) e.decoders[c] = std::make_unique<BatchDecoder>(*d.caches[c], e.decode);
-  return *e.decoders[c];
-}
-
-// Decodes global `ids` into batch slots slot, slot+1, ... of `b`. A batch of one cache is
-// decoded in place; one of several caches is decoded cache by cache (one decoder call each, on
-// all its threads) into scratch buffers whose samples are then copied to their slots.
-void decode_loader_ids(Loader::Engine& e, const LoaderCaches& d, const LoaderOptions& o, Batch& b, std::span<const uint64_t> ids,
-                       size_t slot, uint64_t epoch) {
-  const size_t n = ids.size();
-  e.local_ids.resize(n);
-  e.by_cache.clear();
-  bool one = true;
-  for (size_t i = 0; i < n; ++i) {
-    const size_t c = d.caches.size() == 1 ? 0 : d.of(ids[i]);
-    e.local_ids[i] = ids[i] - d.first[c];
-    e.by_cache.emplace_back(c, i);
-    one = one && c == e.by_cache.front().first;
+// Decodes global `ids` into batch slots slot, slot+1, ... of `b`, in place (one decoder call on
+// all its threads, whatever caches the samples come from).
+void decode_loader_ids(Loader::Engine& e, const LoaderOptions& o, Batch& b, std::span<const uint64_t> ids, size_t slot, uint64_t epoch) {
+  if (o.full_decode) return e.decoder->decode_images(ids, b.full);  // one block per batch, reused (slot is 0: see below)
+  std::vector<std::span<std::byte>> outs;
+  for (size_t g = 0; g < b.groups.size(); ++g) {
+    const size_t bytes = crop_group_sample_bytes(o.decode.groups[g], o.decode.type);
+    outs.push_back(std::span<std::byte>(b.groups[g]).subspan(slot * bytes, ids.size() * bytes));
   }
-  const auto group_bytes = [&](size_t g) { return crop_group_sample_bytes(o.decode.groups[g], o.decode.type); };
-  if (one) {
-    BatchDecoder& decoder = loader_decoder(e, d, n ? e.by_cache.front().first : 0);
-    if (o.full_decode) return decoder.decode_images(e.local_ids, b.full);  // one block per batch, reused
-    std::vector<std::span<std::byte>> outs;
-    for (size_t g = 0; g < b.groups.size(); ++g)
-      outs.push_back(std::span<std::byte>(b.groups[g]).subspan(slot * group_bytes(g), n * group_bytes(g)));
-    decoder.decode(e.local_ids, epoch, outs);  // crops depend on (seed, epoch, sample) only, not the slot
-    return;
-  }
-  std::sort(e.by_cache.begin(), e.by_cache.end());
-  std::vector<uint64_t> run_ids;
-  std::vector<size_t> placed(o.full_decode ? n : 0);  // slot -> its image in scratch_images
-  if (o.full_decode && e.scratch_images.size() < n) e.scratch_images.resize(n);
-  for (size_t r0 = 0; r0 < n;) {
-    const size_t c = e.by_cache[r0].first;
-    size_t r1 = r0;
-    run_ids.clear();
-    for (; r1 < n && e.by_cache[r1].first == c; ++r1) run_ids.push_back(e.local_ids[e.by_cache[r1].second]);
-    BatchDecoder& decoder = loader_decoder(e, d, c);
-    if (o.full_decode) {
-      // Per-image buffers that keep their storage from batch to batch (a packed block per
-      // cache would be re-planned, and its pages faulted in again, at every batch).
-      decoder.decode_images(run_ids, std::span<RgbImage>(e.scratch_images).subspan(r0, r1 - r0));
-      for (size_t j = r0; j < r1; ++j) placed[e.by_cache[j].second] = j;
-    } else {
-      e.scratch.resize(b.groups.size());
-      std::vector<std::span<std::byte>> outs;
-      for (size_t g = 0; g < b.groups.size(); ++g) {
-        if (e.scratch[g].size() < run_ids.size() * group_bytes(g)) e.scratch[g].resize(run_ids.size() * group_bytes(g));
-        outs.push_back(std::span<std::byte>(e.scratch[g]).first(run_ids.size() * group_bytes(g)));
-      }
-      decoder.decode(run_ids, epoch, outs);
-      for (size_t g = 0; g < b.groups.size(); ++g) {
-        const size_t bytes = group_bytes(g);
-        for (size_t j = r0; j < r1; ++j)
-          std::memcpy(b.groups[g].data() + (slot + e.by_cache[j].second) * bytes, e.scratch[g].data() + (j - r0) * bytes, bytes);
-      }
-    }
-    r0 = r1;
-  }
-  if (!o.full_decode) return;
-  size_t total = 0;  // the whole images, in batch order, into the batch's one block
-  for (size_t k : placed) total += e.scratch_images[k].pixels.size();
-  b.full.resize(total);
-  b.full.images.resize(n);
-  size_t offset = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const RgbImage& from = e.scratch_images[placed[i]];
-    std::memcpy(b.full.pixels().data() + offset, from.pixels.data(), from.pixels.size());
-    b.full.images[i] = {offset, from.width, from.height};
-    offset += from.pixels.size();
-  }
+  e.decoder->decode(ids, epoch, outs);  // crops depend on (seed, epoch, sample) only, not the slot
 }
 
 // Decodes `batch` into `b`; under skip_errors a failed batch is decoded again one sample at a
 // time, keeping those that decode (packed to the front); returns how many were kept.
-size_t decode_loader_batch(Loader::Engine& e, const LoaderCaches& d, const LoaderOptions& o, Batch& b, std::span<uint64_t> batch,
+size_t decode_loader_batch(Loader::Engine& e, const LoaderOptions& o, Batch& b, std::span<uint64_t> batch,
                            uint64_t epoch, const std::function<void(uint64_t, std::string)>& skip) {
-  const auto decode = [&](std::span<const uint64_t> ids, size_t slot) { decode_loader_ids(e, d, o, b, ids, slot, epoch); };
+  const auto decode = [&](std::span<const uint64_t> ids, size_t slot) { decode_loader_ids(e, o, b, ids, slot, epoch); };
   try {
     decode(batch, 0);
     return batch.size();
@@ -617,7 +551,7 @@ void produce_loader_batches(Loader::Engine& e, LoaderCaches d, const LoaderOptio
       const size_t count = static_cast<size_t>(std::min<uint64_t>(o.batch_size, run.per_rank - k * o.batch_size));
       std::span<uint64_t> batch(ids.data(), count);
       order.fill(k * o.batch_size, batch);
-      const size_t kept = decode_loader_batch(e, d, o, *b, batch, run.epoch, [&](uint64_t sample, std::string message) {
+      const size_t kept = decode_loader_batch(e, o, *b, batch, run.epoch, [&](uint64_t sample, std::string message) {
         std::lock_guard lock(e.mutex);
         e.skipped.push_back({sample, std::move(message)});
       });
@@ -633,10 +567,7 @@ void produce_loader_batches(Loader::Engine& e, LoaderCaches d, const LoaderOptio
     std::lock_guard lock(e.mutex);
     e.error = std::current_exception();
   }
-  if (o.full_decode) {
-    e.pool->set_idle(true);
-    e.scratch_images.clear();  // as the pool's blocks: no batch of images kept between iterations
-  }
+  if (o.full_decode) e.pool->set_idle(true);
   std::lock_guard lock(e.mutex);
   e.finished = true;
   e.ready_cv.notify_all();
