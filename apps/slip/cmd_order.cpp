@@ -92,7 +92,7 @@ Action setup_order(CLI::App& sub, const GlobalOptions&) {
     if (a->json && !to_file) {
       // Streamed as one line, `{..., "ids": [` then the ids block by block: O(1) memory as the
       // text output (an epoch of billions of ids is never held).
-      std::string text = head.dump();
+      std::string text = head.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);  // (paths need not be UTF-8)
       text.pop_back();
       text += ",\"ids\":[";
       OutputFile out("", false);

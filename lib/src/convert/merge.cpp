@@ -565,7 +565,7 @@ void record_part_sources(const fs::path& workdir, const std::vector<std::string>
   std::error_code ec;
   if (fs::exists(record, ec)) return;
   const detail::TempLock tmp(workdir, kSourcesRecord);
-  detail::write_text_file(tmp.path(), ojson{{"sources", normalized_sources(sources)}}.dump() + "\n");
+  detail::write_text_file(tmp.path(), ojson{{"sources", normalized_sources(sources)}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   // link(), not rename(): tasks starting together race, and the first record stays.
   if (::link(tmp.path().c_str(), record.c_str()) != 0 && errno != EEXIST)
     throw_errno("cannot record the sources of the job array", record.string(), errno);
@@ -582,7 +582,8 @@ fs::path find_workdir(const fs::path& root, const std::vector<std::string>& sour
     const std::string text = detail::read_text_file(e.path() / kSourcesRecord, detail::Open::cache_file);
     try {
       const auto j = detail::parse_json_bounded(text);
-      if (j.at("sources").dump() == wanted.dump()) found.push_back(e.path());
+      // (Paths that are not UTF-8 are recorded with their bad bytes replaced: compared alike.)
+      if (j.at("sources").dump() == wanted.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) found.push_back(e.path());
     } catch (const nlohmann::json::exception&) {
       // Not a record of ours (or damaged): not a match.
     } catch (const Error& e) {

@@ -58,7 +58,9 @@ void write_validators(const fs::path& path, const Validators& v, const std::stri
   if (v.size) j["size"] = *v.size;
   // No sweep: a download directory holds thousands of records; a killed run leaves at most a
   // few bytes under a dot name.
-  detail::replace_file(path, j.dump(2) + "\n", detail::AtomicFile::Sweep::none);
+  // (A server's ETag need not be UTF-8: its bytes that are not are replaced, which at worst
+  // costs one fresh download; a JSON dump would otherwise throw.)
+  detail::replace_file(path, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", detail::AtomicFile::Sweep::none);
 }
 
 std::string header(const Headers& h, const char* name) {
