@@ -26,7 +26,11 @@ for side in a b; do
   [ $side = b ] && rev=$rev_b
   mkdir -p "$work/$side"
   git archive "$rev" lib/src lib/include | tar -x -C "$work/$side"
-  g++ "${flags[@]}" "${colour[@]}" -I "$work/$side/lib/src" -I "$work/$side/lib/include" -DSLIP_AB_SOURCE="\"$work/$side/$source_file\"" \
+  # The planar weights, in their own file since the resampler's split (with the passes before it).
+  weights=()
+  [ "$kind" != colour ] && [ -f "$work/$side/lib/src/decode/resample_weights.cpp" ] &&
+    weights=(-DSLIP_AB_SOURCE2="\"$work/$side/lib/src/decode/resample_weights.cpp\"")
+  g++ "${flags[@]}" "${colour[@]}" "${weights[@]}" -I "$work/$side/lib/src" -I "$work/$side/lib/include" -DSLIP_AB_SOURCE="\"$work/$side/$source_file\"" \
     -DSLIP_AB_ENTRY=slip_ab_$side bench/kernel_ab/entry.cpp -o "$work/libslip_ab_$side.so" -L "$BUILD/lib" -lslipstream \
     -Wl,-rpath,"$PWD/$BUILD/lib"
 done

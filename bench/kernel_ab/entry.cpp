@@ -2,6 +2,9 @@
 // revisions, into two shared objects whose entry points (SLIP_AB_ENTRY) the driver times
 // alternately in one process, so both see the same machine at the same moment.
 #include SLIP_AB_SOURCE
+#ifdef SLIP_AB_SOURCE2
+#include SLIP_AB_SOURCE2  // the planar weights (resample_weights.cpp), of the same revision
+#endif
 
 #include <algorithm>
 #include <chrono>

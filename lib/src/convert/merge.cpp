@@ -162,14 +162,14 @@ void forget_shared_scan(const Part& part) {
 
 }  // namespace
 
-// Over 120 lines (issue 46): one checked sequence over the same parts (consistency, snapshot, exactly once, reuse, write);
-// its commented steps are where it splits, not done while no build could check the split.
-MergeResult merge_parts(const std::vector<fs::path>& inputs, const MergeOptions& options) {
-  const detail::CancelScope cancel_scope(options.cancel);
-  const auto t0 = std::chrono::steady_clock::now();
-  std::vector<Part> parts;
-  for (const fs::path& dir : expand_inputs(inputs)) parts.push_back(load_part(dir));
-  // Same source, same split, same schema.
+namespace {
+
+// Same source, same split, same schema as the first part; and one source snapshot: every
+// part's task saw the whole source (every file's size and mtime, not only its slice) as the
+// conversion listed it. A file rewritten in place after an earlier task stored it would
+// otherwise be merged as its old bytes, which verify passes, while a single conversion now
+// gives another cache.
+void merge_check_same_conversion(const std::vector<Part>& parts) {
   const Part& first = parts.front();
   for (const Part& p : parts) {
     auto foreign = [&](const std::string& what) {
@@ -182,10 +182,6 @@ MergeResult merge_parts(const std::vector<fs::path>& inputs, const MergeOptions&
     for (auto& [name, spec] : first.manifest["fields"].items())
       if (!p.manifest["fields"].contains(name) || p.manifest["fields"][name]["type"] != spec["type"]) throw foreign("field " + name);
   }
-  // One source snapshot: every part's task saw the whole source (every file's size and mtime,
-  // not only its slice) as the conversion listed it. A file rewritten in place after an earlier
-  // task stored it would otherwise be merged as its old bytes, which verify passes, while a
-  // single conversion now gives another cache.
   for (const Part& p : parts) {
     if (p.info.listing.empty()) continue;
     const std::string idx = std::to_string(p.info.index);
@@ -200,8 +196,11 @@ MergeResult merge_parts(const std::vector<fs::path>& inputs, const MergeOptions&
                                        "beside the work directory) and convert every task again")
           .with_path(p.dir.string());
   }
-  std::sort(parts.begin(), parts.end(), [](const Part& a, const Part& b) { return a.info.index < b.info.index; });
-  // Exactly once: indices 0..N-1, slices back to back from 0 to the total.
+}
+
+// Exactly once (parts sorted by index): indices 0..N-1, slices back to back from 0 to the total.
+void merge_check_exactly_once(const std::vector<Part>& parts) {
+  const Part& first = parts.front();
   std::set<uint64_t> have;
   for (size_t i = 0; i < parts.size(); ++i) {
     if (!have.insert(parts[i].info.index).second)
@@ -229,14 +228,12 @@ MergeResult merge_parts(const std::vector<fs::path>& inputs, const MergeOptions&
   }
   if (expect != first.info.total)
     throw Error(Errc::bad_input, "parts cover " + std::to_string(expect) + " of " + std::to_string(first.info.total) + " samples");
+}
 
-  MergeResult result;
-  result.parts = parts.size();
-  const fs::path root = options.output_dir.empty() ? first.dir.parent_path().parent_path() : options.output_dir;
-  result.content_id = first.info.whole_content_id;
-  result.cache_path = root / first.info.whole_name;
-  // A merged cache already there is reused after convert's checks (manifest checksum, file
-  // sizes, the tables' checksums); one failing them is merged again, with a warning saying why.
+// A merged cache already there is reused after convert's checks (manifest checksum, file
+// sizes, the tables' checksums); one failing them is merged again, with a warning saying why.
+// True when reused: `result` then reports what the existing cache holds, not what this run did.
+bool merge_reuse_existing(const std::vector<Part>& parts, const MergeOptions& options, MergeResult& result) {
   bool reuse = false;
   if (std::error_code ec; !options.force && fs::exists(result.cache_path / detail::kManifestName, ec)) {
     const std::string problem = detail::reuse_problem(result.cache_path, result.content_id);
@@ -245,163 +242,181 @@ MergeResult merge_parts(const std::vector<fs::path>& inputs, const MergeOptions&
       detail::warn("{}: the cache there is damaged ({}); merging it again", detail::escape_for_terminal(result.cache_path.string()),
                    problem);
   }
-  if (reuse) {
-    // Report what the existing cache holds, not what this run did (nothing).
-    result.reused = true;
-    result.reuse_checked = std::string(detail::kReuseChecks);
-    result.parts = parts.size();
-    const Cache existing = Cache::open(result.cache_path);
-    result.samples = existing.size();
-    for (const auto& [file, size] : existing.file_sizes()) result.bytes += size;
-    if (options.clean) remove_parts(parts);
-    forget_shared_scan(first);
-    return result;
-  }
-  detail::StagingDir staging(root, first.info.whole_name);
-  const fs::path out = staging.path();
+  if (!reuse) return false;
+  result.reused = true;
+  result.reuse_checked = std::string(detail::kReuseChecks);
+  result.parts = parts.size();
+  const Cache existing = Cache::open(result.cache_path);
+  result.samples = existing.size();
+  for (const auto& [file, size] : existing.file_sizes()) result.bytes += size;
+  if (options.clean) remove_parts(parts);
+  forget_shared_scan(parts.front());
+  return true;
+}
 
-  // Schema from the first part's cache.
+// The merge's state: the parts' caches, where they are written, and what is written.
+struct MergeWriter {
+  const std::vector<Part>& parts;
+  const MergeOptions& options;
+  fs::path out;
   std::vector<Cache> caches;
-  for (const Part& p : parts) caches.push_back(Cache::open(p.dir));
-  const Cache& c0 = caches.front();
   Schema schema;
-  for (const CacheField& f : c0.fields()) {
-    FieldSpec spec{f.name, f.type, f.dtype, {}, f.image_format.empty() ? "jpeg" : f.image_format};
-    if (f.type == FieldType::ndarray) spec.shape.assign(f.shape.begin() + 1, f.shape.end());
-    schema.fields.push_back(std::move(spec));
+  detail::WrittenFiles files;
+  uint64_t n = 0, total_bytes = 0, copied = 0;
+
+  MergeWriter(const std::vector<Part>& parts_, const MergeOptions& options_, fs::path out_)
+      : parts(parts_), options(options_), out(std::move(out_)) {
+    // Schema from the first part's cache.
+    for (const Part& p : parts) caches.push_back(Cache::open(p.dir));
+    for (const CacheField& f : caches.front().fields()) {
+      FieldSpec spec{f.name, f.type, f.dtype, {}, f.image_format.empty() ? "jpeg" : f.image_format};
+      if (f.type == FieldType::ndarray) spec.shape.assign(f.shape.begin() + 1, f.shape.end());
+      schema.fields.push_back(std::move(spec));
+    }
+    for (const Cache& c : caches) n += c.size();
+    for (const Cache& c : caches)
+      for (const CacheField& f : c.fields()) total_bytes += c.file_bytes(f.files[0]).size();
   }
-  ConvertResult totals;
-  totals.content_id = result.content_id;
-  // The byte-affecting options the parts were converted with (the same in every part: they
-  // are in the whole's content id), so the merged manifest equals a single-process build's.
+
+  void write_fields() {
+    const bool hard_link = options.link && parts.size() == 1;
+    for (size_t fi = 0; fi < schema.fields.size(); ++fi) {
+      throw_if_interrupted();
+      for (const Cache& c : caches) c.release_resident_pages();  // the previous field's pages
+      if (hard_link)
+        link_field(fi);
+      else if (schema.fields[fi].type == FieldType::image || schema.fields[fi].type == FieldType::bytes ||
+               schema.fields[fi].type == FieldType::str)
+        concat_table_field(fi);
+      else
+        concat_numeric_field(fi);
+    }
+  }
+
+  // --link with a single part: its files hard-linked (or copied), checked as they would be read.
+  void link_field(size_t fi) {
+    const FieldSpec& spec = schema.fields[fi];
+    const CacheField& f0 = caches[0].fields()[fi];
+    const bool payload_field = is_payload_type(spec.type);
+    if (payload_field) check_part_payload_field(parts[0], caches[0], fi);
+    for (const std::string& name : f0.files) {
+      std::error_code ec;
+      // A payload .bin is covered by its payload checksums (docs/FORMAT.md#checksums).
+      const bool payload_bin = payload_field && name == f0.files[0];
+      if (!payload_field || (name != f0.files[0] && name != f0.files[1])) check_part_file(parts[0], name, caches[0].file_bytes(name));
+      fs::create_hard_link(parts[0].dir / name, out / name, ec);
+      if (ec) fs::copy_file(parts[0].dir / name, out / name, ec);
+      if (ec) throw Error(Errc::io, "cannot link or copy: " + ec.message()).with_path((out / name).string());
+      files.storage_sizes.emplace_back(name, caches[0].file_bytes(name).size());
+      if (!payload_bin) files.checksums[name] = xxh3_64(caches[0].file_bytes(name));
+    }
+    if (payload_field) {
+      const std::string cs = detail::checksum_file(spec.name);
+      std::error_code ec;
+      fs::create_hard_link(parts[0].dir / cs, out / cs, ec);
+      if (ec) fs::copy_file(parts[0].dir / cs, out / cs, ec);
+      files.checksums[cs] = xxh3_64(caches[0].file_bytes(cs));
+      uint64_t largest = 0;
+      for (uint64_t i = 0; i < caches[0].size(); ++i) largest = std::max(largest, caches[0].record(fi, i).data_size);
+      files.max_payload[spec.name] = largest;
+    }
+  }
+
+  uint64_t write_npy(const std::string& name, std::string_view descr, std::vector<uint64_t> shape, std::span<const std::byte> data) {
+    detail::FileWriter w(out / name);
+    w.write(npy_header(descr, shape));
+    w.write(data);
+    w.close();
+    files.checksums[name] = w.checksum();
+    return w.bytes_written();
+  }
+
+  // An image, bytes or string field: the parts' .bin files concatenated, their records (or
+  // string offsets) rebased onto the merged file, and the payload checksums concatenated.
+  void concat_table_field(size_t fi) {
+    const FieldSpec& spec = schema.fields[fi];
+    const CacheField& f0 = caches[0].fields()[fi];
+    const bool payload = spec.type != FieldType::str;
+    const std::string bin = f0.files[0], table = f0.files[1];
+    detail::FileWriter bin_out(out / bin, size_t{256} << 10,
+                               payload ? detail::FileWriter::Checksum::none : detail::FileWriter::Checksum::xxh3);
+    std::vector<std::byte> table_data;  // rebased records / offsets
+    std::vector<uint64_t> sums;
+    uint64_t largest = 0;
+    for (size_t p = 0; p < caches.size(); ++p) {
+      const Cache& c = caches[p];
+      const auto bytes = c.file_bytes(bin);
+      if (payload) {
+        check_part_payload_field(parts[p], c, fi);
+      } else {
+        check_part_file(parts[p], bin, bytes);
+        check_part_file(parts[p], table, c.file_bytes(table));
+      }
+      const uint64_t base = bin_out.bytes_written();
+      bin_out.write(bytes);
+      copied += bytes.size();
+      if (options.progress) options.progress(copied, total_bytes);
+      const auto raw = c.file_bytes(table).subspan(c.npy_data_offset(table));
+      const size_t row = payload ? sizeof(MetaRecord) : 16;
+      for (uint64_t i = 0; i < c.size(); ++i) {
+        uint64_t ptr;
+        std::memcpy(&ptr, raw.data() + i * row, 8);
+        ptr += base;
+        const size_t at = table_data.size();
+        table_data.insert(table_data.end(), raw.begin() + static_cast<ptrdiff_t>(i * row),
+                          raw.begin() + static_cast<ptrdiff_t>((i + 1) * row));
+        std::memcpy(table_data.data() + at, &ptr, 8);
+        if (payload) largest = std::max(largest, c.record(fi, i).data_size);
+      }
+      if (payload) {
+        for (uint64_t i = 0; i < c.size(); ++i) sums.push_back(*c.payload_checksum(fi, i));
+      }
+      // A part's pages are not needed again: RSS stays at about one part's files, not the
+      // whole dataset (SLURM counts resident file pages against the merge job).
+      c.release_resident_pages();
+    }
+    bin_out.close();
+    files.storage_sizes.emplace_back(bin, bin_out.bytes_written());
+    if (!payload) files.checksums[bin] = bin_out.checksum();
+    files.storage_sizes.emplace_back(table, write_npy(table, payload ? kMetaRecordDescr : "'<u8'",
+                                                      payload ? std::vector<uint64_t>{n} : std::vector<uint64_t>{n, 2}, table_data));
+    if (payload) {
+      write_npy(detail::checksum_file(spec.name), "'<u8'", {n}, std::as_bytes(std::span(sums)));
+      files.max_payload[spec.name] = largest;
+    }
+  }
+
+  // A numeric or array field: one .npy whose rows are the parts' rows in order.
+  void concat_numeric_field(size_t fi) {
+    const CacheField& f0 = caches[0].fields()[fi];
+    const std::string name = f0.files[0];
+    detail::FileWriter w(out / name);
+    std::vector<uint64_t> shape = f0.shape;
+    shape[0] = n;
+    w.write(npy_header("'" + f0.dtype + "'", shape));
+    for (size_t p = 0; p < caches.size(); ++p) {
+      check_part_file(parts[p], name, caches[p].file_bytes(name));
+      w.write(caches[p].file_bytes(name).subspan(caches[p].npy_data_offset(name)));
+    }
+    w.close();
+    files.storage_sizes.emplace_back(name, w.bytes_written());
+    files.checksums[name] = w.checksum();
+  }
+};
+
+// The byte-affecting options the parts were converted with (the same in every part: they
+// are in the whole's content id), so the merged manifest equals a single-process build's.
+std::string merge_part_options(const Part& first) {
+  std::string options;
   if (const auto it = first.manifest.find("slip"); it != first.manifest.end() && it->contains("options") && (*it)["options"].is_object())
     for (const auto& [key, value] : (*it)["options"].items())
-      if (value.is_string()) totals.options += key + "=" + value.get<std::string>() + "\n";
-  detail::WrittenFiles files;
-  uint64_t n = 0;
-  for (const Cache& c : caches) n += c.size();
-  const uint64_t total_bytes = [&] {
-    uint64_t b = 0;
-    for (const Cache& c : caches)
-      for (const CacheField& f : c.fields()) b += c.file_bytes(f.files[0]).size();
-    return b;
-  }();
-  uint64_t copied = 0;
+      if (value.is_string()) options += key + "=" + value.get<std::string>() + "\n";
+  return options;
+}
 
-  const bool hard_link = options.link && parts.size() == 1;
-  for (size_t fi = 0; fi < schema.fields.size(); ++fi) {
-    const FieldSpec& spec = schema.fields[fi];
-    const CacheField& f0 = c0.fields()[fi];
-    throw_if_interrupted();
-    for (const Cache& c : caches) c.release_resident_pages();  // the previous field's pages
-    if (hard_link) {
-      const bool payload_field = is_payload_type(spec.type);
-      if (payload_field) check_part_payload_field(parts[0], caches[0], fi);
-      for (const std::string& name : f0.files) {
-        std::error_code ec;
-        // A payload .bin is covered by its payload checksums (docs/FORMAT.md#checksums).
-        const bool payload_bin = payload_field && name == f0.files[0];
-        if (!payload_field || (name != f0.files[0] && name != f0.files[1])) check_part_file(parts[0], name, caches[0].file_bytes(name));
-        fs::create_hard_link(parts[0].dir / name, out / name, ec);
-        if (ec) fs::copy_file(parts[0].dir / name, out / name, ec);
-        if (ec) throw Error(Errc::io, "cannot link or copy: " + ec.message()).with_path((out / name).string());
-        files.storage_sizes.emplace_back(name, caches[0].file_bytes(name).size());
-        if (!payload_bin) files.checksums[name] = xxh3_64(caches[0].file_bytes(name));
-      }
-      if (payload_field) {
-        const std::string cs = detail::checksum_file(spec.name);
-        std::error_code ec;
-        fs::create_hard_link(parts[0].dir / cs, out / cs, ec);
-        if (ec) fs::copy_file(parts[0].dir / cs, out / cs, ec);
-        files.checksums[cs] = xxh3_64(caches[0].file_bytes(cs));
-        uint64_t largest = 0;
-        for (uint64_t i = 0; i < caches[0].size(); ++i) largest = std::max(largest, caches[0].record(fi, i).data_size);
-        files.max_payload[spec.name] = largest;
-      }
-      continue;
-    }
-    switch (spec.type) {
-      case FieldType::image:
-      case FieldType::bytes:
-      case FieldType::str: {
-        const bool payload = spec.type != FieldType::str;
-        const std::string bin = f0.files[0], table = f0.files[1];
-        detail::FileWriter bin_out(out / bin, size_t{256} << 10,
-                                   payload ? detail::FileWriter::Checksum::none : detail::FileWriter::Checksum::xxh3);
-        std::vector<std::byte> table_data;  // rebased records / offsets
-        std::vector<uint64_t> sums;
-        uint64_t largest = 0;
-        for (size_t p = 0; p < caches.size(); ++p) {
-          const Cache& c = caches[p];
-          const auto bytes = c.file_bytes(bin);
-          if (payload) {
-            check_part_payload_field(parts[p], c, fi);
-          } else {
-            check_part_file(parts[p], bin, bytes);
-            check_part_file(parts[p], table, c.file_bytes(table));
-          }
-          const uint64_t base = bin_out.bytes_written();
-          bin_out.write(bytes);
-          copied += bytes.size();
-          if (options.progress) options.progress(copied, total_bytes);
-          const auto raw = c.file_bytes(table).subspan(c.npy_data_offset(table));
-          const size_t row = payload ? sizeof(MetaRecord) : 16;
-          for (uint64_t i = 0; i < c.size(); ++i) {
-            uint64_t ptr;
-            std::memcpy(&ptr, raw.data() + i * row, 8);
-            ptr += base;
-            const size_t at = table_data.size();
-            table_data.insert(table_data.end(), raw.begin() + static_cast<ptrdiff_t>(i * row),
-                              raw.begin() + static_cast<ptrdiff_t>((i + 1) * row));
-            std::memcpy(table_data.data() + at, &ptr, 8);
-            if (payload) largest = std::max(largest, c.record(fi, i).data_size);
-          }
-          if (payload) {
-            for (uint64_t i = 0; i < c.size(); ++i) sums.push_back(*c.payload_checksum(fi, i));
-          }
-          // A part's pages are not needed again: RSS stays at about one part's files, not the
-          // whole dataset (SLURM counts resident file pages against the merge job).
-          c.release_resident_pages();
-        }
-        bin_out.close();
-        files.storage_sizes.emplace_back(bin, bin_out.bytes_written());
-        if (!payload) files.checksums[bin] = bin_out.checksum();
-        auto write_npy = [&](const std::string& name, std::string_view descr, std::vector<uint64_t> shape,
-                             std::span<const std::byte> data) {
-          detail::FileWriter w(out / name);
-          w.write(npy_header(descr, shape));
-          w.write(data);
-          w.close();
-          files.checksums[name] = w.checksum();
-          return w.bytes_written();
-        };
-        files.storage_sizes.emplace_back(table, write_npy(table, payload ? kMetaRecordDescr : "'<u8'",
-                                                          payload ? std::vector<uint64_t>{n} : std::vector<uint64_t>{n, 2}, table_data));
-        if (payload) {
-          write_npy(detail::checksum_file(spec.name), "'<u8'", {n}, std::as_bytes(std::span(sums)));
-          files.max_payload[spec.name] = largest;
-        }
-        break;
-      }
-      default: {
-        const std::string name = f0.files[0];
-        detail::FileWriter w(out / name);
-        std::vector<uint64_t> shape = f0.shape;
-        shape[0] = n;
-        w.write(npy_header("'" + f0.dtype + "'", shape));
-        for (size_t p = 0; p < caches.size(); ++p) {
-          check_part_file(parts[p], name, caches[p].file_bytes(name));
-          w.write(caches[p].file_bytes(name).subspan(caches[p].npy_data_offset(name)));
-        }
-        w.close();
-        files.storage_sizes.emplace_back(name, w.bytes_written());
-        files.checksums[name] = w.checksum();
-        break;
-      }
-    }
-  }
-  // Counts and the ledger, with cache sample ids rebased (and source positions too when the
-  // parts were sliced by file, whose positions restart at 0 in each part).
+// Counts and the ledger, with cache sample ids rebased (and source positions too when the
+// parts were sliced by file, whose positions restart at 0 in each part).
+void merge_counts_and_ledger(const std::vector<Part>& parts, ConvertResult& totals) {
   uint64_t sample_base = 0, source_base = 0;
   for (const Part& p : parts) {
     const auto& slip = p.manifest["slip"];
@@ -421,7 +436,9 @@ MergeResult merge_parts(const std::vector<fs::path>& inputs, const MergeOptions&
     sample_base += p.manifest["num_samples"].get<uint64_t>();
     source_base += slip["counts"]["source_samples"].get<uint64_t>();
   }
-  totals.written = n;
+}
+
+SourceIdentity merge_source_identity(const Part& first) {
   SourceIdentity identity;
   const auto& src = first.manifest["slip"]["source"];
   identity.kind = src["kind"];
@@ -430,36 +447,70 @@ MergeResult merge_parts(const std::vector<fs::path>& inputs, const MergeOptions&
   if (src.contains("uris") && src["uris"].is_array())
     for (const auto& u : src["uris"])
       if (u.is_string()) identity.uris.push_back(u.get<std::string>());
-  // As convert(): --on-error skip that skipped nothing wrote the bytes a run without it writes,
-  // so the cache takes that run's content id and name (and merged equals single-process).
+  return identity;
+}
+
+// As convert(): --on-error skip that skipped nothing wrote the bytes a run without it writes,
+// so the cache takes that run's content id and name (and merged equals single-process).
+// True when it does (totals and result then carry that run's id, options and path).
+bool merge_as_plain_run(const Part& first, const SourceIdentity& identity, const Schema& schema, const fs::path& root,
+                        ConvertResult& totals, MergeResult& result) {
+  if (totals.skipped != 0 || totals.options.find("on-error=skip\n") == std::string::npos) return false;
   std::string plain_options;
-  bool as_plain = false;
-  if (totals.skipped == 0 && totals.options.find("on-error=skip\n") != std::string::npos) {
-    std::string canonical;  // the lines canonical_options() gives without --on-error
-    for (size_t a = 0, b; a < totals.options.size(); a = b + 1) {
-      b = totals.options.find('\n', a);
-      const std::string line = totals.options.substr(a, b - a);
-      if (line != "on-error=skip") plain_options += line + "\n";
-      if (line != "on-error=skip" && line.rfind("image-format=", 0) != 0) canonical += line + "\n";
-    }
-    SourceIdentity hashed = identity;
-    if (!identity.uris.empty()) {
-      hashed.uri.clear();
-      for (const std::string& u : identity.uris) hashed.uri += (hashed.uri.empty() ? "" : "\n") + u;
-    }
-    const bool yuv = std::any_of(schema.fields.begin(), schema.fields.end(), [](const FieldSpec& f) { return f.image_format == "yuv420"; });
-    const std::string base = content_id(hashed, yuv ? StoredFormat::yuv420 : StoredFormat::jpeg);
-    const std::string id = canonical.empty() ? base : sha256_hex(base + "\noptions\n" + canonical);
-    const std::string& whole = first.info.whole_name;
-    const size_t tail = 9 + detail::kCacheSuffix.size();  // "-<id8>.slipstream"
-    if (whole.size() > tail) {
-      as_plain = true;
-      totals.content_id = result.content_id = id;
-      totals.options = plain_options;
-      result.cache_path = root / cache_dir_name(whole.substr(0, whole.size() - tail), id);
-    }
+  std::string canonical;  // the lines canonical_options() gives without --on-error
+  for (size_t a = 0, b; a < totals.options.size(); a = b + 1) {
+    b = totals.options.find('\n', a);
+    const std::string line = totals.options.substr(a, b - a);
+    if (line != "on-error=skip") plain_options += line + "\n";
+    if (line != "on-error=skip" && line.rfind("image-format=", 0) != 0) canonical += line + "\n";
   }
-  detail::write_manifest(out, detail::build_manifest(schema, identity, totals, files, std::nullopt, options.created));
+  SourceIdentity hashed = identity;
+  if (!identity.uris.empty()) {
+    hashed.uri.clear();
+    for (const std::string& u : identity.uris) hashed.uri += (hashed.uri.empty() ? "" : "\n") + u;
+  }
+  const bool yuv = std::any_of(schema.fields.begin(), schema.fields.end(), [](const FieldSpec& f) { return f.image_format == "yuv420"; });
+  const std::string base = content_id(hashed, yuv ? StoredFormat::yuv420 : StoredFormat::jpeg);
+  const std::string id = canonical.empty() ? base : sha256_hex(base + "\noptions\n" + canonical);
+  const std::string& whole = first.info.whole_name;
+  const size_t tail = 9 + detail::kCacheSuffix.size();  // "-<id8>.slipstream"
+  if (whole.size() <= tail) return false;
+  totals.content_id = result.content_id = id;
+  totals.options = plain_options;
+  result.cache_path = root / cache_dir_name(whole.substr(0, whole.size() - tail), id);
+  return true;
+}
+
+}  // namespace
+
+MergeResult merge_parts(const std::vector<fs::path>& inputs, const MergeOptions& options) {
+  const detail::CancelScope cancel_scope(options.cancel);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<Part> parts;
+  for (const fs::path& dir : expand_inputs(inputs)) parts.push_back(load_part(dir));
+  merge_check_same_conversion(parts);
+  std::sort(parts.begin(), parts.end(), [](const Part& a, const Part& b) { return a.info.index < b.info.index; });
+  merge_check_exactly_once(parts);
+  const Part& first = parts.front();
+
+  MergeResult result;
+  result.parts = parts.size();
+  const fs::path root = options.output_dir.empty() ? first.dir.parent_path().parent_path() : options.output_dir;
+  result.content_id = first.info.whole_content_id;
+  result.cache_path = root / first.info.whole_name;
+  if (merge_reuse_existing(parts, options, result)) return result;
+  detail::StagingDir staging(root, first.info.whole_name);
+
+  MergeWriter writer(parts, options, staging.path());
+  ConvertResult totals;
+  totals.content_id = result.content_id;
+  totals.options = merge_part_options(first);
+  writer.write_fields();
+  merge_counts_and_ledger(parts, totals);
+  totals.written = writer.n;
+  const SourceIdentity identity = merge_source_identity(first);
+  const bool as_plain = merge_as_plain_run(first, identity, writer.schema, root, totals, result);
+  detail::write_manifest(writer.out, detail::build_manifest(writer.schema, identity, totals, writer.files, std::nullopt, options.created));
   throw_if_interrupted();
   if (as_plain)
     staging.publish_as(result.cache_path.filename().string());
@@ -467,8 +518,8 @@ MergeResult merge_parts(const std::vector<fs::path>& inputs, const MergeOptions&
     staging.publish();
   if (options.clean) remove_parts(parts);
   forget_shared_scan(first);
-  result.samples = n;
-  for (const auto& [name, size] : files.storage_sizes) result.bytes += size;
+  result.samples = writer.n;
+  for (const auto& [name, size] : writer.files.storage_sizes) result.bytes += size;
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return result;
 }

@@ -341,8 +341,10 @@ __attribute__((noinline)) LongCode long_code(const HuffmanDecoder::Table& t, uin
 // and return values), so they stay in registers: one table load and one shift per common
 // symbol on the chain from one code to the next.
 #if defined(__x86_64__)
+// NOLINTNEXTLINE(readability-function-size): the hot loop stays whole so its state stays in registers
 __attribute__((target("bmi2"))) bool HuffmanDecoder::decode_mcu(JBLOCKROW* blocks) {
 #else
+// NOLINTNEXTLINE(readability-function-size): the hot loop stays whole so its state stays in registers
 bool HuffmanDecoder::decode_mcu(JBLOCKROW* blocks) {  // not attached off x86-64 (cpu_has_bmi2() is false)
 #endif
   if (failed_) return false;

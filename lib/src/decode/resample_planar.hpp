@@ -19,6 +19,9 @@
 
 namespace slip::detail {
 
+// Coefficient precision: |k| < 2^15 for every filter weight (bicubic peaks at 1.0).
+inline constexpr int kPlaneCoeffBits = 14;
+
 // A view of one 8-bit plane.
 struct PlaneView {
   const uint8_t* data = nullptr;
@@ -49,7 +52,7 @@ struct PlaneAxis {
 
 // Fills `axis` for `key` (unless it already holds it). The plan is the same at every kernel
 // level from AVX2 up (`kernels`: at most this level, the CPU's best by default).
-void plan_axis(PlaneAxis& axis, const PlaneAxisKey& key, SimdLevel kernels = SimdLevel::avx512);
+void plan_axis(PlaneAxis& axis, const PlaneAxisKey& key, SimdLevel kernels = SimdLevel::avx512);  // resample_weights.cpp
 
 // The horizontal pass as row gathers (AVX-512 VBMI): for each group of 16 outputs of a row, the
 // first input column its taps read (relative to the axis's first column), and per tap pair a

@@ -114,27 +114,14 @@ void check_numeric_typing(const CacheField& f, const NpyHeader& h, const std::st
         .with_offset(10);
 }
 
-}  // namespace
-
-Cache::Cache() : impl_(std::make_unique<Impl>()) {}
-Cache::~Cache() = default;
-Cache::Cache(Cache&&) noexcept = default;
-Cache& Cache::operator=(Cache&&) noexcept = default;
-
-// Over 120 lines (issue 46): every check of an untrusted cache in the order its files depend on each other;
-// its commented steps are where it splits, not done while no build could check the split.
-Cache Cache::open(const fs::path& dir) {
-  Cache cache;
-  Impl& m = *cache.impl_;
-  m.dir = dir;
-  const fs::path manifest_path = dir / detail::kManifestName;
+// What may not be opened as a cache, before its manifest is read: no directory, a staging
+// directory (never a cache, even once every file is written: a run killed between its last
+// flush and the rename leaves one that would otherwise open, and verify, clean), no manifest.
+void cache_refuse_non_cache(const fs::path& dir, const fs::path& manifest_path) {
   std::error_code ec;
   const fs::file_status dir_status = fs::status(dir, ec);
   if (ec && dir_status.type() != fs::file_type::not_found) throw_errno("cannot open", dir.string(), ec.value());
   if (!fs::is_directory(dir_status)) throw Error(Errc::io, "not a directory").with_path(dir.string());
-  // A staging directory is never a cache, even once every file is written: a run killed
-  // between its last flush and the rename leaves one that would otherwise open (and verify)
-  // clean.
   if (const auto staging = detail::temporary_at(dir))
     throw Error(Errc::bad_input, std::string("a temporary directory of ") +
                                      (staging->in_progress ? "a run in progress" : "an interrupted run") + ", not a cache: it becomes " +
@@ -142,12 +129,11 @@ Cache Cache::open(const fs::path& dir) {
                                      (staging->in_progress ? "" : "; the next run of the same command removes it"))
         .with_path(staging->path.string());
   if (!present(manifest_path)) throw Error(Errc::bad_input, "not a slipstream cache (no manifest.json)").with_path(dir.string());
-  auto [manifest_text, sum_matches] = detail::read_manifest_with_sum(dir);
-  m.manifest_text = std::move(manifest_text);
-  m.manifest_sum_mismatch = !sum_matches.value_or(true);
-  json manifest;
+}
+
+json cache_parse_manifest(const std::string& text, const fs::path& manifest_path) {
   try {
-    manifest = detail::parse_json_bounded(m.manifest_text);
+    return detail::parse_json_bounded(text);
   } catch (const json::parse_error& e) {
     throw Error(Errc::bad_input, std::string("manifest.json is not valid JSON: ") + e.what())
         .with_path(manifest_path.string())
@@ -157,6 +143,201 @@ Cache Cache::open(const fs::path& dir) {
   } catch (Error& e) {  // nested too deep
     throw e.with_path(manifest_path.string());
   }
+}
+
+// One entry of the manifest's "fields" (untrusted): its type, and what that type's files need.
+CacheField cache_field_from_spec(const std::string& name, const nlohmann::ordered_json& spec) {
+  if (!spec.is_object() || !spec.contains("type") || !spec["type"].is_string())
+    throw Error(Errc::bad_input, "field \"" + name + "\" has no \"type\" string");
+  detail::check_field_name(name, "manifest field name");
+  CacheField f;
+  f.name = name;
+  f.type_name = spec["type"].get<std::string>();
+  f.type = field_type_from_name(f.type_name);
+  if (is_payload_type(f.type)) {
+    const json plain = detail::parse_json_bounded(spec.dump());
+    f.max_size = get_u64(plain, "max_size", "for field \"" + name + "\"");
+    f.image_format = spec.value("image_format", std::string("jpeg"));
+  } else if (f.type == FieldType::ndarray) {
+    // The per-sample dtype and shape the manifest promises; <f>.npy must be exactly that.
+    if (auto d = spec.find("dtype"); d != spec.end()) {
+      if (!d->is_string() || npy_dtype_size(d->get<std::string>()) == 0)
+        throw Error(Errc::bad_input, "field \"" + name + "\": \"dtype\" is not a numpy dtype slip reads");
+      f.dtype = d->get<std::string>();
+    }
+    if (auto sh = spec.find("shape"); sh != spec.end()) {
+      if (!sh->is_array()) throw Error(Errc::bad_input, "field \"" + name + "\": \"shape\" is not a list");
+      std::vector<uint64_t> dims{0};  // [0]: num_samples, filled in below
+      for (const auto& d : *sh) {
+        if (!d.is_number_unsigned() || dims.size() > 32)
+          throw Error(Errc::bad_input, "field \"" + name + "\": \"shape\" is not a list of at most 32 sizes");
+        dims.push_back(d.get<uint64_t>());
+      }
+      f.shape = std::move(dims);
+    }
+  }
+  f.files = detail::storage_files(name, f.type);
+  return f;
+}
+
+// The manifest's "slip" section (slip-written caches): provenance and the files' checksums.
+void cache_read_slip_section(const nlohmann::ordered_json& s, const std::vector<CacheField>& fields, CacheProvenance& p,
+                             std::map<std::string, std::string>& file_sums) {
+  if (auto c = s.find("checksums"); c != s.end() && c->is_object())
+    if (auto files = c->find("files"); files != c->end() && files->is_object())
+      for (auto& [name, sum] : files->items())
+        if (sum.is_string()) file_sums[name] = sum.get<std::string>();
+  p.present = true;
+  p.format_version = s.value("format_version", 0);
+  p.tool_version = s.value("tool_version", std::string());
+  p.content_id = s.value("content_id", std::string());
+  p.created = s.value("created", std::string());
+  if (auto src = s.find("source"); src != s.end() && src->is_object()) {
+    p.source_kind = src->value("kind", std::string());
+    p.source_uri = src->value("uri", std::string());
+    // Caches of several shards written before "uris" existed joined them with newlines:
+    // shown as one summary line.
+    if (p.source_uri.find('\n') != std::string::npos && p.source_kind.rfind("tar", 0) == 0 && !src->contains("uris")) {
+      std::vector<std::string> parts;
+      for (size_t a = 0, b; a <= p.source_uri.size(); a = b + 1) {
+        b = p.source_uri.find('\n', a);
+        if (b == std::string::npos) b = p.source_uri.size();
+        parts.push_back(p.source_uri.substr(a, b - a));
+      }
+      p.source_uri = source_summary(parts, "inputs");
+    }
+    p.source_fingerprint = src->value("fingerprint", std::string());
+  }
+  if (auto o = s.find("options"); o != s.end() && o->is_object())
+    for (auto& [key, value] : o->items())
+      if (value.is_string()) p.options.emplace_back(key, value.get<std::string>());
+  if (std::none_of(p.options.begin(), p.options.end(), [](const auto& kv) { return kv.first == "image-format"; }))
+    for (const CacheField& f : fields)
+      if (f.type == FieldType::image && !f.image_format.empty() && f.image_format != "jpeg") {
+        p.options.emplace_back("image-format", f.image_format);
+        break;
+      }
+  if (auto c = s.find("counts"); c != s.end() && c->is_object()) {
+    p.source_samples = c->value("source_samples", uint64_t{0});
+    p.skipped = c->value("skipped", uint64_t{0});
+    p.transcoded = c->value("transcoded", uint64_t{0});
+  }
+}
+
+// Maps every storage file of a cache and checks what reading relies on: each .npy's dtype,
+// order and shape against num_samples, and enough bytes for its records.
+struct CacheFileMapper {
+  const fs::path& dir;
+  uint64_t n;
+  std::unordered_map<std::string, detail::MappedFile>& files;
+  std::unordered_map<std::string, uint64_t>& data_offsets;
+  bool sized = false;                           // some field's files grow with num_samples
+  const CacheField* zero_size_field = nullptr;  // one whose samples are 0 bytes (shape (N, 0))
+
+  const detail::MappedFile& file(const std::string& name) const {
+    auto it = files.find(name);
+    if (it == files.end()) throw Error(Errc::usage, "no such file in the cache: " + name).with_path(dir.string());
+    return it->second;
+  }
+
+  NpyHeader check_npy(const CacheField& f, const std::string& name, std::string_view want_descr, const std::vector<uint64_t>& want_shape) {
+    const auto& file = this->file(name);
+    NpyHeader h = parse_npy_header(file.bytes(), file.path());
+    const std::string field = "field \"" + detail::escape_for_terminal(f.name) + "\": ";
+    if (!want_descr.empty() && h.descr != want_descr)
+      throw Error(Errc::bad_input,
+                  field + "unexpected dtype " + detail::escape_for_terminal(h.descr) + " (want " + std::string(want_descr) + ")")
+          .with_path(file.path())
+          .with_offset(10);
+    if (h.fortran_order) throw Error(Errc::bad_input, field + "Fortran-order array").with_path(file.path());
+    if (!want_shape.empty() && h.shape != want_shape)
+      throw Error(Errc::bad_input, field + "array shape " + shape_text(h.shape) + " does not match num_samples " + std::to_string(n) +
+                                       " (want " + shape_text(want_shape) + ")")
+          .with_path(file.path())
+          .with_offset(10);
+    data_offsets[name] = h.data_offset;
+    return h;
+  }
+
+  void need_bytes(const std::string& name, uint64_t elements, uint64_t elem_size) {
+    const auto& file = this->file(name);
+    const uint64_t start = data_offsets[name];
+    if (elem_size != 0 && elements > (file.size() - std::min(file.size(), start)) / elem_size)
+      throw Error(Errc::bad_input,
+                  "file too short for " + std::to_string(elements) + " records of " + std::to_string(elem_size) + " bytes (truncated?)")
+          .with_path(file.path())
+          .with_offset(file.size());
+  }
+
+  void map(CacheField& f) {
+    if (f.type != FieldType::int64 && f.type != FieldType::float64 && f.type != FieldType::ndarray) sized = true;
+    for (const std::string& name : f.files) {
+      const fs::path p = dir / name;
+      if (!present(p)) throw Error(Errc::bad_input, "storage file of field \"" + f.name + "\" is missing").with_path(p.string());
+      files.emplace(name, detail::MappedFile(p, detail::Open::cache_file));
+    }
+    switch (f.type) {
+      case FieldType::image:
+      case FieldType::bytes:
+        check_npy(f, f.files[1], kMetaRecordDescr, {n});
+        need_bytes(f.files[1], n, sizeof(MetaRecord));
+        if (present(dir / detail::checksum_file(f.name))) {
+          const std::string cs = detail::checksum_file(f.name);
+          files.emplace(cs, detail::MappedFile(dir / cs, detail::Open::cache_file));
+          check_npy(f, cs, "'<u8'", {n});
+          need_bytes(cs, n, 8);
+          f.has_checksums = true;
+        }
+        break;
+      case FieldType::str:
+        check_npy(f, f.files[1], "'<u8'", {n, 2});
+        need_bytes(f.files[1], n, 16);
+        break;
+      default:
+        map_numeric(f);
+        break;
+    }
+  }
+
+  void map_numeric(CacheField& f) {
+    const std::string path = (dir / f.files[0]).string();
+    NpyHeader h = check_npy(f, f.files[0], "", {});
+    if (h.shape.empty() || h.shape[0] != n)
+      throw Error(Errc::bad_input, "array length does not match num_samples " + std::to_string(n)).with_path(path).with_offset(10);
+    // The file must hold what the manifest's type says (docs/FORMAT.md#numeric): a float NaN,
+    // a big-endian or an (N, 1) array under "type": "int" would otherwise be read as
+    // something else by each reader (or dropped by the Loader).
+    check_numeric_typing(f, h, path);
+    f.dtype = h.simple_dtype();
+    f.shape = h.shape;
+    const size_t elem = npy_dtype_size(f.dtype);
+    if (elem == 0) throw Error(Errc::bad_input, "unsupported dtype " + h.descr).with_path(path).with_offset(10);
+    need_bytes(f.files[0], h.element_count(), elem);
+    const bool empty_samples = std::find(h.shape.begin() + 1, h.shape.end(), uint64_t{0}) != h.shape.end();
+    if (!empty_samples)
+      sized = true;
+    else if (!zero_size_field)
+      zero_size_field = &f;
+  }
+};
+
+}  // namespace
+
+Cache::Cache() : impl_(std::make_unique<Impl>()) {}
+Cache::~Cache() = default;
+Cache::Cache(Cache&&) noexcept = default;
+Cache& Cache::operator=(Cache&&) noexcept = default;
+
+Cache Cache::open(const fs::path& dir) {
+  Cache cache;
+  Impl& m = *cache.impl_;
+  m.dir = dir;
+  const fs::path manifest_path = dir / detail::kManifestName;
+  cache_refuse_non_cache(dir, manifest_path);
+  auto [manifest_text, sum_matches] = detail::read_manifest_with_sum(dir);
+  m.manifest_text = std::move(manifest_text);
+  m.manifest_sum_mismatch = !sum_matches.value_or(true);
+  const json manifest = cache_parse_manifest(m.manifest_text, manifest_path);
   try {
     if (!manifest.is_object()) throw Error(Errc::bad_input, "manifest is not a JSON object");
     m.num_samples = get_u64(manifest, "num_samples", "at top level");
@@ -171,39 +352,7 @@ Cache Cache::open(const fs::path& dir) {
     }
     // nlohmann::json sorts keys; field order comes from the text, so parse it ordered.
     const auto ordered = detail::parse_ordered_json_bounded(m.manifest_text);
-    for (auto& [name, spec] : ordered.at("fields").items()) {
-      if (!spec.is_object() || !spec.contains("type") || !spec["type"].is_string())
-        throw Error(Errc::bad_input, "field \"" + name + "\" has no \"type\" string");
-      detail::check_field_name(name, "manifest field name");
-      CacheField f;
-      f.name = name;
-      f.type_name = spec["type"].get<std::string>();
-      f.type = field_type_from_name(f.type_name);
-      if (is_payload_type(f.type)) {
-        const json plain = detail::parse_json_bounded(spec.dump());
-        f.max_size = get_u64(plain, "max_size", "for field \"" + name + "\"");
-        f.image_format = spec.value("image_format", std::string("jpeg"));
-      } else if (f.type == FieldType::ndarray) {
-        // The per-sample dtype and shape the manifest promises; <f>.npy must be exactly that.
-        if (auto d = spec.find("dtype"); d != spec.end()) {
-          if (!d->is_string() || npy_dtype_size(d->get<std::string>()) == 0)
-            throw Error(Errc::bad_input, "field \"" + name + "\": \"dtype\" is not a numpy dtype slip reads");
-          f.dtype = d->get<std::string>();
-        }
-        if (auto sh = spec.find("shape"); sh != spec.end()) {
-          if (!sh->is_array()) throw Error(Errc::bad_input, "field \"" + name + "\": \"shape\" is not a list");
-          std::vector<uint64_t> dims{0};  // [0]: num_samples, filled in below
-          for (const auto& d : *sh) {
-            if (!d.is_number_unsigned() || dims.size() > 32)
-              throw Error(Errc::bad_input, "field \"" + name + "\": \"shape\" is not a list of at most 32 sizes");
-            dims.push_back(d.get<uint64_t>());
-          }
-          f.shape = std::move(dims);
-        }
-      }
-      f.files = detail::storage_files(name, f.type);
-      m.fields.push_back(std::move(f));
-    }
+    for (auto& [name, spec] : ordered.at("fields").items()) m.fields.push_back(cache_field_from_spec(name, spec));
     for (size_t i = 0; i < m.fields.size(); ++i) m.field_by_name.emplace(m.fields[i].name, i);
     // Without a field nothing ties num_samples to a file (10^18 would be accepted).
     if (m.fields.empty()) throw Error(Errc::bad_input, "manifest has no fields (a cache holds at least one)");
@@ -216,49 +365,8 @@ Cache Cache::open(const fs::path& dir) {
       for (const CacheField& f : m.fields) named.emplace_back(f.name, field_type_from_name(f.type_name));
       detail::check_field_files_disjoint(named, "manifest", "; slip never writes such a cache");
     }
-    if (auto slip_it = ordered.find("slip"); slip_it != ordered.end() && slip_it->is_object()) {
-      const auto& s = *slip_it;
-      if (auto c = s.find("checksums"); c != s.end() && c->is_object())
-        if (auto files = c->find("files"); files != c->end() && files->is_object())
-          for (auto& [name, sum] : files->items())
-            if (sum.is_string()) m.file_sums[name] = sum.get<std::string>();
-      CacheProvenance& p = m.provenance;
-      p.present = true;
-      p.format_version = s.value("format_version", 0);
-      p.tool_version = s.value("tool_version", std::string());
-      p.content_id = s.value("content_id", std::string());
-      p.created = s.value("created", std::string());
-      if (auto src = s.find("source"); src != s.end() && src->is_object()) {
-        p.source_kind = src->value("kind", std::string());
-        p.source_uri = src->value("uri", std::string());
-        // Caches of several shards written before "uris" existed joined them with newlines:
-        // shown as one summary line.
-        if (p.source_uri.find('\n') != std::string::npos && p.source_kind.rfind("tar", 0) == 0 && !src->contains("uris")) {
-          std::vector<std::string> parts;
-          for (size_t a = 0, b; a <= p.source_uri.size(); a = b + 1) {
-            b = p.source_uri.find('\n', a);
-            if (b == std::string::npos) b = p.source_uri.size();
-            parts.push_back(p.source_uri.substr(a, b - a));
-          }
-          p.source_uri = source_summary(parts, "inputs");
-        }
-        p.source_fingerprint = src->value("fingerprint", std::string());
-      }
-      if (auto o = s.find("options"); o != s.end() && o->is_object())
-        for (auto& [key, value] : o->items())
-          if (value.is_string()) p.options.emplace_back(key, value.get<std::string>());
-      if (std::none_of(p.options.begin(), p.options.end(), [](const auto& kv) { return kv.first == "image-format"; }))
-        for (const CacheField& f : m.fields)
-          if (f.type == FieldType::image && !f.image_format.empty() && f.image_format != "jpeg") {
-            p.options.emplace_back("image-format", f.image_format);
-            break;
-          }
-      if (auto c = s.find("counts"); c != s.end() && c->is_object()) {
-        p.source_samples = c->value("source_samples", uint64_t{0});
-        p.skipped = c->value("skipped", uint64_t{0});
-        p.transcoded = c->value("transcoded", uint64_t{0});
-      }
-    }
+    if (auto slip_it = ordered.find("slip"); slip_it != ordered.end() && slip_it->is_object())
+      cache_read_slip_section(*slip_it, m.fields, m.provenance, m.file_sums);
   } catch (Error& e) {
     throw e.with_path(manifest_path.string());
   } catch (const nlohmann::json::exception& e) {
@@ -266,91 +374,15 @@ Cache Cache::open(const fs::path& dir) {
   }
 
   // Map every storage file and check what reading relies on.
-  const uint64_t n = m.num_samples;
-  bool sized = false;                           // some field's files grow with num_samples
-  const CacheField* zero_size_field = nullptr;  // one whose samples are 0 bytes (shape (N, 0))
-  for (CacheField& f : m.fields) {
-    if (f.type != FieldType::int64 && f.type != FieldType::float64 && f.type != FieldType::ndarray) sized = true;
-    for (const std::string& name : f.files) {
-      const fs::path p = dir / name;
-      if (!present(p)) throw Error(Errc::bad_input, "storage file of field \"" + f.name + "\" is missing").with_path(p.string());
-      m.files.emplace(name, detail::MappedFile(p, detail::Open::cache_file));
-    }
-    auto check_npy = [&](const std::string& name, std::string_view want_descr, const std::vector<uint64_t>& want_shape) {
-      const auto& file = m.file(name);
-      NpyHeader h = parse_npy_header(file.bytes(), file.path());
-      const std::string field = "field \"" + detail::escape_for_terminal(f.name) + "\": ";
-      if (!want_descr.empty() && h.descr != want_descr)
-        throw Error(Errc::bad_input,
-                    field + "unexpected dtype " + detail::escape_for_terminal(h.descr) + " (want " + std::string(want_descr) + ")")
-            .with_path(file.path())
-            .with_offset(10);
-      if (h.fortran_order) throw Error(Errc::bad_input, field + "Fortran-order array").with_path(file.path());
-      if (!want_shape.empty() && h.shape != want_shape)
-        throw Error(Errc::bad_input, field + "array shape " + shape_text(h.shape) + " does not match num_samples " + std::to_string(n) +
-                                         " (want " + shape_text(want_shape) + ")")
-            .with_path(file.path())
-            .with_offset(10);
-      m.data_offsets[name] = h.data_offset;
-      return h;
-    };
-    auto need_bytes = [&](const std::string& name, uint64_t elements, uint64_t elem_size) {
-      const auto& file = m.file(name);
-      const uint64_t start = m.data_offsets[name];
-      if (elem_size != 0 && elements > (file.size() - std::min(file.size(), start)) / elem_size)
-        throw Error(Errc::bad_input,
-                    "file too short for " + std::to_string(elements) + " records of " + std::to_string(elem_size) + " bytes (truncated?)")
-            .with_path(file.path())
-            .with_offset(file.size());
-    };
-    switch (f.type) {
-      case FieldType::image:
-      case FieldType::bytes:
-        check_npy(f.files[1], kMetaRecordDescr, {n});
-        need_bytes(f.files[1], n, sizeof(MetaRecord));
-        if (present(dir / detail::checksum_file(f.name))) {
-          const std::string cs = detail::checksum_file(f.name);
-          m.files.emplace(cs, detail::MappedFile(dir / cs, detail::Open::cache_file));
-          check_npy(cs, "'<u8'", {n});
-          need_bytes(cs, n, 8);
-          f.has_checksums = true;
-        }
-        break;
-      case FieldType::str:
-        check_npy(f.files[1], "'<u8'", {n, 2});
-        need_bytes(f.files[1], n, 16);
-        break;
-      default: {
-        NpyHeader h = check_npy(f.files[0], "", {});
-        if (h.shape.empty() || h.shape[0] != n)
-          throw Error(Errc::bad_input, "array length does not match num_samples " + std::to_string(n))
-              .with_path(m.file_path(f.files[0]))
-              .with_offset(10);
-        // The file must hold what the manifest's type says (docs/FORMAT.md#numeric): a float NaN,
-        // a big-endian or an (N, 1) array under "type": "int" would otherwise be read as
-        // something else by each reader (or dropped by the Loader).
-        check_numeric_typing(f, h, m.file_path(f.files[0]));
-        f.dtype = h.simple_dtype();
-        f.shape = h.shape;
-        const size_t elem = npy_dtype_size(f.dtype);
-        if (elem == 0) throw Error(Errc::bad_input, "unsupported dtype " + h.descr).with_path(m.file_path(f.files[0])).with_offset(10);
-        need_bytes(f.files[0], h.element_count(), elem);
-        const bool empty_samples = std::find(h.shape.begin() + 1, h.shape.end(), uint64_t{0}) != h.shape.end();
-        if (!empty_samples)
-          sized = true;
-        else if (!zero_size_field)
-          zero_size_field = &f;
-        break;
-      }
-    }
-  }
+  CacheFileMapper mapper{dir, m.num_samples, m.files, m.data_offsets};
+  for (CacheField& f : m.fields) mapper.map(f);
   // Samples of 0 bytes fit any count: with no other field, num_samples (10^15) is tied to
   // nothing on disk, and every command that walks the samples would believe it.
-  if (!sized && zero_size_field && n > 0)
-    throw Error(Errc::bad_input, "field \"" + detail::escape_for_terminal(zero_size_field->name) +
-                                     "\" holds 0 bytes a sample and no other field ties num_samples " + std::to_string(n) +
+  if (!mapper.sized && mapper.zero_size_field && m.num_samples > 0)
+    throw Error(Errc::bad_input, "field \"" + detail::escape_for_terminal(mapper.zero_size_field->name) +
+                                     "\" holds 0 bytes a sample and no other field ties num_samples " + std::to_string(m.num_samples) +
                                      " to the files; slip never writes such a cache")
-        .with_path(m.file_path(zero_size_field->files[0]))
+        .with_path(m.file_path(mapper.zero_size_field->files[0]))
         .with_offset(10);
   return cache;
 }

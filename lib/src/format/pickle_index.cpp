@@ -456,6 +456,7 @@ class PickleReader {
     return out;
   }
 
+  // NOLINTNEXTLINE(readability-function-size): one case per pickle opcode, read as the table it is
   void step(uint8_t op) {
     switch (op) {
       case 0x80:

@@ -185,10 +185,21 @@ class FfcvSource final : public Source {
     }
   }
 
-  // Over 120 lines (issue 46): the header, field descriptors and allocation table are checked in file order;
-  // its commented steps are where it splits, not done while no build could check the split.
   void parse(const SourceOptions& options) {
     const uint64_t file_size = file_.size();
+    const std::vector<std::byte> head = read_header(file_size);
+    const std::map<std::string, std::string> rename = parse_renames(options);
+    const size_t unknown = parse_descriptors(head, options.get_all("raw-field"));
+    if (unknown > 1) throw Error(Errc::usage, "at most one --raw-field can be deduced per file").with_path(path_);
+    layout_rows(unknown == 1);
+    check_tables(file_size);
+    read_alloc_table(file_size);
+    build_schema(rename);
+    set_identity(options, file_size);
+  }
+
+  // The 24-byte header, checked; returns it with the field descriptors after it.
+  std::vector<std::byte> read_header(uint64_t file_size) {
     if (file_size < kHeaderSize) throw fail(std::nullopt, "file too short for the 24-byte FFCV header", file_size);
     std::vector<std::byte> head(kHeaderSize);
     file_.read_at(0, head);
@@ -209,15 +220,23 @@ class FfcvSource final : public Source {
       throw fail(std::nullopt, "file too short for its " + std::to_string(num_fields) + " field descriptors", file_size);
     head.resize(static_cast<size_t>(metadata_offset_));  // the header and the field descriptors
     file_.read_at(0, head);
-    h = head.data();
+    return head;
+  }
 
-    const auto raw_fields = options.get_all("raw-field");
+  static std::map<std::string, std::string> parse_renames(const SourceOptions& options) {
     std::map<std::string, std::string> rename;
     for (const auto& r : options.get_all("rename")) {
       const auto eq = r.find('=');
       if (eq == std::string::npos || eq == 0 || eq + 1 == r.size()) throw Error(Errc::usage, "--rename wants OLD=NEW, got \"" + r + "\"");
       rename[r.substr(0, eq)] = r.substr(eq + 1);
     }
+    return rename;
+  }
+
+  // The field descriptors after the header; returns how many are of unknown types (--raw-field).
+  size_t parse_descriptors(const std::vector<std::byte>& head, const std::vector<std::string>& raw_fields) {
+    const std::byte* h = head.data();
+    const uint16_t num_fields = load<uint16_t>(h + 2);
     size_t unknown = 0;
     for (uint16_t i = 0; i < num_fields; ++i) {
       const std::byte* d = h + kHeaderSize + kDescriptorSize * i;
@@ -257,10 +276,12 @@ class FfcvSource final : public Source {
       }
       fields_.push_back(std::move(f));
     }
-    if (unknown > 1) throw Error(Errc::usage, "at most one --raw-field can be deduced per file").with_path(path_);
-    layout_rows(unknown == 1);
-    // Metadata table and allocation table bounds: the sample count is checked against the file
-    // size before anything is sized by it. Rows of 0 bytes would let any count pass.
+    return unknown;
+  }
+
+  // Metadata table and allocation table bounds: the sample count is checked against the file
+  // size before anything is sized by it. Rows of 0 bytes would let any count pass.
+  void check_tables(uint64_t file_size) {
     if (row_size_ == 0 && num_samples_ > 0)
       throw fail(std::nullopt, "metadata rows of 0 bytes: the sample count " + std::to_string(num_samples_) + " cannot be checked", 8);
     if (metadata_offset_ > file_size) throw fail(std::nullopt, "metadata table starts past the end of the file", 8);
@@ -278,6 +299,9 @@ class FfcvSource final : public Source {
                  "allocation table of " + std::to_string(file_size - alloc_table_ptr_) +
                      " bytes is not a whole number of 24-byte entries (truncated file?)",
                  file_size);
+  }
+
+  void read_alloc_table(uint64_t file_size) {
     const uint64_t entries = (file_size - alloc_table_ptr_) / kAllocEntrySize;
     // One entry per payload: at most one per sample and field. More is a table that lies (a
     // sparse tail of zeros), refused before it is read or anything is sized by it.
@@ -303,7 +327,9 @@ class FfcvSource final : public Source {
             alloc_table_ptr_ + k * 24);
       if (size > 0) alloc_.emplace(std::make_pair(sample, ptr), size);
     }
+  }
 
+  void build_schema(std::map<std::string, std::string> rename) {
     for (const auto& entry : rename) {
       const std::string& from = entry.first;
       const std::string& to = entry.second;
@@ -345,7 +371,9 @@ class FfcvSource final : public Source {
             .with_path(path_);
       schema_.fields.push_back(std::move(spec));
     }
+  }
 
+  void set_identity(const SourceOptions& options, uint64_t file_size) {
     std::error_code ec;
     const fs::path abs = fs::absolute(path_, ec).lexically_normal();
     identity_.kind = "ffcv";

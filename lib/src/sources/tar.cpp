@@ -29,6 +29,7 @@
 #include "sources/shard_arrivals.hpp"
 #include "sources/shard_list.hpp"
 #include "sources/source_registry.hpp"
+#include "sources/tar_members.hpp"
 #include "util/file_time.hpp"
 #include "util/cancel.hpp"
 #include "util/file_io.hpp"
@@ -56,159 +57,15 @@ struct Member {
   std::string problem;  // not read (too large, sparse): the sample is bad (--on-error)
 };
 
-using ArchivePtr = std::unique_ptr<archive, decltype(&archive_read_free)>;
-
-// A shard opened for libarchive through open_input_file: a FIFO, device or directory named as
-// a shard is refused before any open that could block (archive_read_open_filename waits on a
-// FIFO for a writer, and no signal ends that wait). The descriptor is the archive's: closed
-// with it, read with read(2).
-struct ShardFile {
-  detail::UniqueFd fd;
-  std::unique_ptr<std::byte[]> buffer;
-  size_t size = 0;
-};
-
-la_ssize_t shard_file_read(archive* a, void* data, const void** out) {
-  auto* f = static_cast<ShardFile*>(data);
-  while (true) {
-    const ssize_t n = ::read(f->fd.get(), f->buffer.get(), f->size);
-    if (n >= 0) {
-      *out = f->buffer.get();
-      return n;
-    }
-    if (errno != EINTR) {
-      archive_set_error(a, errno, "cannot read: %s", std::strerror(errno));
-      return -1;
-    }
-    if (interrupted()) {
-      archive_set_error(a, EINTR, "interrupted");
-      return -1;
-    }
-  }
-}
-
-int shard_file_close(archive*, void* data) {
-  delete static_cast<ShardFile*>(data);  // owned by the archive from archive_read_open on
-  return ARCHIVE_OK;
-}
-
-// Opens `path` into `a` (filters and formats already chosen); ARCHIVE_OK or libarchive's error.
-// Throws Error(bad_input) for what is not a regular file, Error(io) for what cannot be opened.
-int open_shard_file(archive* a, const std::string& path, size_t block_size) {
-  auto file = std::make_unique<ShardFile>();
-  file->fd = detail::open_input_file(path);
-  file->buffer = std::make_unique_for_overwrite<std::byte[]>(block_size);
-  file->size = block_size;
-  // archive_read_open calls the close callback on failure too: it owns `file` from here on.
-  return archive_read_open(a, file.release(), nullptr, shard_file_read, shard_file_close);
-}
-
-// What a shard may hold, from the source options: a member is never read past
-// --max-sample-bytes (the size in its header is checked before reading, the bytes while
-// reading), and a shard must end with tar's end-of-archive blocks unless --allow-truncated.
-struct TarLimits {
-  uint64_t max_member_bytes = detail::kDefaultMaxSampleBytes;
-  bool allow_truncated = false;
-  // Members that are no part of any sample (no extension, links, special files): a few are
-  // named, the rest counted (shared by every reader of the source).
-  std::shared_ptr<detail::RepeatedWarning> skipped_members =
-      std::make_shared<detail::RepeatedWarning>("members skipped (no extension, or a link or special file)");
-};
-
-TarLimits tar_limits(const SourceOptions& options) {
-  TarLimits l;
-  l.max_member_bytes = detail::max_sample_bytes(options);
-  l.allow_truncated = options.get("allow-truncated").has_value();
-  return l;
-}
-
-// Why the member whose header was just read must not be read, or "" when it may.
-std::string member_header_problem(archive_entry* e, uint64_t max_bytes) {
-  if (archive_entry_sparse_count(e) > 0)
-    return "sparse member (its header claims " + std::to_string(archive_entry_size(e)) + " bytes): refused";
-  if (archive_entry_size_is_set(e) && archive_entry_size(e) >= 0 && static_cast<uint64_t>(archive_entry_size(e)) > max_bytes)
-    return "member of " + std::to_string(archive_entry_size(e)) + " bytes exceeds --max-sample-bytes " + std::to_string(max_bytes);
-  return {};
-}
-
-// Reads the current member's data (in blocks: the header's size is not trusted for the
-// allocation) up to `max_bytes`; returns a problem ("" when read whole). On a problem the rest
-// of the member is skipped and `out` is empty. Throws on a read error.
-// What the header says a member holds (0 when unset): only a first allocation, never trusted.
-uint64_t member_size_hint(archive_entry* e) {
-  return archive_entry_size_is_set(e) ? static_cast<uint64_t>(std::max<la_int64_t>(archive_entry_size(e), 0)) : 0;
-}
-
-std::string read_member_data(archive* a, uint64_t max_bytes, Bytes& out, uint64_t size_hint) {
-  // Read straight into `out` (no bounce buffer): it grows by what was really read, starting
-  // from the header's size capped at 1 MiB, so a lying header costs at most that.
-  constexpr uint64_t kBlock = 1 << 16;
-  out.clear();
-  out.reserve(static_cast<size_t>(std::min<uint64_t>({size_hint, max_bytes, uint64_t{1} << 20})) + 1);
-  while (true) {
-    // Grow when full, or when little room is left short of the header's size (at that size,
-    // the spare byte of the first allocation is enough to see the end without a copy).
-    const size_t spare = out.capacity() - out.size();
-    if (spare == 0 || (spare < kBlock / 4 && out.size() < size_hint)) {
-      // Doubling, but never past what the header announced while the data agrees with it: an
-      // honest 16 MiB member ends in a 16 MiB buffer, not 32; a lying one costs at most 2x
-      // what it really holds.
-      uint64_t target = std::max<uint64_t>(out.capacity() * 2, kBlock);
-      if (out.size() < size_hint) target = std::min<uint64_t>(target, size_hint + 1);
-      out.reserve(static_cast<size_t>(std::min<uint64_t>(target, max_bytes + kBlock)));
-    }
-    const size_t used = out.size();
-    const size_t room = std::max<size_t>(out.capacity() - used, 1);
-    out.resize(used + room);
-    const la_ssize_t n = archive_read_data(a, out.data() + used, room);
-    out.resize(used + static_cast<size_t>(std::max<la_ssize_t>(n, 0)));
-    if (n < 0) throw Error(Errc::bad_input, std::string("cannot read member data: ") + archive_error_string(a));
-    if (n == 0) return {};
-    if (out.size() > max_bytes) {
-      out.clear();
-      out.shrink_to_fit();
-      archive_read_data_skip(a);
-      return "member exceeds --max-sample-bytes " + std::to_string(max_bytes);
-    }
-  }
-}
-
-// Reads the next header like archive_read_next_header, and on ARCHIVE_EOF tells whether the
-// archive really ended with end-of-archive blocks: when the reader consumed no byte past the
-// last member, the shard was cut at a member boundary (a partial download or copy) and samples
-// are missing. `headers` counts the headers read so far.
-int next_header_checked(archive* a, archive_entry** e, uint64_t headers, bool& missing_end_marker) {
-  if (headers > 0) archive_read_data_skip(a);  // the previous member's data counts as consumed
-  const la_int64_t before = archive_filter_bytes(a, 0);
-  const int rc = archive_read_next_header(a, e);
-  missing_end_marker = rc == ARCHIVE_EOF && headers > 0 && archive_filter_bytes(a, 0) == before;
-  return rc;
-}
-
-// stdin, spooled to temporary files (a tar is read twice: schema, then samples; the bytes are
-// hashed for the content id), unlinked when the source goes away, also when its constructor
-// throws (members are destroyed then; a destructor body would not run), or on a signal.
-struct StdinSpools : std::set<std::string> {
-  StdinSpools() = default;
-  StdinSpools(const StdinSpools&) = delete;
-  StdinSpools& operator=(const StdinSpools&) = delete;
-  ~StdinSpools() {
-    for (const auto& s : *this) ::unlink(s.c_str());
-  }
-  std::string spool() {
-    std::string path = (fs::temp_directory_path() / "slip-stdin-XXXXXX").string();
-    const int fd = ::mkstemp(path.data());
-    if (fd < 0) throw_errno("cannot create a temporary file for stdin", path, errno);
-    insert(path);                                      // removed on every way out from here on (disk full, signals)
-    detail::FileWriter w(detail::UniqueFd(fd), path);  // mkstemp's descriptor: the name is never reopened
-    std::vector<std::byte> buf(1 << 20);
-    for (size_t n; (n = std::fread(buf.data(), 1, buf.size(), stdin)) > 0;) w.write(std::span(buf.data(), n));
-    throw_if_interrupted();  // a signal ends the blocking read early: not the end of the input
-    if (std::ferror(stdin)) throw_errno("cannot read", "standard input", errno);
-    w.close();
-    return path;
-  }
-};
+using detail::ArchivePtr;
+using detail::member_header_problem;
+using detail::member_size_hint;
+using detail::next_header_checked;
+using detail::open_shard_file;
+using detail::read_member_data;
+using detail::StdinSpools;
+using detail::tar_limits;
+using detail::TarLimits;
 
 // One shard read sequentially: its members grouped into samples (a group = consecutive members
 // with one key). Errors name the shard and the byte offset. Used on the caller's thread, or on
@@ -735,187 +592,6 @@ class TarSource final : public Source {
   uint64_t index_ = 0;
 };
 
-// An ImageFolder packed in tar shards (`--layout imagefolder`): members <class>/.../<file> with
-// torchvision's image extensions; classes and order exactly as the ImageFolder source gives
-// them. Members arriving out of that order are held in memory (bounded); a shard far from
-// sorted order is refused with a hint to repack it.
-class TarImageFolderSource final : public Source {
- public:
-  TarImageFolderSource(std::vector<std::string> shards, const SourceOptions& options)
-      : shards_(std::move(shards)), limits_(tar_limits(options)) {
-    const bool content = options.get("fingerprint") == std::optional<std::string>("content");
-    Sha256 fp;
-    std::string uri;
-    std::vector<std::pair<std::pair<std::string, std::string>, std::string>> entries;  // ((dir, name), full)
-    for (std::string& s : shards_)
-      if (s == "-") s = spooled_.spool();  // an ImageFolder tar streamed on stdin
-    for (const std::string& shard : shards_) {
-      std::error_code ec;
-      const fs::path abs = fs::absolute(shard, ec).lexically_normal();
-      if (!fs::exists(abs, ec)) throw Error(Errc::io, "no such tar shard").with_path(shard);
-      if (!fs::is_regular_file(abs, ec)) detail::check_input_file(abs);  // a FIFO, device, directory: refused, named
-      const bool from_stdin = spooled_.count(shard) > 0;
-      uri += (uri.empty() ? "" : "\n") + (from_stdin ? std::string("-") : abs.string());
-      uris_.push_back(from_stdin ? std::string("-") : abs.string());
-      if (content || from_stdin) {
-        fp.update((from_stdin ? std::string("-") : abs.filename().string()) + "\t" + detail::InputFile(abs).sha256_hex() + "\n");
-      } else {
-        fp.update(abs.filename().string() + "\t" + std::to_string(fs::file_size(abs, ec)) + "\t" +
-                  std::to_string(detail::unix_mtime_ns(abs)) + "\n");
-      }
-      ArchivePtr a = open_archive(shard);
-      archive_entry* e = nullptr;
-      int rc;
-      uint64_t headers = 0;
-      bool missing_end_marker = false;
-      while ((rc = next_header_checked(a.get(), &e, headers, missing_end_marker)) == ARCHIVE_OK || rc == ARCHIVE_WARN) {
-        ++headers;
-        throw_if_interrupted();
-        if (archive_entry_filetype(e) != AE_IFREG || archive_entry_hardlink(e)) continue;
-        const std::string name = archive_entry_pathname(e) ? archive_entry_pathname(e) : "";
-        if (const std::string problem = member_header_problem(e, limits_.max_member_bytes); !problem.empty())
-          throw Error(Errc::bad_input, "member " + name + ": " + problem)
-              .with_path(shard)
-              .with_offset(static_cast<uint64_t>(std::max<la_int64_t>(0, archive_read_header_position(a.get()))));
-        std::string clean = name.rfind("./", 0) == 0 ? name.substr(2) : name;
-        if (!detail::has_image_folder_extension(clean)) continue;
-        const auto slash = clean.rfind('/');
-        if (slash == std::string::npos) continue;  // files at the root belong to no class
-        if (clean[0] == '/' || clean.find("..") != std::string::npos)
-          throw Error(Errc::bad_input, "member " + name + ": unsafe member name").with_path(shard);
-        entries.push_back({{clean.substr(0, slash), clean.substr(slash + 1)}, clean});
-      }
-      if (rc != ARCHIVE_EOF) throw Error(Errc::bad_input, std::string("corrupt tar: ") + archive_error_string(a.get())).with_path(shard);
-      if (missing_end_marker && !limits_.allow_truncated)
-        throw Error(Errc::bad_input,
-                    "the shard ends without tar's end-of-archive blocks: it was cut short (--allow-truncated converts what is there)")
-            .with_path(shard)
-            .with_offset(static_cast<uint64_t>(archive_filter_bytes(a.get(), 0)));
-      if (missing_end_marker)
-        detail::warn("{}: the shard ends without tar's end-of-archive blocks (cut short?); converted what is there", shard);
-    }
-    // torchvision: sorted class names; inside a class, sorted(os.walk): directories in path
-    // order, file names sorted.
-    std::sort(entries.begin(), entries.end());
-    std::map<std::string, uint32_t> class_label;
-    for (const auto& en : entries) class_label.emplace(en.second.substr(0, en.second.find('/')), 0);
-    uint32_t label = 0;
-    for (auto& [c, l] : class_label) l = label++;
-    std::stable_sort(entries.begin(), entries.end(), [](const auto& x, const auto& y) {
-      return x.second.substr(0, x.second.find('/')) < y.second.substr(0, y.second.find('/'));
-    });
-    for (const auto& en : entries) {
-      order_.emplace(en.second, order_.size());
-      names_.push_back(en.second);
-      labels_.push_back(class_label[en.second.substr(0, en.second.find('/'))]);
-    }
-    if (names_.empty()) throw Error(Errc::bad_input, "no <class>/<image> members (--layout imagefolder)").with_path(shards_.front());
-    root_name_ = spooled_.count(shards_.front()) ? "stdin" : shard_stem(shards_.front());
-    identity_ = {
-        "tar-imagefolder", uri, (content || !spooled_.empty() ? "sha256-shards:" : "stat-shards:") + fp.hex_digest(), root_name_, {}};
-    identity_.uris = uris_;
-    schema_.fields = {{"image", FieldType::image, {}, {}},
-                      {"label", FieldType::int64, {}, {}},
-                      {"index", FieldType::int64, {}, {}},
-                      {"path", FieldType::str, {}, {}}};
-  }
-
-  const Schema& schema() const override { return schema_; }
-  SourceIdentity identity() const override { return identity_; }
-  std::optional<uint64_t> size() const override { return names_.size(); }
-
-  bool next(Sample& out) override {
-    if (next_ >= names_.size()) return false;
-    while (!buffered_.count(next_)) read_more();
-    Bytes bytes = std::move(buffered_[next_]);
-    buffered_.erase(next_);
-    held_ -= bytes.size();
-    out.source_index = next_;
-    out.origin = names_[next_];
-    out.problem.reset();
-    out.skip.reset();
-    out.values.assign(4, Value{});
-    out.values[0].bytes = std::move(bytes);
-    out.values[1].int_value = labels_[next_];
-    out.values[2].int_value = static_cast<int64_t>(next_);
-    const std::string path = root_name_ + "/" + names_[next_];
-    out.values[3].bytes.assign(reinterpret_cast<const std::byte*>(path.data()),
-                               reinterpret_cast<const std::byte*>(path.data()) + path.size());
-    ++next_;
-    return true;
-  }
-
- private:
-  static std::string shard_stem(const std::string& s) {
-    std::string n = fs::path(s).filename().string();
-    const auto dot = n.find('.');
-    return dot == std::string::npos || dot == 0 ? n : n.substr(0, dot);
-  }
-  static ArchivePtr open_archive(const std::string& path) {
-    ArchivePtr a(archive_read_new(), &archive_read_free);
-    archive_read_support_filter_all(a.get());
-    archive_read_support_format_tar(a.get());
-    archive_read_support_format_gnutar(a.get());
-    if (open_shard_file(a.get(), path, 1 << 20) != ARCHIVE_OK)
-      throw Error(Errc::bad_input, std::string("not a readable tar: ") + archive_error_string(a.get())).with_path(path);
-    return a;
-  }
-
-  // Reads members in archive order until the next one in ImageFolder order is buffered.
-  void read_more() {
-    while (true) {
-      if (!archive_) {
-        if (shard_ >= shards_.size())
-          throw Error(Errc::bad_input, "member " + names_[next_] + " vanished between passes").with_path(shards_.back());
-        archive_ = open_archive(shards_[shard_]);
-      }
-      archive_entry* e = nullptr;
-      const int rc = archive_read_next_header(archive_.get(), &e);
-      if (rc == ARCHIVE_EOF) {
-        archive_.reset();
-        ++shard_;
-        continue;
-      }
-      if (rc < ARCHIVE_WARN)
-        throw Error(Errc::bad_input, std::string("corrupt tar: ") + archive_error_string(archive_.get())).with_path(shards_[shard_]);
-      if (archive_entry_filetype(e) != AE_IFREG || archive_entry_hardlink(e)) continue;
-      std::string name = archive_entry_pathname(e) ? archive_entry_pathname(e) : "";
-      if (name.rfind("./", 0) == 0) name = name.substr(2);
-      auto it = order_.find(name);
-      if (it == order_.end()) continue;
-      Bytes data;
-      std::string problem;
-      try {
-        problem = read_member_data(archive_.get(), limits_.max_member_bytes, data, member_size_hint(e));
-      } catch (const Error& err) {
-        throw Error(Errc::bad_input, "member " + name + ": " + err.message()).with_path(shards_[shard_]);
-      }
-      if (!problem.empty()) throw Error(Errc::bad_input, "member " + name + ": " + problem).with_path(shards_[shard_]);
-      held_ += data.size();
-      if (held_ > (uint64_t{1} << 30))
-        throw Error(Errc::bad_input, "members are far from ImageFolder order (over 1 GiB held); repack with `tar --sort=name`")
-            .with_path(shards_[shard_]);
-      buffered_[it->second] = std::move(data);
-      if (it->second == next_) return;
-    }
-  }
-
-  std::vector<std::string> uris_;
-  StdinSpools spooled_;
-  std::vector<std::string> shards_;
-  TarLimits limits_;
-  std::vector<std::string> names_;
-  std::vector<uint32_t> labels_;
-  std::map<std::string, uint64_t> order_;
-  std::map<uint64_t, Bytes> buffered_;
-  uint64_t held_ = 0, next_ = 0;
-  size_t shard_ = 0;
-  ArchivePtr archive_{nullptr, &archive_read_free};
-  std::string root_name_;
-  Schema schema_;
-  SourceIdentity identity_;
-};
-
 }  // namespace
 
 bool looks_like_tar(const std::string& uri) {
@@ -934,7 +610,7 @@ bool looks_like_tar(const std::string& uri) {
 
 std::unique_ptr<Source> open_tar_shards(const std::vector<std::string>& args, const SourceOptions& options) {
   const std::string layout = options.get("layout").value_or("webdataset");
-  if (layout == "imagefolder") return std::make_unique<TarImageFolderSource>(detail::expand_shards(args), options);
+  if (layout == "imagefolder") return detail::open_tar_imagefolder(detail::expand_shards(args), options);
   if (layout != "webdataset") throw Error(Errc::usage, "--layout wants webdataset or imagefolder");
   return std::make_unique<TarSource>(detail::expand_shards(args), options);
 }

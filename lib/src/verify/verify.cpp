@@ -389,27 +389,9 @@ void check_directory_entries(const Cache& cache, IssueSink& sink, VerifyReport& 
   }
 }
 
-}  // namespace
-
-VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
-  const detail::CancelScope cancel_scope(options.cancel);
-  const auto t0 = std::chrono::steady_clock::now();
-  VerifyReport report;
-  report.path = dir;
-  IssueSink sink(report, options.max_issues);
-  const unsigned threads = options.threads ? options.threads : available_cpus();
+// The manifest's own checksum (slip-written caches). Returns whether its checksum file is there.
+bool verify_manifest_sum(const fs::path& dir, IssueSink& sink, VerifyReport& report) {
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) throw Error(Errc::io, "not a directory").with_path(dir.string());
-  // --decode with a libjpeg that must not be handed a buffer (a 12-bit build): one error first,
-  // not every image called corrupt after the structural pass.
-  if (options.decode) detail::require_usable_libjpeg();
-
-  auto finish = [&] {
-    report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    return report;
-  };
-
-  // The manifest's own checksum (slip-written caches).
   const fs::path sum_path = dir / detail::kManifestSumName;
   const bool have_sum = fs::symlink_status(sum_path, ec).type() != fs::file_type::not_found;
   if (have_sum && fs::exists(dir / detail::kManifestName, ec)) {
@@ -423,46 +405,37 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
       sink.add(std::string(detail::kManifestName), std::nullopt, "", e.describe());
     }
   }
+  return have_sum;
+}
 
-  std::optional<Cache> cache;
+// Manifest content beyond what opening needs.
+void verify_manifest_content(const Cache& cache, IssueSink& sink, VerifyReport& report) {
   try {
-    cache.emplace(Cache::open(dir));
-  } catch (const Error& e) {
-    if (!is_finding(e)) throw;
-    std::string file = e.path().empty() ? std::string(detail::kManifestName) : fs::path(e.path()).filename().string();
-    sink.add(file, e.sample(), "", e.message() + (e.offset() ? " (byte " + std::to_string(*e.offset()) + ")" : ""));
-    return finish();
-  }
-  report.samples = cache->size();
-  report.slip_written = cache->provenance().present;
-  if (report.slip_written && !have_sum)
-    sink.add(std::string(detail::kManifestSumName), std::nullopt, "", "missing (slip-written caches carry the manifest's checksum)");
-
-  // Manifest content beyond what opening needs.
-  try {
-    const auto manifest = detail::parse_json_bounded(cache->manifest_text());
+    const auto manifest = detail::parse_json_bounded(cache.manifest_text());
     if (!manifest.contains("version"))
       report.notes.push_back("manifest has no \"version\" (the Python loader does not need it)");
     else if (manifest["version"] != 1)
       sink.add("manifest.json", std::nullopt, "", "unknown format version " + manifest["version"].dump());
-    for (const CacheField& f : cache->fields()) {
+    for (const CacheField& f : cache.fields()) {
       const auto& spec = manifest["fields"][f.name];
-      if (spec.contains("num_samples") && spec["num_samples"] != cache->size())
+      if (spec.contains("num_samples") && spec["num_samples"] != cache.size())
         sink.add("manifest.json", std::nullopt, f.name,
-                 "field num_samples " + spec["num_samples"].dump() + " differs from " + std::to_string(cache->size()));
+                 "field num_samples " + spec["num_samples"].dump() + " differs from " + std::to_string(cache.size()));
       if (is_payload_type(f.type) && f.image_format != "jpeg" && f.image_format != "yuv420")
         sink.add("manifest.json", std::nullopt, f.name, "unknown image_format \"" + f.image_format + "\"");
     }
   } catch (const nlohmann::json::exception& e) {
     sink.add("manifest.json", std::nullopt, "", e.what());
   }
+}
 
-  // file_sizes: every storage file listed with its actual size.
-  const auto& sizes = cache->file_sizes();
+// file_sizes: every storage file listed with its actual size.
+void verify_file_sizes(const Cache& cache, IssueSink& sink, VerifyReport& report) {
+  const auto& sizes = cache.file_sizes();
   if (sizes.empty()) report.notes.push_back("manifest has no file_sizes");
-  for (const CacheField& f : cache->fields()) {
+  for (const CacheField& f : cache.fields()) {
     for (const std::string& name : f.files) {
-      const uint64_t actual = cache->file_bytes(name).size();
+      const uint64_t actual = cache.file_bytes(name).size();
       auto it = sizes.find(name);
       if (it == sizes.end()) {
         if (!sizes.empty()) sink.add("manifest.json", std::nullopt, f.name, "file_sizes lacks " + name);
@@ -480,32 +453,24 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
           per = npy_dtype_size(f.dtype);
           for (size_t d = 1; d < f.shape.size() && per; ++d) per = f.shape[d] > UINT64_MAX / per ? 0 : per * f.shape[d];
         }
-        if (per &&
-            (per > UINT64_MAX / std::max<uint64_t>(1, cache->size()) || cache->npy_data_offset(name) + per * cache->size() != actual))
+        if (per && (per > UINT64_MAX / std::max<uint64_t>(1, cache.size()) || cache.npy_data_offset(name) + per * cache.size() != actual))
           sink.add(
               name, std::nullopt, f.name,
-              "has " + std::to_string(actual) + " bytes, expected " + std::to_string(cache->npy_data_offset(name) + per * cache->size()));
+              "has " + std::to_string(actual) + " bytes, expected " + std::to_string(cache.npy_data_offset(name) + per * cache.size()));
       }
     }
   }
+}
 
-  for (size_t fi = 0; fi < cache->fields().size(); ++fi) {
-    throw_if_interrupted();
-    const CacheField& f = cache->fields()[fi];
-    if (is_payload_type(f.type)) check_payload_field(*cache, fi, sink, report, threads, options.progress);
-    if (f.type == FieldType::image && f.image_format == "jpeg")
-      check_yuv420_siblings(*cache, fi, sink, report, options, threads);
-    else if (f.type == FieldType::str)
-      check_string_field(*cache, fi, sink);
-  }
-
-  // Field indexes: the ones slip recorded, and any other field's whose files are there (a
-  // checksum-less copy, another writer): well-formed and typed as their field, every id
-  // carries its key's value, every sample once.
+// Field indexes: the ones slip recorded, and any other field's whose files are there (a
+// checksum-less copy, another writer): well-formed and typed as their field, every id
+// carries its key's value, every sample once.
+void verify_field_indexes(const Cache& cache, const fs::path& dir, IssueSink& sink) {
+  std::error_code ec;
   std::vector<std::pair<std::string, std::string>> indexed;  // field, keys file
   std::set<std::string> listed;
   try {
-    const auto manifest = detail::parse_json_bounded(cache->manifest_text());
+    const auto manifest = detail::parse_json_bounded(cache.manifest_text());
     if (manifest.contains("slip") && manifest["slip"].contains("indexes"))
       for (auto& [field, spec] : manifest["slip"]["indexes"].items()) {
         indexed.emplace_back(field, spec.value("keys", field + ".index.keys.npy"));
@@ -514,31 +479,31 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
   } catch (const nlohmann::json::exception& e) {
     sink.add("manifest.json", std::nullopt, "", std::string("slip indexes: ") + e.what());
   }
-  for (const CacheField& f : cache->fields()) {
+  for (const CacheField& f : cache.fields()) {
     const std::vector<std::string> names = csr_index_names(f.name);
     if (!listed.count(f.name) && fs::symlink_status(dir / names[0], ec).type() != fs::file_type::not_found)
       indexed.emplace_back(f.name, names[0]);
   }
   for (const auto& [field, keys_file] : indexed) {
     try {
-      const auto idx = read_field_index(*cache, field);
+      const auto idx = read_field_index(cache, field);
       if (!idx) {
         sink.add(keys_file, std::nullopt, field,
                  listed.count(field) ? "index listed in the manifest is missing" : "index incomplete (keys without offsets or ids)");
         continue;
       }
-      const auto fi = *cache->field_index(field);
-      std::vector<bool> seen(cache->size(), false);
+      const auto fi = *cache.field_index(field);
+      std::vector<bool> seen(cache.size(), false);
       for (size_t k = 0; k < idx->num_keys(); ++k)
         for (int64_t id : idx->ids_of(k)) {
           const auto i = static_cast<uint64_t>(id);
           bool match;
           if (idx->key_type == FieldType::str)
-            match = cache->string(fi, i) == idx->str_keys[k];
+            match = cache.string(fi, i) == idx->str_keys[k];
           else if (idx->key_type == FieldType::float64)
-            match = cache->float_value(fi, i) == idx->float_keys[k];
+            match = cache.float_value(fi, i) == idx->float_keys[k];
           else
-            match = cache->int_value(fi, i) == idx->int_keys[k];
+            match = cache.int_value(fi, i) == idx->int_keys[k];
           if (!match || seen[i]) {
             sink.add(keys_file, i, field,
                      match ? "sample listed twice in the index" : "index lists the sample under a value it does not have");
@@ -550,12 +515,13 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
       sink.add(fs::path(e.path()).filename().string(), e.sample(), field, e.message());
     }
   }
+}
 
-  check_directory_entries(*cache, sink, report);
-
-  // Whole-file checksums recorded by slip.
+// Whole-file checksums recorded by slip.
+void verify_file_checksums(const Cache& cache, const fs::path& dir, IssueSink& sink, VerifyReport& report, const VerifyOptions& options) {
+  std::error_code ec;
   try {
-    const auto manifest = detail::parse_json_bounded(cache->manifest_text());
+    const auto manifest = detail::parse_json_bounded(cache.manifest_text());
     // Untrusted JSON: walk with find(), never const operator[] on a key that may be absent.
     const nlohmann::json* files = &manifest;
     for (const char* key : {"slip", "checksums", "files"}) {
@@ -602,64 +568,126 @@ VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
   } catch (const nlohmann::json::exception& e) {
     sink.add("manifest.json", std::nullopt, "", std::string("slip checksums: ") + e.what());
   }
-  if (options.decode) {
-    // The engine's full decode against an accurate TurboJPEG decode, image by image. Both are
-    // libjpeg-turbo with the ISLOW IDCT and fancy upsampling, so they should agree exactly;
-    // the default thresholds (max 1, mean 0.01) leave room for a SIMD variant, nothing more.
-    report.decode_checked = true;
-    std::mutex m;
-    for (size_t fi = 0; fi < cache->fields().size(); ++fi) {
-      const CacheField& f = cache->fields()[fi];
-      if (f.type == FieldType::image && f.image_format == "yuv420")
-        report.notes.push_back("field \"" + f.name + "\" is stored as YUV420: no JPEG in the cache to compare its pixels with");
-      if (f.type != FieldType::image || f.image_format == "yuv420") continue;
-      // In steps of 1,024 images so the caller's thread reports progress between them.
-      const uint64_t n = cache->size(), step = 1024;
-      cache->release_resident_pages();  // what the structural pass left mapped
-      for (uint64_t first = 0; first < n; first += step) {
-        if (options.progress) options.progress("decode", first, n);
-        cache->keep_resident_below();  // bounded RSS, as in the structural pass
-        parallel_for(std::min(step, n - first), threads, [&, first](size_t k) {
-          const size_t i = first + k;
-          if (k % 64 == 0) throw_if_interrupted();
-          std::span<const std::byte> payload;
-          try {
-            payload = cache->payload(fi, i);
-          } catch (const Error&) {
-            return;  // already reported by the structural checks
-          }
-          if (sniff_image_format(payload) != ImageFormat::jpeg || !jpeg_decodes_to_rgb(payload)) return;
-          try {
-            const RgbImage ours = engine_decode_full(payload);
-            const RgbImage ref = decode_jpeg_rgb(payload);
-            int max_diff = 0;
-            uint64_t total = 0;
-            if (ours.pixels.size() != ref.pixels.size()) {
-              sink.add(f.files[0], i, f.name, "engine decode has a different size than TurboJPEG's");
-              return;
-            }
-            for (size_t k = 0; k < ours.pixels.size(); ++k) {
-              const int d = std::abs(int(ours.pixels[k]) - int(ref.pixels[k]));
-              max_diff = std::max(max_diff, d);
-              total += static_cast<uint64_t>(d);
-            }
-            const double mean = ours.pixels.empty() ? 0.0 : static_cast<double>(total) / static_cast<double>(ours.pixels.size());
-            std::lock_guard lock(m);
-            ++report.images_decoded;
-            report.decode_max_diff = std::max(report.decode_max_diff, max_diff);
-            report.decode_mean_diff = std::max(report.decode_mean_diff, mean);
-            if (max_diff > options.max_diff || mean > options.mean_diff)
-              sink.add(f.files[0], i, f.name,
-                       "decoded pixels differ from TurboJPEG's: max " + std::to_string(max_diff) + ", mean " + std::to_string(mean));
-          } catch (const Error& e) {
-            if (!is_finding(e)) throw;  // this libjpeg cannot decode it (exit 4), not a corrupt image
-            sink.add(f.files[0], i, f.name, "image does not decode: " + e.message());
-          }
-        });
-      }
-      if (options.progress) options.progress("decode", n, n);
-    }
+}
+
+// One image of --decode: the engine's full decode against TurboJPEG's (`m` guards the report).
+void verify_decode_one(const Cache& cache, size_t fi, size_t i, IssueSink& sink, VerifyReport& report, const VerifyOptions& options,
+                       std::mutex& m) {
+  const CacheField& f = cache.fields()[fi];
+  std::span<const std::byte> payload;
+  try {
+    payload = cache.payload(fi, i);
+  } catch (const Error&) {
+    return;  // already reported by the structural checks
   }
+  if (sniff_image_format(payload) != ImageFormat::jpeg || !jpeg_decodes_to_rgb(payload)) return;
+  try {
+    const RgbImage ours = engine_decode_full(payload);
+    const RgbImage ref = decode_jpeg_rgb(payload);
+    int max_diff = 0;
+    uint64_t total = 0;
+    if (ours.pixels.size() != ref.pixels.size()) {
+      sink.add(f.files[0], i, f.name, "engine decode has a different size than TurboJPEG's");
+      return;
+    }
+    for (size_t k = 0; k < ours.pixels.size(); ++k) {
+      const int d = std::abs(int(ours.pixels[k]) - int(ref.pixels[k]));
+      max_diff = std::max(max_diff, d);
+      total += static_cast<uint64_t>(d);
+    }
+    const double mean = ours.pixels.empty() ? 0.0 : static_cast<double>(total) / static_cast<double>(ours.pixels.size());
+    std::lock_guard lock(m);
+    ++report.images_decoded;
+    report.decode_max_diff = std::max(report.decode_max_diff, max_diff);
+    report.decode_mean_diff = std::max(report.decode_mean_diff, mean);
+    if (max_diff > options.max_diff || mean > options.mean_diff)
+      sink.add(f.files[0], i, f.name,
+               "decoded pixels differ from TurboJPEG's: max " + std::to_string(max_diff) + ", mean " + std::to_string(mean));
+  } catch (const Error& e) {
+    if (!is_finding(e)) throw;  // this libjpeg cannot decode it (exit 4), not a corrupt image
+    sink.add(f.files[0], i, f.name, "image does not decode: " + e.message());
+  }
+}
+
+// --decode: the engine's full decode against an accurate TurboJPEG decode, image by image. Both are
+// libjpeg-turbo with the ISLOW IDCT and fancy upsampling, so they should agree exactly;
+// the default thresholds (max 1, mean 0.01) leave room for a SIMD variant, nothing more.
+void verify_decoded_pixels(const Cache& cache, IssueSink& sink, VerifyReport& report, const VerifyOptions& options, unsigned threads) {
+  report.decode_checked = true;
+  std::mutex m;
+  for (size_t fi = 0; fi < cache.fields().size(); ++fi) {
+    const CacheField& f = cache.fields()[fi];
+    if (f.type == FieldType::image && f.image_format == "yuv420")
+      report.notes.push_back("field \"" + f.name + "\" is stored as YUV420: no JPEG in the cache to compare its pixels with");
+    if (f.type != FieldType::image || f.image_format == "yuv420") continue;
+    // In steps of 1,024 images so the caller's thread reports progress between them.
+    const uint64_t n = cache.size(), step = 1024;
+    cache.release_resident_pages();  // what the structural pass left mapped
+    for (uint64_t first = 0; first < n; first += step) {
+      if (options.progress) options.progress("decode", first, n);
+      cache.keep_resident_below();  // bounded RSS, as in the structural pass
+      parallel_for(std::min(step, n - first), threads, [&, first](size_t k) {
+        if (k % 64 == 0) throw_if_interrupted();
+        verify_decode_one(cache, fi, first + k, sink, report, options, m);
+      });
+    }
+    if (options.progress) options.progress("decode", n, n);
+  }
+}
+
+}  // namespace
+
+VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
+  const detail::CancelScope cancel_scope(options.cancel);
+  const auto t0 = std::chrono::steady_clock::now();
+  VerifyReport report;
+  report.path = dir;
+  IssueSink sink(report, options.max_issues);
+  const unsigned threads = options.threads ? options.threads : available_cpus();
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw Error(Errc::io, "not a directory").with_path(dir.string());
+  // --decode with a libjpeg that must not be handed a buffer (a 12-bit build): one error first,
+  // not every image called corrupt after the structural pass.
+  if (options.decode) detail::require_usable_libjpeg();
+
+  auto finish = [&] {
+    report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return report;
+  };
+
+  const bool have_sum = verify_manifest_sum(dir, sink, report);
+
+  std::optional<Cache> cache;
+  try {
+    cache.emplace(Cache::open(dir));
+  } catch (const Error& e) {
+    if (!is_finding(e)) throw;
+    std::string file = e.path().empty() ? std::string(detail::kManifestName) : fs::path(e.path()).filename().string();
+    sink.add(file, e.sample(), "", e.message() + (e.offset() ? " (byte " + std::to_string(*e.offset()) + ")" : ""));
+    return finish();
+  }
+  report.samples = cache->size();
+  report.slip_written = cache->provenance().present;
+  if (report.slip_written && !have_sum)
+    sink.add(std::string(detail::kManifestSumName), std::nullopt, "", "missing (slip-written caches carry the manifest's checksum)");
+
+  verify_manifest_content(*cache, sink, report);
+  verify_file_sizes(*cache, sink, report);
+
+  for (size_t fi = 0; fi < cache->fields().size(); ++fi) {
+    throw_if_interrupted();
+    const CacheField& f = cache->fields()[fi];
+    if (is_payload_type(f.type)) check_payload_field(*cache, fi, sink, report, threads, options.progress);
+    if (f.type == FieldType::image && f.image_format == "jpeg")
+      check_yuv420_siblings(*cache, fi, sink, report, options, threads);
+    else if (f.type == FieldType::str)
+      check_string_field(*cache, fi, sink);
+  }
+
+  verify_field_indexes(*cache, dir, sink);
+  check_directory_entries(*cache, sink, report);
+  verify_file_checksums(*cache, dir, sink, report, options);
+  if (options.decode) verify_decoded_pixels(*cache, sink, report, options, threads);
   return finish();
 }
 
