@@ -99,8 +99,9 @@ std::vector<uint64_t> run_checked(Loader& loader, const Dataset& d, const Loader
         const auto& x = b->full.images.at(i);
         EXPECT_EQ(x.width, ref.images[0].width);
         EXPECT_EQ(x.height, ref.images[0].height);
-        if (x.width == ref.images[0].width && x.height == ref.images[0].height)
+        if (x.width == ref.images[0].width && x.height == ref.images[0].height) {
           EXPECT_EQ(0, std::memcmp(b->full.pixels().data() + x.offset, ref.pixels().data(), size_t{x.width} * x.height * 3));
+        }
       } else {
         BatchDecoder alone(d.cache(c), o.decode);
         const size_t bytes = crop_group_sample_bytes(o.decode.groups[0], o.decode.type);
@@ -240,7 +241,9 @@ std::vector<uint64_t> run_dataset_ranks(const SampleParts& p, const LoaderMix& m
       seen.insert(seen.end(), next.batch->samples.begin(), next.batch->samples.end());
     }
     const LoaderState s = loader.state();
-    if (r > 0) EXPECT_EQ(s.consumed, out.consumed) << "every rank stands at the same place";
+    if (r > 0) {
+      EXPECT_EQ(s.consumed, out.consumed) << "every rank stands at the same place";
+    }
     out = s;
   }
   return seen;
