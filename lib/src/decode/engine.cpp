@@ -22,6 +22,7 @@
 #include "util/worker_pool.hpp"
 #include "image/yuv420_kernels.hpp"
 #include "slip/cache.hpp"
+#include "slip/dataset.hpp"
 #include "slip/decode.hpp"
 #include "slip/error.hpp"
 #include "slip/error_class.hpp"
@@ -119,21 +120,43 @@ struct Worker {
 }  // namespace
 
 struct BatchDecoder::Impl {
-  const Cache& cache;
+  // One cache's payloads: the field's own, or its YUV420 sibling files.
+  struct Part {
+    const Cache* cache;
+    std::optional<Yuv420Siblings> siblings;  // options.yuv420_siblings: payloads from <f>_yuv420.*
+  };
+  std::vector<Part> parts;           // one per cache (one without a dataset)
+  const Dataset* dataset = nullptr;  // ids are the dataset's global ids, each read from its own cache
+  uint64_t samples = 0;              // ids are below this
   DecodeOptions options;
   size_t field = 0;
   bool yuv420 = false;
-  std::optional<Yuv420Siblings> siblings;  // options.yuv420_siblings: payloads from <f>_yuv420.*
 
-  std::span<const std::byte> payload_of(uint64_t id) const { return siblings ? siblings->payload(id) : cache.payload(field, id); }
-  MetaRecord record_of(uint64_t id) const { return siblings ? siblings->record(id) : cache.record(field, id); }
+  // The cache of a sample id and its id there.
+  std::pair<const Part*, uint64_t> locate(uint64_t id) const {
+    if (!dataset) return {&parts.front(), id};
+    const Dataset::Location at = dataset->locate(id);
+    return {&parts[at.cache], at.sample};
+  }
+  std::span<const std::byte> payload_of(uint64_t id) const {
+    const auto [part, local] = locate(id);
+    return part->siblings ? part->siblings->payload(local) : part->cache->payload(field, local);
+  }
+  MetaRecord record_of(uint64_t id) const {
+    const auto [part, local] = locate(id);
+    return part->siblings ? part->siblings->record(local) : part->cache->record(field, local);
+  }
+  void check_ids(std::span<const uint64_t> ids) const {
+    for (uint64_t id : ids)
+      if (id >= samples) throw Error(Errc::usage, "sample id " + std::to_string(id) + " is out of range");
+  }
   std::vector<Worker> workers;
   detail::WorkerPool pool;
   std::array<float, 3> scale{}, bias{};
   uint32_t total_crops = 0;
   bool planar = false;  // resize Y/Cb/Cr planes (ResampleMode::planar, or automatic with crop-aware decoding)
 
-  Impl(const Cache& c, DecodeOptions o, unsigned threads) : cache(c), options(std::move(o)), workers(threads), pool(threads) {}
+  Impl(DecodeOptions o, unsigned threads) : options(std::move(o)), workers(threads), pool(threads) {}
 
   // A sample's bytes are bad: the error names the payload file, the sample and its offset.
   void fail(Worker& w, size_t slot, uint64_t id, const std::string& message) {
@@ -161,18 +184,23 @@ struct BatchDecoder::Impl {
     w.error_slot = slot;
     w.error = std::move(error);
   }
-  // The error, of its class, named by the sample's payload file, id and offset.
+  // The error, of its class, named by the sample's payload file, id and offset: in a dataset,
+  // its cache's file and id there (what `slip cat CACHE ID` shows), and the global id.
   std::exception_ptr named_error(Error e, uint64_t id) const {
-    e.with_path(payload_file()).with_sample(id);
-    try {
-      e.with_offset(record_of(id).data_ptr);
-    } catch (const Error&) {
+    if (id < samples) {
+      const auto [part, local] = locate(id);
+      if (parts.size() > 1) e = Error(e.code(), e.message() + " (dataset sample " + std::to_string(id) + ")");
+      e.with_path(payload_file(*part)).with_sample(local);
+      try {
+        e.with_offset(record_of(id).data_ptr);
+      } catch (const Error&) {
+      }
     }
     return std::make_exception_ptr(e);
   }
-  std::string payload_file() const {
-    return siblings ? siblings->bin_path().string()
-                    : (cache.path() / detail::field_file(cache.fields()[field].name, detail::FileKind::bin)).string();
+  std::string payload_file(const Part& part) const {
+    return part.siblings ? part.siblings->bin_path().string()
+                         : (part.cache->path() / detail::field_file(part.cache->fields()[field].name, detail::FileKind::bin)).string();
   }
 
   // Fills w.windows / w.sizes: one window per crop (or the whole image when `full`).
@@ -567,8 +595,7 @@ struct BatchDecoder::Impl {
   template <class TargetOf, class Visit>
   void for_each_whole_image(std::span<const uint64_t> ids, TargetOf&& target_of, Visit&& visit) {
     throw_if_interrupted();
-    for (uint64_t id : ids)
-      if (id >= cache.size()) throw Error(Errc::usage, "sample id " + std::to_string(id) + " is out of range");
+    check_ids(ids);
     const detail::WorkerPool::Body body = [&](unsigned thread, size_t slot) {
       Worker& w = workers[thread];
       try {
@@ -599,6 +626,17 @@ struct BatchDecoder::Impl {
 };
 
 BatchDecoder::BatchDecoder(const Cache& cache, DecodeOptions options) {
+  open(std::span<const Cache* const>(std::array{&cache}), nullptr, std::move(options));
+}
+
+BatchDecoder::BatchDecoder(const Dataset& dataset, DecodeOptions options) {
+  std::vector<const Cache*> caches(dataset.num_caches());
+  for (size_t i = 0; i < caches.size(); ++i) caches[i] = &dataset.cache(i);
+  open(caches, &dataset, std::move(options));
+}
+
+void BatchDecoder::open(std::span<const Cache* const> caches, const Dataset* dataset, DecodeOptions options) {
+  const Cache& cache = *caches.front();  // a dataset's caches have the same fields (Dataset::open checked)
   unsigned threads = options.threads ? options.threads : available_cpus();
   threads = std::clamp(threads, 1u, 256u);
   if (options.groups.empty()) throw Error(Errc::usage, "no crop groups");
@@ -615,17 +653,22 @@ BatchDecoder::BatchDecoder(const Cache& cache, DecodeOptions options) {
     if (!field || (cache.fields()[*field].type != FieldType::image && cache.fields()[*field].type != FieldType::bytes))
       throw Error(Errc::usage, "'" + options.field + "' is not an image field of the cache");
   }
-  impl_ = std::make_unique<Impl>(cache, std::move(options), threads);
+  impl_ = std::make_unique<Impl>(std::move(options), threads);
   impl_->field = *field;
+  impl_->dataset = dataset;
   impl_->yuv420 = cache.fields()[*field].image_format == "yuv420";
-  if (impl_->options.yuv420_siblings) {
-    if (impl_->yuv420) throw Error(Errc::usage, "the field is already stored as YUV420; it has no sibling files");
-    impl_->siblings = Yuv420Siblings::open(cache, cache.fields()[*field].name);
-    if (!impl_->siblings)
-      throw Error(Errc::usage, "no YUV420 sibling files for field '" + cache.fields()[*field].name + "' (make them with slip yuv420)")
-          .with_path(cache.path().string());
-    impl_->yuv420 = true;
+  if (impl_->options.yuv420_siblings && impl_->yuv420)
+    throw Error(Errc::usage, "the field is already stored as YUV420; it has no sibling files");
+  for (const Cache* c : caches) {
+    Impl::Part& part = impl_->parts.emplace_back(Impl::Part{c, std::nullopt});
+    impl_->samples += c->size();
+    if (!impl_->options.yuv420_siblings) continue;
+    part.siblings = Yuv420Siblings::open(*c, c->fields()[*field].name);
+    if (!part.siblings)
+      throw Error(Errc::usage, "no YUV420 sibling files for field '" + c->fields()[*field].name + "' (make them with slip yuv420)")
+          .with_path(c->path().string());
   }
+  if (impl_->options.yuv420_siblings) impl_->yuv420 = true;
   for (const CropGroup& g : impl_->options.groups) impl_->total_crops += g.count;
   impl_->planar = effective_resample_mode(impl_->options) == ResampleMode::planar;
   for (int c = 0; c < 3; ++c) {
@@ -647,8 +690,7 @@ void BatchDecoder::decode(std::span<const uint64_t> ids, uint64_t epoch, std::sp
   for (size_t g = 0; g < outputs.size(); ++g)
     if (outputs[g].size() < ids.size() * crop_group_sample_bytes(impl.options.groups[g], impl.options.type))
       throw Error(Errc::usage, "output buffer " + std::to_string(g) + " is too small for the batch");
-  for (uint64_t id : ids)
-    if (id >= impl.cache.size()) throw Error(Errc::usage, "sample id " + std::to_string(id) + " is out of range");
+  impl.check_ids(ids);
   impl.epoch = epoch;
   const detail::WorkerPool::Body body = [&](unsigned thread, size_t slot) {
     try {
@@ -716,8 +758,7 @@ void BatchDecoder::decode_images(std::span<const uint64_t> ids, PackedImages& ou
   // say) is noted; the batch is then planned again with the decoded sizes and decoded again:
   // rare, never wrong.
   Impl& impl = *impl_;
-  for (uint64_t id : ids)
-    if (id >= impl.cache.size()) throw Error(Errc::usage, "sample id " + std::to_string(id) + " is out of range");
+  impl.check_ids(ids);
   out.images.assign(ids.size(), {});
   for (size_t i = 0; i < ids.size(); ++i) {
     ImageSize size;
