@@ -52,3 +52,13 @@ grep -qF "$yuv" "$WORK/err" && grep -q "fields differ" "$WORK/err" || fail "mism
 expect_status 3 "$SLIP" bench "$parts/part-00000-of-00004.slipstream" "$yuv" -e 1 --no-limit --json
 grep -q '"error"' "$WORK/out" || grep -q '"error"' "$WORK/err" || fail "--json error object"
 pass "caches with other fields are refused, naming the cache"
+
+# A sample that does not decode is named by its own cache's file and id, and its dataset id.
+mkdir -p "$WORK/bad/c"
+cp "$(find "$SRC/examples/sample" -type f | LC_ALL=C sort | sed -n 1p)" "$WORK/bad/c/a.jpg"
+cp "$(bad_dir)/garbage_in_entropy.JPEG" "$WORK/bad/c/b.jpg"
+bad=$("$SLIP" convert "$WORK/bad" -o "$WORK/bc" -q)
+expect_status 3 "$SLIP" bench "$parts/part-00000-of-00004.slipstream" "$bad" -p decode -e 1 --no-limit
+grep -qF "$bad/image.bin" "$WORK/err" && grep -q "sample 1\b" "$WORK/err" && grep -q "(dataset sample 11)" "$WORK/err" ||
+  fail "corrupt sample in a dataset: $(cat "$WORK/err")"
+pass "a corrupt sample is named by its cache's file, its id there and its dataset id"

@@ -8,7 +8,7 @@
 # command and the bench harness, apps/bench_harness/) include its public headers only.
 source "$(dirname "$0")/common.bash"
 cd "$SRC"
-$PY - <<'PY' || fail "upward includes in lib/src (see the lines above)"
+$PY - <<'PY' || fail "upward includes in lib/src, or lib/src headers in apps/ (see the lines above)"
 import os, re, sys
 
 DIRS = {"util": 0, "net": 1, "image": 1, "format": 2, "sources": 3, "decode": 3, "index": 3,
