@@ -24,8 +24,8 @@ class Dataset;
 // outlive, the cache or dataset.
 class BenchInput {
  public:
-  BenchInput(const Cache& cache) noexcept : cache_(&cache) {}          // NOLINT(google-explicit-constructor)
-  BenchInput(const Dataset& dataset) noexcept : dataset_(&dataset) {}  // NOLINT(google-explicit-constructor)
+  BenchInput(const Cache& cache) noexcept : cache_(&cache) {}
+  BenchInput(const Dataset& dataset) noexcept : dataset_(&dataset) {}
   const Dataset* dataset() const noexcept { return dataset_; }
   size_t num_caches() const noexcept;
   const Cache& cache(size_t index) const;

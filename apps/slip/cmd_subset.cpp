@@ -57,22 +57,49 @@ SubsetParent open_subset_parent(const std::vector<std::string>& inputs) {
     p.dataset.emplace(Dataset::open(p.inputs));
   return p;
 }
+// The flags of `slip subset`.
+struct SubsetArgs {
+  std::vector<std::string> inputs;
+  SubsetSelection sel;
+  std::vector<std::string> values;
+  std::string values_file;
+  std::string classes_file;
+  std::string mode = "copy";
+  std::string output;
+  std::string name;
+  bool json = false;
+  bool dry_run = false;
+};
+
+// --values as the field's type: strings for a str field, else 64-bit integers.
+void subset_values_from(SubsetArgs& a, const SubsetParent& parent) {
+  const bool str_field = parent.first().field(a.sel.field).type == FieldType::str;
+  for (const auto& v : a.values) {
+    if (str_field) {
+      a.sel.str_values.push_back(v);
+      continue;
+    }
+    int64_t value = 0;
+    const auto [end, error] = std::from_chars(v.data(), v.data() + v.size(), value);
+    if (v.empty() || error != std::errc() || end != v.data() + v.size())
+      throw Error(Errc::usage, "not an integer value (or beyond 64 bits): \"" + printable(v) + "\"");
+    a.sel.values.push_back(value);
+  }
+}
+
+// The conversion that writes a copy subset (and that --dry-run plans).
+ConvertOptions subset_convert_options(const SubsetArgs& a, const SubsetParent& parent) {
+  ConvertOptions options;
+  options.output_dir = subset_root(a.output, parent.cache ? parent.cache->path() : parent.inputs.front());  // as --help says
+  options.name = a.name;
+  options.non_jpeg = NonJpegPolicy::keep;  // payloads are copied as the parent stores them (part of the content id)
+  return options;
+}
+
 }  // namespace
 
 Action setup_subset(CLI::App& sub, const GlobalOptions& global) {
-  struct Args {
-    std::vector<std::string> inputs;
-    SubsetSelection sel;
-    std::vector<std::string> values;
-    std::string values_file;
-    std::string classes_file;
-    std::string mode = "copy";
-    std::string output;
-    std::string name;
-    bool json = false;
-    bool dry_run = false;
-  };
-  auto a = std::make_shared<Args>();
+  auto a = std::make_shared<SubsetArgs>();
   sub.add_option("cache", a->inputs,
                  "Parent cache directory; or caches, directories of caches (job-array parts) or dataset list files, read as one "
                  "dataset (global ids; the subset is the merged cache's)")
@@ -107,18 +134,7 @@ Action setup_subset(CLI::App& sub, const GlobalOptions& global) {
     // --values-file is read by select_samples as a stream (its values are not held here).
     a->sel.values_file = a->values_file;
     const SubsetParent parent = open_subset_parent(a->inputs);
-    const bool str_field = parent.first().field(a->sel.field).type == FieldType::str;
-    for (const auto& v : a->values) {
-      if (str_field) {
-        a->sel.str_values.push_back(v);
-        continue;
-      }
-      int64_t value = 0;
-      const auto [end, error] = std::from_chars(v.data(), v.data() + v.size(), value);
-      if (v.empty() || error != std::errc() || end != v.data() + v.size())
-        throw Error(Errc::usage, "not an integer value (or beyond 64 bits): \"" + printable(v) + "\"");
-      a->sel.values.push_back(value);
-    }
+    subset_values_from(*a, parent);
     a->sel.classes_file = a->classes_file;
     SubsetReport report;
     const std::vector<uint64_t> ids = parent.select(a->sel, &report);
@@ -139,11 +155,8 @@ Action setup_subset(CLI::App& sub, const GlobalOptions& global) {
         path = a->output.empty() ? parent.ids_file(ids.size()) : a->output;
       } else {
         auto source = parent.source(ids);
-        ConvertOptions options;
-        options.output_dir = subset_root(a->output, parent.cache ? parent.cache->path() : parent.inputs.front());
+        ConvertOptions options = subset_convert_options(*a, parent);
         options.created = source_date_epoch();
-        options.name = a->name;
-        options.non_jpeg = NonJpegPolicy::keep;  // as the real run: part of the content id
         path = planned_cache_path(*source, options).string();
       }
       j["path"] = path;
@@ -161,10 +174,7 @@ Action setup_subset(CLI::App& sub, const GlobalOptions& global) {
       j["path"] = out;
     } else {
       auto source = parent.source(ids);
-      ConvertOptions options;
-      options.output_dir = subset_root(a->output, parent.cache ? parent.cache->path() : parent.inputs.front());  // as --help says
-      options.name = a->name;
-      options.non_jpeg = NonJpegPolicy::keep;  // payloads are copied as the parent stores them
+      ConvertOptions options = subset_convert_options(*a, parent);
       Progress progress("subset", global.show_progress());
       options.progress = [&](const ProgressUpdate& p) { progress.update(p.done, p.total); };
       const ConvertResult r = convert(*source, options);

@@ -224,7 +224,7 @@ FieldIndex subset_merge_indexes(const std::vector<FieldIndex>& parts, std::span<
 
 // The selection over an index: keys of the values (`where` names the cache or dataset in
 // errors), then every sample of each key or --per-class K of them; ascending ids.
-std::vector<uint64_t> subset_select_from_index(const FieldIndex& idx, std::vector<int64_t> values, const SubsetSelection& sel,
+std::vector<uint64_t> subset_select_from_index(const FieldIndex& idx, const std::vector<int64_t>& values, const SubsetSelection& sel,
                                                SubsetReport* report, const std::string& where) {
   std::vector<size_t> keys;
   for (int64_t v : values) {
