@@ -1,7 +1,8 @@
-// slip bench CACHE --pipeline NAME (slip/pipelines.hpp) [--threads N] [--batch-size B]
+// slip bench CACHE|DATASET... --pipeline NAME (slip/pipelines.hpp) [--threads N] [--batch-size B]
 //                  [--epochs E] [--cold] [--order sequential|shuffle] [--seed S] [--compare YUVCACHE|siblings]
 //                  [--kernels scalar|sse4|avx2|avx512] [--checksum] [--json]
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <iostream>
 #include <optional>
@@ -11,8 +12,9 @@
 #include "cli_errors.hpp"
 #include "command.hpp"
 #include "output.hpp"
-#include "slip/bench.hpp"
+#include "bench_harness.hpp"
 #include "slip/cache.hpp"
+#include "slip/dataset.hpp"
 #include "slip/decode.hpp"
 #include "slip/error.hpp"
 #include "slip/pipelines.hpp"
@@ -26,6 +28,7 @@ nlohmann::ordered_json report_json(const BenchReport& r) {
   nlohmann::ordered_json j;
   j["command"] = "bench";
   j["pipeline"] = r.pipeline;
+  j["caches"] = r.caches;
   j["field"] = r.field;
   j["image_format"] = r.image_format;
   j["yuv420_siblings"] = r.yuv420_siblings;
@@ -69,7 +72,8 @@ nlohmann::ordered_json report_json(const BenchReport& r) {
 
 // The flags of `slip bench`.
 struct BenchArgs {
-  std::string cache;
+  std::vector<std::string> inputs;
+  std::string cache;  // the inputs as one label (the first line, error subjects)
   BenchOptions options;
   std::string order = "sequential";
   std::string layout = "hwc", dtype = "uint8", filter = "bilinear", resample = "auto";
@@ -82,7 +86,11 @@ struct BenchArgs {
 };
 
 void declare_bench_flags(CLI::App& sub, BenchArgs& a) {
-  sub.add_option("cache", a.cache, "Cache directory")->type_name("CACHE")->required();
+  sub.add_option("cache", a.inputs,
+                 "Cache directory; or caches, directories of caches (job-array parts) or dataset list files, read as one dataset "
+                 "(global ids, each sample from its own cache)")
+      ->type_name("CACHE")
+      ->required();
   // The names and their help come from the library's registry (slip/pipelines.hpp).
   std::vector<std::string> pipeline_choices;
   std::string pipeline_help = "What to measure:";
@@ -140,6 +148,33 @@ void declare_bench_flags(CLI::App& sub, BenchArgs& a) {
   sub.add_flag("--json", a.json, "Print one JSON report object");
 }
 
+// What a bench reads: one cache, or a dataset (several inputs, a directory of caches or of
+// job-array parts, a list file), opened as `slip order` and `info` open them.
+struct BenchTarget {
+  std::optional<Cache> cache;
+  std::optional<Dataset> dataset;
+  BenchInput input() const { return dataset ? BenchInput(*dataset) : BenchInput(*cache); }
+  uint64_t size() const { return dataset ? dataset->size() : cache->size(); }
+};
+
+BenchTarget open_bench_target(const std::vector<std::string>& inputs) {
+  BenchTarget t;
+  if (inputs.size() == 1 && !Dataset::is_dataset_input(inputs.front())) {
+    t.cache.emplace(Cache::open(inputs.front()));
+    t.cache->check_checksums();  // the tables (payload sums would skew the timing)
+    return t;
+  }
+  const std::vector<std::filesystem::path> paths(inputs.begin(), inputs.end());
+  t.dataset.emplace(Dataset::open(paths));
+  for (size_t i = 0; i < t.dataset->num_caches(); ++i) t.dataset->cache(i).check_checksums();
+  return t;
+}
+
+// JSON "path": the one input, or the list of them.
+nlohmann::ordered_json bench_path_json(const std::vector<std::string>& inputs) {
+  return inputs.size() == 1 ? nlohmann::ordered_json(inputs.front()) : nlohmann::ordered_json(inputs);
+}
+
 // The library's options from the flags.
 BenchOptions bench_options_from(const BenchArgs& a) {
   BenchOptions options = a.options;
@@ -179,29 +214,29 @@ void print_bench_noise(bool text, const BenchReport& report) {
 using EpochPrinter = std::function<void(const BenchReport&, size_t)>;
 
 // --compare: the same pipeline on a second storage of the same images.
-void run_bench_compare(const BenchArgs& a, const Cache& cache, const BenchOptions& options, const EpochPrinter& print_epoch, bool text,
-                       bool quiet) {
+void run_bench_compare(const BenchArgs& a, const BenchTarget& target, const BenchOptions& options, const EpochPrinter& print_epoch,
+                       bool text, bool quiet) {
   BenchOptions other_options = options;
-  std::optional<Cache> other_cache;
+  std::optional<BenchTarget> other_target;
   if (a.compare == "siblings") {
     other_options.decode.yuv420_siblings = true;
   } else {
-    other_cache.emplace(Cache::open(a.compare));
+    other_target.emplace(open_bench_target({a.compare}));
     other_options.decode.field.clear();
     other_options.decode.yuv420_siblings = false;
   }
-  const Cache& other = other_cache ? *other_cache : cache;
-  if (other.size() != cache.size())
+  const BenchTarget& other = other_target ? *other_target : target;
+  if (other.size() != target.size())
     throw Error(Errc::usage,
-                "--compare needs the same images: " + std::to_string(cache.size()) + " vs " + std::to_string(other.size()) + " samples")
+                "--compare needs the same images: " + std::to_string(target.size()) + " vs " + std::to_string(other.size()) + " samples")
         .with_path(a.compare);
-  const BenchComparison c = run_bench_comparison(cache, options, other, other_options, print_epoch);
+  const BenchComparison c = run_bench_comparison(target.input(), options, other.input(), other_options, print_epoch);
   if (a.json) {
     nlohmann::ordered_json base = report_json(c.base), other = report_json(c.other);
-    base["path"] = a.cache;
-    other["path"] = a.compare == "siblings" ? a.cache : a.compare;
+    base["path"] = bench_path_json(a.inputs);
+    other["path"] = a.compare == "siblings" ? bench_path_json(a.inputs) : nlohmann::ordered_json(a.compare);
     print_json({{"command", "bench"},
-                {"path", a.cache},
+                {"path", bench_path_json(a.inputs)},
                 {"compare", a.compare},
                 {"base", base},
                 {"other", other},
@@ -219,13 +254,13 @@ void run_bench_compare(const BenchArgs& a, const Cache& cache, const BenchOption
 }
 
 // --scaling: one row per thread count.
-void run_bench_rows(const BenchArgs& a, const Cache& cache, const BenchOptions& options, bool text) {
+void run_bench_rows(const BenchArgs& a, const BenchTarget& target, const BenchOptions& options, bool text) {
   if (!a.compare.empty()) throw Error(Errc::usage, "--scaling and --compare do not go together");
   if (text)
     std::printf("%-8s %12s %14s %14s %11s %9s %9s\n", "threads", "img/s", "limit img/s", "ideal img/s", "efficiency", "vs ideal",
                 "speed-up");
   double one_thread = 0;
-  const std::vector<BenchReport> reports = run_bench_scaling(cache, options, [&](const BenchReport& r) {
+  const std::vector<BenchReport> reports = run_bench_scaling(target.input(), options, [&](const BenchReport& r) {
     if (one_thread == 0) one_thread = r.best_images_per_second;
     if (text)
       std::printf("%-8u %12.1f %14.1f %14.1f %11.2f %9.2f %8.2fx\n", r.threads, r.best_images_per_second, r.limit_images_per_second,
@@ -236,8 +271,22 @@ void run_bench_rows(const BenchArgs& a, const Cache& cache, const BenchOptions& 
   if (a.json) {
     auto rows = nlohmann::ordered_json::array();
     for (const BenchReport& r : reports) rows.push_back(report_json(r));
-    print_json(nlohmann::ordered_json{{"command", "bench"}, {"path", a.cache}, {"scaling", rows}});
+    print_json(nlohmann::ordered_json{{"command", "bench"}, {"path", bench_path_json(a.inputs)}, {"scaling", rows}});
   }
+}
+
+// The first line of a run: what it reads and how.
+void print_bench_heading(const std::string& label, const BenchReport& r) {
+  std::string how;
+  if (r.caches > 1) how += ", " + std::to_string(r.caches) + " caches";
+  if (r.crops_per_image > 1) how += ", " + std::to_string(r.crops_per_image) + " crops/image";
+  how += r.yuv420_siblings ? ", yuv420 siblings" : r.image_format == "yuv420" ? ", yuv420" : "";
+  if (!r.resample.empty())
+    how += ", " + r.resample + " resampling" + (r.kernels.empty() ? "" : " (" + r.kernels + " kernels)");
+  else if (!r.kernels.empty())
+    how += ", " + r.kernels + " kernels";
+  std::printf("%s: pipeline %s, %llu images (%s), %u threads, batch %zu%s\n", printable(label).c_str(), r.pipeline.c_str(),
+              static_cast<unsigned long long>(r.samples), human_bytes(r.payload_bytes).c_str(), r.threads, r.batch_size, how.c_str());
 }
 
 }  // namespace
@@ -246,45 +295,34 @@ Action setup_bench(CLI::App& sub, const GlobalOptions& global) {
   auto a = std::make_shared<BenchArgs>();
   declare_bench_flags(sub, *a);
   return [a, &global]() -> int {
-    set_error_subject(a->cache);  // --json failures name it
+    for (const std::string& input : a->inputs) a->cache += (a->cache.empty() ? "" : " ") + input;
+    set_error_subject(a->inputs.front());  // --json failures name it
     if (!a->kernels.empty()) set_simd_level(a->kernels);
     const BenchOptions options = bench_options_from(*a);
-    const Cache cache = Cache::open(a->cache);
-    cache.check_checksums();  // the tables (payload sums would skew the timing)
+    const BenchTarget target = open_bench_target(a->inputs);
     const bool text = !a->json && !global.quiet;
-    // With --compare the second run is the other storage: its lines name it, not this cache.
+    // With --compare the second run is the other storage: its lines name it, not this input.
     int run = 0;
     const auto print_epoch = [&](const BenchReport& r, size_t epoch) {
       if (!text) return;
-      if (epoch == 0) {
-        ++run;
-        const std::string label = run == 1 ? a->cache : a->compare == "siblings" ? a->cache + " (yuv420 siblings)" : a->compare;
-        std::printf("%s: pipeline %s, %llu images (%s), %u threads, batch %zu%s%s%s\n", printable(label).c_str(), r.pipeline.c_str(),
-                    static_cast<unsigned long long>(r.samples), human_bytes(r.payload_bytes).c_str(), r.threads, r.batch_size,
-                    r.crops_per_image > 1 ? (", " + std::to_string(r.crops_per_image) + " crops/image").c_str() : "",
-                    r.yuv420_siblings            ? ", yuv420 siblings"
-                    : r.image_format == "yuv420" ? ", yuv420"
-                                                 : "",
-                    r.resample.empty()  ? (r.kernels.empty() ? "" : (", " + r.kernels + " kernels").c_str())
-                    : r.kernels.empty() ? (", " + r.resample + " resampling").c_str()
-                                        : (", " + r.resample + " resampling (" + r.kernels + " kernels)").c_str());
-      }
+      if (epoch == 0 && ++run)
+        print_bench_heading(run == 1 ? a->cache : a->compare == "siblings" ? a->cache + " (yuv420 siblings)" : a->compare, r);
       const BenchEpoch& e = r.epochs.back();
       std::printf("epoch %zu: %9.1f img/s %9.1f MB/s %8.2f ms/batch%s\n", epoch + 1, e.images_per_second, e.megabytes_per_second,
                   e.ms_per_batch, epoch == 0 && options.cold ? "  (cold)" : "");
       std::fflush(stdout);
     };
     if (!a->compare.empty()) {
-      run_bench_compare(*a, cache, options, print_epoch, text, global.quiet);
+      run_bench_compare(*a, target, options, print_epoch, text, global.quiet);
       return 0;
     }
     if (a->scaling) {
-      run_bench_rows(*a, cache, options, text);
+      run_bench_rows(*a, target, options, text);
       return 0;
     }
-    const BenchReport report = run_bench(cache, options, print_epoch);
+    const BenchReport report = run_bench(target.input(), options, print_epoch);
     if (a->json) {
-      nlohmann::ordered_json j{{"command", "bench"}, {"path", a->cache}};
+      nlohmann::ordered_json j{{"command", "bench"}, {"path", bench_path_json(a->inputs)}};
       j.update(report_json(report));
       print_json(j);
     } else {

@@ -15,6 +15,7 @@
 #include "slip/mix.hpp"
 #include "slip/npy.hpp"
 #include "slip/shuffle.hpp"
+#include "slip/subset.hpp"
 #include "test_support.hpp"
 
 namespace fs = std::filesystem;
@@ -358,6 +359,26 @@ TEST(Dataset, ListJsonRefusesAPathThatIsNotUtf8) {
   // A text list names it.
   std::ofstream(tmp.path() / "list.txt") << "caf\xe9\n";
   EXPECT_EQ(Dataset::open(tmp.path() / "list.txt").size(), 2u);
+// A dataset's selection is the merged cache's: float keys of the caches merged in ascending
+// order, each value's ids the global ids of every cache holding it, --per-class drawing from them.
+TEST(Dataset, SubsetSelectsOverEveryCacheByGlobalIds) {
+  slip::test::TempDir tmp;
+  write_tiny_cache(tmp.path() / "a", 5, 0, "aaaa", "float");  // labels 0..4: global ids 0..4
+  write_tiny_cache(tmp.path() / "b", 5, 3, "bbbb", "float");  // labels 3..7: global ids 5..9
+  const std::vector<fs::path> paths{tmp.path() / "a", tmp.path() / "b"};
+  const Dataset d = Dataset::open(paths);
+  slip::SubsetSelection sel;
+  sel.values = {3, 4, 7};
+  EXPECT_EQ(slip::select_samples(d, sel), (std::vector<uint64_t>{3, 4, 5, 6, 9}));
+  sel.per_class = 1;
+  sel.seed = 2;
+  const std::vector<uint64_t> one = slip::select_samples(d, sel);
+  ASSERT_EQ(one.size(), 3u);
+  EXPECT_TRUE(one[0] == 3 || one[0] == 5) << one[0];
+  EXPECT_TRUE(one[1] == 4 || one[1] == 6) << one[1];
+  EXPECT_EQ(one[2], 9u);
+  sel.values = {8};
+  EXPECT_THROW(slip::select_samples(d, sel), slip::Error);
 }
 
 TEST(Mix, OneCacheWithoutWeightsIsTheEpochOrder) {

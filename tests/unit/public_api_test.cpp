@@ -2,9 +2,6 @@
 // still name every public entry point (a header left out of slip.hpp fails to compile here).
 #include "slip/slip.hpp"
 
-// The bench harness is a separate header, by name (slip.hpp leaves it out).
-#include "slip/bench.hpp"
-
 #include <gtest/gtest.h>
 
 #include <type_traits>
@@ -12,7 +9,6 @@
 TEST(PublicApi, OneIncludeNamesEveryHeadersTypes) {
   EXPECT_TRUE(std::is_class_v<slip::BatchDecoder>);         // decode.hpp
   EXPECT_TRUE(std::is_class_v<slip::DecodeOptions>);        // decode.hpp
-  EXPECT_TRUE(std::is_class_v<slip::BenchOptions>);         // bench.hpp (included by name)
   EXPECT_TRUE(std::is_class_v<slip::Pipeline>);             // pipelines.hpp
   EXPECT_TRUE(std::is_class_v<slip::TransportOptions>);     // transport.hpp
   EXPECT_TRUE(std::is_class_v<slip::EnvironmentVariable>);  // environment.hpp

@@ -59,6 +59,12 @@ class Dataset {
   Location locate(uint64_t global_id) const;  // throws Error(usage) past size()
   uint64_t global_id(size_t cache, uint64_t sample) const;
 
+  // Cache::release_resident_pages / keep_resident_below / drop_page_cache for every cache: the
+  // resident window is the process's, whichever caches filled it.
+  void release_resident_pages() const noexcept;
+  void keep_resident_below(uint64_t limit = Cache::kResidentWindowBytes) const noexcept;
+  void drop_page_cache() const;
+
   // Weights and epoch size a JSON list file gave (empty / nullopt otherwise).
   const std::vector<StreamWeight>& weights() const noexcept;
   std::optional<uint64_t> epoch_size() const noexcept;

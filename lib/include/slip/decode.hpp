@@ -26,6 +26,7 @@ SLIP_API_BEGIN
 namespace slip {
 
 class Cache;
+class Dataset;
 struct CropWindow;
 struct DecodeOptions;
 #ifdef SLIP_UNSTABLE_API  // the library's own tests (slip/export.hpp "Unstable API"); not exported
@@ -155,11 +156,11 @@ class BatchDecoder {
  public:
   // Throws Error(usage) when the field is not an image field or the options are invalid.
   BatchDecoder(const Cache& cache, DecodeOptions options);
-  // Several caches as one id space (a slip::Dataset's caches, in order): id i is sample
-  // i - (samples of the caches before) of its cache. One pool of threads decodes a batch
-  // whatever caches its samples come from; crop windows are keyed by (seed, epoch, the id in its
-  // own cache), errors name that cache's file and that id. The caches must outlive the decoder.
-  BatchDecoder(std::span<const Cache* const> caches, DecodeOptions options);
+  // Over the caches of a dataset (slip/dataset.hpp), which must outlive the decoder: ids are
+  // global ids, each sample read from its own cache, and the crops are keyed by the global id,
+  // so a batch equals the same batch of the merged cache. An error names the sample's cache
+  // file and its id there, and the global id in its message.
+  BatchDecoder(const Dataset& dataset, DecodeOptions options);
   ~BatchDecoder();
   BatchDecoder(const BatchDecoder&) = delete;
   BatchDecoder& operator=(const BatchDecoder&) = delete;
@@ -192,6 +193,7 @@ class BatchDecoder {
   void decode_images(std::span<const uint64_t> ids, PackedImages& out);
 
  private:
+  void open(std::span<const Cache* const> caches, const Dataset* dataset, DecodeOptions options);
 #ifdef SLIP_UNSTABLE_API
   friend std::vector<uint8_t> detail::decode_crops_for_test(const Cache&, uint64_t, const DecodeOptions&, const std::vector<CropWindow>&);
 #endif

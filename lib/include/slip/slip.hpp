@@ -18,8 +18,8 @@
 //                          tests and tools only, may change in any release (slip/export.hpp)
 //   building blocks ..... slip/npy.hpp, slip/hash.hpp, slip/runtime.hpp, slip/error.hpp, slip/schema.hpp,
 //                          slip/environment.hpp (the environment variables), slip/transport.hpp
-//   not included ........ slip/bench.hpp: the bench harness of `slip bench` (run_bench), a tool
-//                          built on this API, not part of it; include it by name
+//   not here ............ the bench harness of `slip bench` (run_bench): a tool built on this
+//                          API, not part of it (apps/bench_harness/, its own static library)
 //   logging ........... slip/log.hpp    (set_log_handler: the library itself prints nothing)
 //   versions, exports ... slip/version.hpp (SLIP_VERSION_*), slip/export.hpp (SLIP_API_BEGIN/END)
 #pragma once

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,14 @@ struct SubsetSelection {
 // one, builds what it needs otherwise. Throws Error(usage) for unknown values or names.
 std::vector<uint64_t> select_samples(const Cache& cache, const SubsetSelection& selection);
 
+class Dataset;
+struct SubsetReport;
+
+// The same over a dataset of many caches (slip/dataset.hpp): ascending global ids, exactly the
+// ids select_samples gives on the caches merged into one (`slip merge`): values are matched
+// across caches and --per-class draws from each value's global id list.
+std::vector<uint64_t> select_samples(const Dataset& dataset, const SubsetSelection& selection, SubsetReport* report = nullptr);
+
 // What select_samples found in `values_file`.
 struct SubsetReport {
   uint64_t values_read = 0;       // non-empty lines
@@ -48,6 +57,11 @@ std::vector<uint64_t> select_samples(const Cache& cache, const SubsetSelection& 
 // order, with every field's values as stored. Its identity: kind "subset", the parent's path,
 // a fingerprint over the parent's content id and the ids; name "<parent name>-subset".
 std::unique_ptr<Source> open_cache_subset(const std::filesystem::path& parent, std::vector<uint64_t> ids);
+
+// The same for global ids of the dataset `inputs` name (Dataset::open): each sample read from
+// its own cache, the values those of the merged cache's subset. Its identity: kind "subset",
+// the inputs' paths, a fingerprint over every cache's content id and the ids.
+std::unique_ptr<Source> open_dataset_subset(std::span<const std::filesystem::path> inputs, std::vector<uint64_t> ids);
 
 // Writes ids as a 1-D int64 .npy (what loaders take as indices=).
 void write_ids_npy(const std::filesystem::path& path, const std::vector<uint64_t>& ids);

@@ -16,6 +16,7 @@
 #include "slip/error.hpp"
 #include "slip/hash.hpp"
 #include "util/atomic_file.hpp"
+#include "util/file_io.hpp"
 #include "util/untrusted.hpp"
 
 namespace fs = std::filesystem;
@@ -570,6 +571,16 @@ uint64_t Dataset::global_id(size_t cache_index, uint64_t sample) const {
     throw Error(Errc::usage, "sample " + std::to_string(sample) + " is past the cache's " + std::to_string(c.size()) + " samples")
         .with_path(c.path().string());
   return impl_->first[cache_index] + sample;
+}
+
+void Dataset::release_resident_pages() const noexcept {
+  for (const Cache& c : impl_->caches) c.release_resident_pages();
+}
+void Dataset::keep_resident_below(uint64_t limit) const noexcept {
+  if (detail::resident_file_bytes() > limit) release_resident_pages();
+}
+void Dataset::drop_page_cache() const {
+  for (const Cache& c : impl_->caches) c.drop_page_cache();
 }
 
 const std::vector<StreamWeight>& Dataset::weights() const noexcept { return impl_->weights; }

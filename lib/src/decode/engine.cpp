@@ -1,7 +1,6 @@
 // BatchDecoder: per-thread scratch, one libjpeg decompressor per thread, crop-aware decoding,
 // Pillow-exact resampling, and the output layouts.
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -23,6 +22,7 @@
 #include "util/worker_pool.hpp"
 #include "image/yuv420_kernels.hpp"
 #include "slip/cache.hpp"
+#include "slip/dataset.hpp"
 #include "slip/decode.hpp"
 #include "slip/error.hpp"
 #include "slip/error_class.hpp"
@@ -120,38 +120,36 @@ struct Worker {
 }  // namespace
 
 struct BatchDecoder::Impl {
-  // The caches ids refer to: id i is sample i - first[c] of the last cache c with first[c] <= i.
-  struct Source {
+  // One cache's payloads: the field's own, or its YUV420 sibling files.
+  struct Part {
     const Cache* cache;
     std::optional<Yuv420Siblings> siblings;  // options.yuv420_siblings: payloads from <f>_yuv420.*
   };
-  std::vector<Source> sources;
-  std::vector<uint64_t> first;  // sources.size() + 1 prefix sums of the caches' sizes
+  std::vector<Part> parts;           // one per cache (one without a dataset)
+  const Dataset* dataset = nullptr;  // ids are the dataset's global ids, each read from its own cache
+  uint64_t samples = 0;              // ids are below this
   DecodeOptions options;
-  size_t field = 0;  // the same in every cache (checked)
+  size_t field = 0;
   bool yuv420 = false;
 
-  struct Located {
-    const Source& source;
-    uint64_t sample;  // in source.cache
-  };
-  Located locate(uint64_t id) const {
-    if (sources.size() == 1) return {sources[0], id};
-    const size_t c = static_cast<size_t>(std::upper_bound(first.begin(), first.end(), id) - first.begin()) - 1;
-    return {sources[std::min(c, sources.size() - 1)], id - first[std::min(c, sources.size() - 1)]};
+  // The cache of a sample id and its id there.
+  std::pair<const Part*, uint64_t> locate(uint64_t id) const {
+    if (!dataset) return {&parts.front(), id};
+    const Dataset::Location at = dataset->locate(id);
+    return {&parts[at.cache], at.sample};
   }
-  uint64_t size() const noexcept { return first.back(); }
   std::span<const std::byte> payload_of(uint64_t id) const {
-    const Located at = locate(id);
-    return at.source.siblings ? at.source.siblings->payload(at.sample) : at.source.cache->payload(field, at.sample);
+    const auto [part, local] = locate(id);
+    return part->siblings ? part->siblings->payload(local) : part->cache->payload(field, local);
   }
   MetaRecord record_of(uint64_t id) const {
-    const Located at = locate(id);
-    return at.source.siblings ? at.source.siblings->record(at.sample) : at.source.cache->record(field, at.sample);
+    const auto [part, local] = locate(id);
+    return part->siblings ? part->siblings->record(local) : part->cache->record(field, local);
   }
-  // Crop windows are keyed by the sample's id in its own cache: a sample gets the same crops in
-  // a dataset as when its cache is read alone.
-  uint64_t window_key(uint64_t id) const { return locate(id).sample; }
+  void check_ids(std::span<const uint64_t> ids) const {
+    for (uint64_t id : ids)
+      if (id >= samples) throw Error(Errc::usage, "sample id " + std::to_string(id) + " is out of range");
+  }
   std::vector<Worker> workers;
   detail::WorkerPool pool;
   std::array<float, 3> scale{}, bias{};
@@ -159,10 +157,6 @@ struct BatchDecoder::Impl {
   bool planar = false;  // resize Y/Cb/Cr planes (ResampleMode::planar, or automatic with crop-aware decoding)
 
   Impl(DecodeOptions o, unsigned threads) : options(std::move(o)), workers(threads), pool(threads) {}
-  void check_ids(std::span<const uint64_t> ids) const {
-    for (uint64_t id : ids)
-      if (id >= size()) throw Error(Errc::usage, "sample id " + std::to_string(id) + " is out of range");
-  }
 
   // A sample's bytes are bad: the error names the payload file, the sample and its offset.
   void fail(Worker& w, size_t slot, uint64_t id, const std::string& message) {
@@ -190,20 +184,23 @@ struct BatchDecoder::Impl {
     w.error_slot = slot;
     w.error = std::move(error);
   }
-  // The error, of its class, named by the sample's payload file, id and offset.
+  // The error, of its class, named by the sample's payload file, id and offset: in a dataset,
+  // its cache's file and id there (what `slip cat CACHE ID` shows), and the global id.
   std::exception_ptr named_error(Error e, uint64_t id) const {
-    const Located at = locate(id);
-    e.with_path(payload_file(at.source)).with_sample(at.sample);
-    try {
-      e.with_offset(record_of(id).data_ptr);
-    } catch (const Error&) {
+    if (id < samples) {
+      const auto [part, local] = locate(id);
+      if (parts.size() > 1) e = Error(e.code(), e.message() + " (dataset sample " + std::to_string(id) + ")");
+      e.with_path(payload_file(*part)).with_sample(local);
+      try {
+        e.with_offset(record_of(id).data_ptr);
+      } catch (const Error&) {
+      }
     }
     return std::make_exception_ptr(e);
   }
-  std::string payload_file(const Source& source) const {
-    const Cache& cache = *source.cache;
-    return source.siblings ? source.siblings->bin_path().string()
-                           : (cache.path() / detail::field_file(cache.fields()[field].name, detail::FileKind::bin)).string();
+  std::string payload_file(const Part& part) const {
+    return part.siblings ? part.siblings->bin_path().string()
+                         : (part.cache->path() / detail::field_file(part.cache->fields()[field].name, detail::FileKind::bin)).string();
   }
 
   // Fills w.windows / w.sizes: one window per crop (or the whole image when `full`).
@@ -223,8 +220,8 @@ struct BatchDecoder::Impl {
           w.sizes.push_back(g.size);
           continue;
         }
-        w.windows.push_back(sample_crop_window(g, static_cast<uint32_t>(width), static_cast<uint32_t>(height), options.seed, epoch,
-                                               window_key(id), crop_index, options.flip_probability));
+        w.windows.push_back(sample_crop_window(g, static_cast<uint32_t>(width), static_cast<uint32_t>(height), options.seed, epoch, id,
+                                               crop_index, options.flip_probability));
         w.sizes.push_back(g.size);
       }
   }
@@ -628,19 +625,24 @@ struct BatchDecoder::Impl {
   }
 };
 
-// (The array lives until the delegated constructor returns, which copies the pointer.)
-BatchDecoder::BatchDecoder(const Cache& cache, DecodeOptions options)
-    : BatchDecoder(std::span<const Cache* const>(std::array<const Cache*, 1>{&cache}), std::move(options)) {}
+BatchDecoder::BatchDecoder(const Cache& cache, DecodeOptions options) {
+  open(std::span<const Cache* const>(std::array{&cache}), nullptr, std::move(options));
+}
 
-BatchDecoder::BatchDecoder(std::span<const Cache* const> caches, DecodeOptions options) {
+BatchDecoder::BatchDecoder(const Dataset& dataset, DecodeOptions options) {
+  std::vector<const Cache*> caches(dataset.num_caches());
+  for (size_t i = 0; i < caches.size(); ++i) caches[i] = &dataset.cache(i);
+  open(caches, &dataset, std::move(options));
+}
+
+void BatchDecoder::open(std::span<const Cache* const> caches, const Dataset* dataset, DecodeOptions options) {
+  const Cache& cache = *caches.front();  // a dataset's caches have the same fields (Dataset::open checked)
   unsigned threads = options.threads ? options.threads : available_cpus();
   threads = std::clamp(threads, 1u, 256u);
-  if (caches.empty()) throw Error(Errc::usage, "a decoder needs at least one cache");
   if (options.groups.empty()) throw Error(Errc::usage, "no crop groups");
   for (const CropGroup& g : options.groups)
     if (g.size < 1 || g.size > 4096 || g.count < 1) throw Error(Errc::usage, "crop size must be in 1..4096 and count >= 1");
   if (!(options.flip_probability >= 0 && options.flip_probability <= 1)) throw Error(Errc::usage, "flip probability must be in [0, 1]");
-  const Cache& cache = *caches[0];
   std::optional<size_t> field;
   if (options.field.empty()) {
     for (size_t i = 0; i < cache.fields().size() && !field; ++i)
@@ -651,29 +653,20 @@ BatchDecoder::BatchDecoder(std::span<const Cache* const> caches, DecodeOptions o
     if (!field || (cache.fields()[*field].type != FieldType::image && cache.fields()[*field].type != FieldType::bytes))
       throw Error(Errc::usage, "'" + options.field + "' is not an image field of the cache");
   }
-  const CacheField& image_field = cache.fields()[*field];
   impl_ = std::make_unique<Impl>(std::move(options), threads);
   impl_->field = *field;
-  impl_->yuv420 = image_field.image_format == "yuv420";
+  impl_->dataset = dataset;
+  impl_->yuv420 = cache.fields()[*field].image_format == "yuv420";
   if (impl_->options.yuv420_siblings && impl_->yuv420)
     throw Error(Errc::usage, "the field is already stored as YUV420; it has no sibling files");
-  impl_->first.push_back(0);
   for (const Cache* c : caches) {
-    // The same field at the same place, of the same type and image format, in every cache (a
-    // slip::Dataset checks every field; a direct caller gets the one check decoding needs).
-    if (c->fields().size() <= *field || c->fields()[*field].name != image_field.name || c->fields()[*field].type != image_field.type ||
-        c->fields()[*field].image_format != image_field.image_format)
-      throw Error(Errc::usage, "the caches' image fields differ: '" + image_field.name + "' is not the same field in every cache")
+    Impl::Part& part = impl_->parts.emplace_back(Impl::Part{c, std::nullopt});
+    impl_->samples += c->size();
+    if (!impl_->options.yuv420_siblings) continue;
+    part.siblings = Yuv420Siblings::open(*c, c->fields()[*field].name);
+    if (!part.siblings)
+      throw Error(Errc::usage, "no YUV420 sibling files for field '" + c->fields()[*field].name + "' (make them with slip yuv420)")
           .with_path(c->path().string());
-    Impl::Source source{c, std::nullopt};
-    if (impl_->options.yuv420_siblings) {
-      source.siblings = Yuv420Siblings::open(*c, image_field.name);
-      if (!source.siblings)
-        throw Error(Errc::usage, "no YUV420 sibling files for field '" + image_field.name + "' (make them with slip yuv420)")
-            .with_path(c->path().string());
-    }
-    impl_->sources.push_back(std::move(source));
-    impl_->first.push_back(impl_->first.back() + c->size());
   }
   if (impl_->options.yuv420_siblings) impl_->yuv420 = true;
   for (const CropGroup& g : impl_->options.groups) impl_->total_crops += g.count;

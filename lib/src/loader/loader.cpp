@@ -198,7 +198,7 @@ void Loader::init() {
     engine_->decode = options_.decode;
   }
   // The decoder now: a bad option fails here, not at the first batch.
-  engine_->decoder = std::make_unique<BatchDecoder>(std::span<const Cache* const>(caches_), engine_->decode);
+  engine_->decoder = dataset_ ? std::make_unique<BatchDecoder>(*dataset_, engine_->decode) : std::make_unique<BatchDecoder>(first, engine_->decode);
   for (const std::string& name : options_.fields) {
     const auto fi = first.field_index(name);
     if (!fi) throw Error(Errc::usage, "no field \"" + name + "\"").with_path(first.path().string());

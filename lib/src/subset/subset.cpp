@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <set>
 #include <unordered_map>
 
+#include "slip/dataset.hpp"
 #include "slip/error.hpp"
 #include "slip/hash.hpp"
 #include "slip/index.hpp"
@@ -31,7 +33,10 @@ std::string class_of_path(std::string_view path) {
   return std::string(path.substr(first + 1, second - first - 1));
 }
 
-std::vector<int64_t> names_to_values(const Cache& cache, const SubsetSelection& sel) {
+// Label values of sel.names: from the classes file, or from the `path` field's class folders
+// of every cache (a dataset's caches must agree on each folder's value).
+std::vector<int64_t> names_to_values(std::span<const Cache* const> caches, const SubsetSelection& sel) {
+  const Cache& first = *caches.front();
   std::map<std::string, int64_t> by_name;
   if (!sel.classes_file.empty()) {
     detail::check_input_file(sel.classes_file);  // a FIFO or device would block the open below
@@ -46,26 +51,29 @@ std::vector<int64_t> names_to_values(const Cache& cache, const SubsetSelection& 
       ++value;
     }
   } else {
-    const auto pi = cache.field_index("path");
-    const auto li = cache.field_index(sel.field);
-    if (!pi || !li)
-      throw Error(Errc::usage, "--names needs a `path` field (ImageFolder sources) or --classes-file").with_path(cache.path().string());
-    cache.check_checksums(*pi);
-    for (uint64_t i = 0; i < cache.size(); ++i) {
-      const std::string name = class_of_path(cache.string(*pi, i));
-      const int64_t value = cache.int_value(*li, i);
-      auto [it, inserted] = by_name.emplace(name, value);
-      if (!inserted && it->second != value)
-        throw Error(Errc::bad_input, "class folder \"" + name + "\" has two label values (" + std::to_string(it->second) + ", " +
-                                         std::to_string(value) + ")")
-            .with_path(cache.path().string())
-            .with_sample(i);
+    for (const Cache* c : caches) {
+      const Cache& cache = *c;
+      const auto pi = cache.field_index("path");
+      const auto li = cache.field_index(sel.field);
+      if (!pi || !li)
+        throw Error(Errc::usage, "--names needs a `path` field (ImageFolder sources) or --classes-file").with_path(cache.path().string());
+      cache.check_checksums(*pi);
+      for (uint64_t i = 0; i < cache.size(); ++i) {
+        const std::string name = class_of_path(cache.string(*pi, i));
+        const int64_t value = cache.int_value(*li, i);
+        auto [it, inserted] = by_name.emplace(name, value);
+        if (!inserted && it->second != value)
+          throw Error(Errc::bad_input, "class folder \"" + name + "\" has two label values (" + std::to_string(it->second) + ", " +
+                                           std::to_string(value) + ")")
+              .with_path(cache.path().string())
+              .with_sample(i);
+      }
     }
   }
   std::vector<int64_t> values;
   for (const auto& name : sel.names) {
     auto it = by_name.find(name);
-    if (it == by_name.end()) throw Error(Errc::usage, "unknown class name \"" + name + "\"").with_path(cache.path().string());
+    if (it == by_name.end()) throw Error(Errc::usage, "unknown class name \"" + name + "\"").with_path(first.path().string());
     values.push_back(it->second);
   }
   return values;
@@ -152,39 +160,88 @@ void mark_values_file(const FieldIndex& idx, const SubsetSelection& sel, std::ve
   if (!partial.empty() || overlong) take(partial, overlong);
 }
 
-}  // namespace
-
-std::vector<uint64_t> select_samples(const Cache& cache, const SubsetSelection& sel) { return select_samples(cache, sel, nullptr); }
-
-std::vector<uint64_t> select_samples(const Cache& cache, const SubsetSelection& sel, SubsetReport* report) {
+// The field's index in one cache: its stored CSR form (checked against its sums), else built.
+FieldIndex subset_cache_index(const Cache& cache, const SubsetSelection& sel) {
   // The selection is derived from the field's values (or its stored index): check them first.
   if (const auto fi = cache.field_index(sel.field)) cache.check_checksums(*fi);
   cache.check_file_checksums(csr_index_names(sel.field));
   std::optional<FieldIndex> idx = read_field_index(cache, sel.field);
-  if (!idx) idx = build_field_index(cache, sel.field);
-  std::vector<int64_t> values = sel.values;
-  if (!sel.names.empty()) {
-    const auto named = names_to_values(cache, sel);
-    values.insert(values.end(), named.begin(), named.end());
+  return idx ? std::move(*idx) : build_field_index(cache, sel.field);
+}
+
+// The indexes of a dataset's caches as one index over global ids, keyed as the index of the
+// merged cache would be (FieldIndex's order: numbers ascending, NaN last; strings by first
+// appearance), so that key positions and id lists, and with them --per-class's draws, are the
+// merged cache's.
+FieldIndex subset_merge_indexes(const std::vector<FieldIndex>& parts, std::span<const uint64_t> first_ids) {
+  FieldIndex out;
+  out.field = parts.front().field;
+  out.key_type = parts.front().key_type;
+  std::vector<std::vector<size_t>> key_of(parts.size());  // part key -> merged key
+  if (out.key_type == FieldType::str) {
+    std::unordered_map<std::string, size_t> seen;
+    for (size_t p = 0; p < parts.size(); ++p)
+      for (const std::string& k : parts[p].str_keys) {
+        auto [it, fresh] = seen.emplace(k, out.str_keys.size());
+        if (fresh) out.str_keys.push_back(k);
+        key_of[p].push_back(it->second);
+      }
+  } else if (out.key_type == FieldType::float64) {
+    bool nan = false;
+    for (const FieldIndex& part : parts)
+      for (double k : part.float_keys) std::isnan(k) ? void(nan = true) : out.float_keys.push_back(k);
+    std::sort(out.float_keys.begin(), out.float_keys.end());
+    out.float_keys.erase(std::unique(out.float_keys.begin(), out.float_keys.end()), out.float_keys.end());
+    const size_t numbers = out.float_keys.size();
+    if (nan) out.float_keys.push_back(std::nan(""));
+    for (size_t p = 0; p < parts.size(); ++p)
+      for (double k : parts[p].float_keys)
+        key_of[p].push_back(std::isnan(k)
+                                ? numbers
+                                : static_cast<size_t>(std::lower_bound(out.float_keys.begin(), out.float_keys.begin() + numbers, k) -
+                                                      out.float_keys.begin()));
+  } else {
+    for (const FieldIndex& part : parts) out.int_keys.insert(out.int_keys.end(), part.int_keys.begin(), part.int_keys.end());
+    std::sort(out.int_keys.begin(), out.int_keys.end());
+    out.int_keys.erase(std::unique(out.int_keys.begin(), out.int_keys.end()), out.int_keys.end());
+    for (size_t p = 0; p < parts.size(); ++p)
+      for (int64_t k : parts[p].int_keys)
+        key_of[p].push_back(static_cast<size_t>(std::lower_bound(out.int_keys.begin(), out.int_keys.end(), k) - out.int_keys.begin()));
   }
+  const size_t keys = out.float_keys.size() + out.int_keys.size() + out.str_keys.size();
+  // Counts, then the ids: part after part, so each key's global ids stay ascending.
+  out.offsets.assign(keys + 1, 0);
+  for (size_t p = 0; p < parts.size(); ++p)
+    for (size_t k = 0; k < parts[p].num_keys(); ++k) out.offsets[key_of[p][k] + 1] += parts[p].ids_of(k).size();
+  for (size_t k = 0; k < keys; ++k) out.offsets[k + 1] += out.offsets[k];
+  out.ids.resize(out.offsets.back());
+  std::vector<uint64_t> next(out.offsets.begin(), out.offsets.end() - 1);
+  for (size_t p = 0; p < parts.size(); ++p)
+    for (size_t k = 0; k < parts[p].num_keys(); ++k)
+      for (int64_t id : parts[p].ids_of(k)) out.ids[next[key_of[p][k]]++] = id + static_cast<int64_t>(first_ids[p]);
+  return out;
+}
+
+// The selection over an index: keys of the values (`where` names the cache or dataset in
+// errors), then every sample of each key or --per-class K of them; ascending ids.
+std::vector<uint64_t> subset_select_from_index(const FieldIndex& idx, const std::vector<int64_t>& values, const SubsetSelection& sel,
+                                               SubsetReport* report, const std::string& where) {
   std::vector<size_t> keys;
   for (int64_t v : values) {
-    auto k = idx->find(v);
-    if (!k)
-      throw Error(Errc::usage, "field \"" + sel.field + "\" has no sample with value " + std::to_string(v))
-          .with_path(cache.path().string());
+    auto k = idx.find(v);
+    if (!k) throw Error(Errc::usage, "field \"" + sel.field + "\" has no sample with value " + std::to_string(v)).with_path(where);
     keys.push_back(*k);
   }
   for (const auto& s : sel.str_values) {
-    auto k = idx->find(std::string_view(s));
-    if (!k) throw Error(Errc::usage, "field \"" + sel.field + "\" has no sample with value \"" + s + "\"").with_path(cache.path().string());
+    auto k = idx.find(std::string_view(s));
+    if (!k) throw Error(Errc::usage, "field \"" + sel.field + "\" has no sample with value \"" + s + "\"").with_path(where);
     keys.push_back(*k);
   }
   if (!sel.values_file.empty()) {
     SubsetReport local;
     SubsetReport& r = report ? *report : local;
-    std::vector<uint8_t> chosen(idx->num_keys(), 0);
-    mark_values_file(*idx, sel, chosen, r);
+    std::vector<uint8_t> chosen(idx.num_keys(), 0);
+    mark_values_file(idx, sel, chosen, r);
     const size_t before = keys.size();
     for (size_t k = 0; k < chosen.size(); ++k)
       if (chosen[k]) keys.push_back(k);
@@ -196,7 +253,7 @@ std::vector<uint64_t> select_samples(const Cache& cache, const SubsetSelection& 
   keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
   std::vector<uint64_t> ids;
   for (size_t k : keys) {
-    const auto group = idx->ids_of(k);
+    const auto group = idx.ids_of(k);
     if (sel.per_class == 0 || sel.per_class >= group.size()) {
       for (int64_t id : group) ids.push_back(static_cast<uint64_t>(id));
       continue;
@@ -213,34 +270,74 @@ std::vector<uint64_t> select_samples(const Cache& cache, const SubsetSelection& 
   return ids;
 }
 
+std::vector<int64_t> subset_values_of(std::span<const Cache* const> caches, const SubsetSelection& sel) {
+  std::vector<int64_t> values = sel.values;
+  if (!sel.names.empty()) {
+    const auto named = names_to_values(caches, sel);
+    values.insert(values.end(), named.begin(), named.end());
+  }
+  return values;
+}
+
+}  // namespace
+
+std::vector<uint64_t> select_samples(const Cache& cache, const SubsetSelection& sel) { return select_samples(cache, sel, nullptr); }
+
+std::vector<uint64_t> select_samples(const Cache& cache, const SubsetSelection& sel, SubsetReport* report) {
+  const FieldIndex idx = subset_cache_index(cache, sel);
+  const Cache* const caches[] = {&cache};
+  return subset_select_from_index(idx, subset_values_of(caches, sel), sel, report, cache.path().string());
+}
+
+std::vector<uint64_t> select_samples(const Dataset& dataset, const SubsetSelection& sel, SubsetReport* report) {
+  std::vector<FieldIndex> parts;
+  std::vector<const Cache*> caches;
+  std::vector<uint64_t> first_ids;
+  for (size_t c = 0; c < dataset.num_caches(); ++c) {
+    caches.push_back(&dataset.cache(c));
+    first_ids.push_back(dataset.first_id(c));
+    parts.push_back(subset_cache_index(dataset.cache(c), sel));
+  }
+  const FieldIndex idx = subset_merge_indexes(parts, first_ids);
+  parts.clear();
+  return subset_select_from_index(idx, subset_values_of(caches, sel), sel, report, caches.front()->path().string());
+}
+
 namespace {
 
+// The name part of a subset of `parent`: its directory name without slip's suffixes (".slipstream",
+// "-<8 hex>", a work directory's ".parts", a list file's extension).
+std::string subset_parent_name(const fs::path& parent) {
+  const fs::path abs = fs::absolute(parent).lexically_normal();
+  std::string name = abs.filename().string();
+  if (name.empty()) name = abs.parent_path().filename().string();
+  if (name.ends_with(".parts")) name.resize(name.size() - 6);
+  if (fs::is_regular_file(abs)) name = fs::path(name).stem().string();  // a dataset list
+  if (const auto dot = name.rfind(".slipstream"); dot != std::string::npos) name = name.substr(0, dot);
+  if (const auto dash = name.rfind('-'); dash != std::string::npos && name.size() - dash == 9) name = name.substr(0, dash);
+  return name;
+}
+
+// The samples `ids` of one cache, or of a dataset (global ids, each read from its own cache).
 class CacheSubsetSource final : public Source {
  public:
   CacheSubsetSource(const fs::path& parent, std::vector<uint64_t> ids) : cache_(Cache::open(parent)), ids_(std::move(ids)) {
-    for (uint64_t id : ids_)
-      if (id >= cache_.size()) throw Error(Errc::usage, "sample id " + std::to_string(id) + " out of range").with_path(parent.string());
-    // Never copy corruption under fresh checksums: every file read is checked against the
-    // parent's recorded sums first, and each payload as it is copied (next()).
-    cache_.check_checksums();
-    for (const CacheField& f : cache_.fields()) {
-      FieldSpec spec{f.name, f.type, f.dtype, {}};
-      if (f.type == FieldType::ndarray) spec.shape.assign(f.shape.begin() + 1, f.shape.end());
-      if (f.type == FieldType::image && f.image_format != "jpeg")
-        throw Error(Errc::usage, "subsets of " + f.image_format + " caches are not supported yet").with_path(parent.string());
-      schema_.fields.push_back(std::move(spec));
-    }
-    Sha256 h;
-    for (uint64_t id : ids_) h.update(std::to_string(id) + "\n");
-    const std::string parent_id =
-        cache_.provenance().content_id.empty() ? "manifest-sha256:" + sha256_hex(cache_.manifest_text()) : cache_.provenance().content_id;
-    fingerprint_ = "parent:" + parent_id + ";ids-sha256:" + h.hex_digest();
-    std::string name = fs::absolute(parent).lexically_normal().filename().string();
-    if (name.empty()) name = fs::absolute(parent).lexically_normal().parent_path().filename().string();
-    if (const auto dot = name.rfind(".slipstream"); dot != std::string::npos) name = name.substr(0, dot);
-    if (const auto dash = name.rfind('-'); dash != std::string::npos && name.size() - dash == 9) name = name.substr(0, dash);
-    name_ = name + "-subset";
+    caches_ = {&*cache_};
+    const std::string parent_id = cache_->provenance().content_id.empty() ? "manifest-sha256:" + sha256_hex(cache_->manifest_text())
+                                                                          : cache_->provenance().content_id;
+    prepare(parent.string(), "parent:" + parent_id);
+    name_ = subset_parent_name(parent) + "-subset";
     uri_ = fs::absolute(parent).lexically_normal().string();
+  }
+  CacheSubsetSource(std::span<const fs::path> inputs, std::vector<uint64_t> ids) : dataset_(Dataset::open(inputs)), ids_(std::move(ids)) {
+    std::string parents;
+    for (size_t c = 0; c < dataset_->num_caches(); ++c) {
+      caches_.push_back(&dataset_->cache(c));
+      parents += (c ? "," : "") + Dataset::content_id_of(dataset_->cache(c));
+    }
+    prepare(inputs.front().string(), "dataset:" + parents);
+    name_ = subset_parent_name(inputs.front()) + "-subset";
+    for (const fs::path& input : inputs) uri_ += (uri_.empty() ? "" : " ") + fs::absolute(input).lexically_normal().string();
   }
 
   const Schema& schema() const override { return schema_; }
@@ -249,10 +346,18 @@ class CacheSubsetSource final : public Source {
 
   bool next(Sample& out) override {
     if (pos_ >= ids_.size()) return false;
-    if (pos_ % 64 == 0) cache_.keep_resident_below();  // random reads of a large parent map in a lot
-    const uint64_t id = ids_[pos_];
-    out.source_index = id;
-    out.origin = uri_ + "#" + std::to_string(id);
+    if (pos_ % 64 == 0) {  // random reads of a large parent map in a lot
+      if (dataset_)
+        dataset_->keep_resident_below();
+      else
+        cache_->keep_resident_below();
+    }
+    const uint64_t global = ids_[pos_];
+    const Dataset::Location at = dataset_ ? dataset_->locate(global) : Dataset::Location{0, global};
+    const Cache& cache = *caches_[at.cache];
+    const uint64_t id = at.sample;
+    out.source_index = global;
+    out.origin = (dataset_ ? fs::absolute(cache.path()).lexically_normal().string() : uri_) + "#" + std::to_string(id);
     out.problem.reset();
     out.values.resize(schema_.fields.size());
     for (size_t f = 0; f < schema_.fields.size(); ++f) {
@@ -261,29 +366,29 @@ class CacheSubsetSource final : public Source {
       switch (schema_.fields[f].type) {
         case FieldType::image:
         case FieldType::bytes: {
-          cache_.check_payload(f, id);
-          const auto p = cache_.payload(f, id);
+          cache.check_payload(f, id);
+          const auto p = cache.payload(f, id);
           v.bytes.assign(p.begin(), p.end());
           if (schema_.fields[f].type == FieldType::image) {
-            const MetaRecord r = cache_.record(f, id);
+            const MetaRecord r = cache.record(f, id);
             v.height = r.height;
             v.width = r.width;
           }
           break;
         }
         case FieldType::str: {
-          const auto s = cache_.string(f, id);
+          const auto s = cache.string(f, id);
           v.bytes.assign(reinterpret_cast<const std::byte*>(s.data()), reinterpret_cast<const std::byte*>(s.data()) + s.size());
           break;
         }
         case FieldType::int64:
-          v.int_value = cache_.int_value(f, id);
+          v.int_value = cache.int_value(f, id);
           break;
         case FieldType::float64:
-          v.float_value = cache_.float_value(f, id);
+          v.float_value = cache.float_value(f, id);
           break;
         case FieldType::ndarray: {
-          const auto a = cache_.array_bytes(f, id);
+          const auto a = cache.array_bytes(f, id);
           v.bytes.assign(a.begin(), a.end());
           break;
         }
@@ -294,7 +399,29 @@ class CacheSubsetSource final : public Source {
   }
 
  private:
-  Cache cache_;
+  // Checks the ids and the parents' files, and makes the schema and fingerprint.
+  void prepare(const std::string& where, const std::string& parents) {
+    const uint64_t total = dataset_ ? dataset_->size() : cache_->size();
+    for (uint64_t id : ids_)
+      if (id >= total) throw Error(Errc::usage, "sample id " + std::to_string(id) + " out of range").with_path(where);
+    // Never copy corruption under fresh checksums: every file read is checked against the
+    // parents' recorded sums first, and each payload as it is copied (next()).
+    for (const Cache* c : caches_) c->check_checksums();
+    for (const CacheField& f : caches_.front()->fields()) {
+      FieldSpec spec{f.name, f.type, f.dtype, {}};
+      if (f.type == FieldType::ndarray) spec.shape.assign(f.shape.begin() + 1, f.shape.end());
+      if (f.type == FieldType::image && f.image_format != "jpeg")
+        throw Error(Errc::usage, "subsets of " + f.image_format + " caches are not supported yet").with_path(where);
+      schema_.fields.push_back(std::move(spec));
+    }
+    Sha256 h;
+    for (uint64_t id : ids_) h.update(std::to_string(id) + "\n");
+    fingerprint_ = parents + ";ids-sha256:" + h.hex_digest();
+  }
+
+  std::optional<Cache> cache_;
+  std::optional<Dataset> dataset_;
+  std::vector<const Cache*> caches_;  // the dataset's, or the one cache
   std::vector<uint64_t> ids_;
   Schema schema_;
   std::string fingerprint_, name_, uri_;
@@ -305,6 +432,10 @@ class CacheSubsetSource final : public Source {
 
 std::unique_ptr<Source> open_cache_subset(const fs::path& parent, std::vector<uint64_t> ids) {
   return std::make_unique<CacheSubsetSource>(parent, std::move(ids));
+}
+
+std::unique_ptr<Source> open_dataset_subset(std::span<const fs::path> inputs, std::vector<uint64_t> ids) {
+  return std::make_unique<CacheSubsetSource>(inputs, std::move(ids));
 }
 
 void write_ids_npy(const fs::path& path, const std::vector<uint64_t>& ids) {

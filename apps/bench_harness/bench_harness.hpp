@@ -1,24 +1,41 @@
-// slip/bench.hpp — the bench harness of `slip bench`: how fast a cache loads, and how close that
-// is to the machine's limit. A tool built on the public API (BatchDecoder, the pipelines), kept
-// apart from it as zstd keeps its bench in programs/: slip/slip.hpp does not include it, and
-// the loading API never depends on it (lib/src/bench/ is the top layer).
+// bench_harness.hpp — the bench harness of `slip bench`: how fast a cache or a dataset of
+// caches loads, and how close that is to the machine's limit. A tool built on libslipstream's
+// public API (BatchDecoder, Dataset, the pipelines) and not part of it, as zstd keeps its bench
+// in programs/: its own static library (apps/bench_harness/, target slip_bench_harness) that
+// the slip command links; libslipstream neither contains nor exports it.
 #pragma once
-
-#include "slip/export.hpp"
 
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "slip/decode.hpp"
-
 #include "slip/runtime.hpp"
 
-SLIP_API_BEGIN
 namespace slip {
 
 class Cache;
+class Dataset;
+
+// What a bench reads: one cache, or a dataset of several (slip/dataset.hpp) read through global
+// ids, each sample from its own cache. Either converts implicitly; it refers to, and must not
+// outlive, the cache or dataset.
+class BenchInput {
+ public:
+  BenchInput(const Cache& cache) noexcept : cache_(&cache) {}
+  BenchInput(const Dataset& dataset) noexcept : dataset_(&dataset) {}
+  const Dataset* dataset() const noexcept { return dataset_; }
+  size_t num_caches() const noexcept;
+  const Cache& cache(size_t index) const;
+  uint64_t size() const noexcept;                         // samples of all caches
+  std::pair<size_t, uint64_t> locate(uint64_t id) const;  // (cache, its local id) of a global id
+
+ private:
+  const Cache* cache_ = nullptr;
+  const Dataset* dataset_ = nullptr;
+};
 
 // The largest --batch-size: a million 224x224 crops are 150 GB of buffers, beyond any machine;
 // larger is a mistake (2^64 - 1 was "cannot create std::vector larger than max_size()").
@@ -52,6 +69,7 @@ struct BenchEpoch {
 
 struct BenchReport {
   std::string pipeline;
+  size_t caches = 1;  // the caches read (a dataset's count)
   std::string field, image_format;
   bool yuv420_siblings = false;  // the field's <f>_yuv420.* sibling files were measured
   unsigned threads = 1;
@@ -88,15 +106,16 @@ struct BenchReport {
   static constexpr double kNoisyEpochSpread = 0.10;
 };
 
-// Runs the benchmark; `on_epoch` (optional) is called after each epoch.
-BenchReport run_bench(const Cache& cache, const BenchOptions& options,
+// Runs the benchmark over the input's samples (a dataset's in global id order; --max-samples
+// takes the first ones); `on_epoch` (optional) is called after each epoch.
+BenchReport run_bench(BenchInput input, const BenchOptions& options,
                       const std::function<void(const BenchReport&, size_t epoch)>& on_epoch = {});
 
 // 1, 2, 4, ... below `cpus`, then `cpus` itself: the thread counts of a scaling run.
 std::vector<unsigned> scaling_thread_counts(unsigned cpus);
 // The benchmark once per scaling_thread_counts(available_cpus()) (options.decode.threads is
 // replaced); `on_report` (optional) is called after each count's run.
-std::vector<BenchReport> run_bench_scaling(const Cache& cache, const BenchOptions& options,
+std::vector<BenchReport> run_bench_scaling(BenchInput input, const BenchOptions& options,
                                            const std::function<void(const BenchReport&)>& on_report = {});
 
 // The same pipeline on two storages of the same images (a JPEG cache and its YUV420 cache or
@@ -107,9 +126,7 @@ struct BenchComparison {
   double speed_ratio = 0;
   double storage_ratio = 0;
 };
-BenchComparison run_bench_comparison(const Cache& base, const BenchOptions& base_options, const Cache& other,
-                                     const BenchOptions& other_options,
+BenchComparison run_bench_comparison(BenchInput base, const BenchOptions& base_options, BenchInput other, const BenchOptions& other_options,
                                      const std::function<void(const BenchReport&, size_t epoch)>& on_epoch = {});
 
 }  // namespace slip
-SLIP_API_END
