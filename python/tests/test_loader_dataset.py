@@ -1,6 +1,6 @@
 """slipcache.Loader over a dataset of several caches (issue 44): `slip convert --shard I/N` parts,
 lists of caches and list files read as one dataset with global ids; each sample's pixels are
-those a Loader over its own cache gives; weighted mixes are `slip order --mix`'s order; the
+those a Loader over the merged (single-process) conversion gives; weighted mixes are `slip order --mix`'s order; the
 state records the mix; set_weights takes effect at the next epoch; a changed part is refused."""
 import json
 import os
@@ -24,14 +24,11 @@ def sample_parts(tmp_path_factory):
     return os.path.dirname(parts[0]), parts
 
 
-def per_cache_pixels(parts, epoch, **kw):
-    """Each part's crops in its own order (unshuffled), from a Loader over that part alone."""
-    out = []
-    for part in parts:
-        ld = slipcache.Loader(part, batch_size=64, shuffle=False, epoch=epoch, fields=[], **kw)
-        out.append(np.concatenate([b["image"] for b in ld]) if kw.get("pipeline") != "decode"
-                   else [im for b in ld for im in b["image"]])
-    return out
+def whole_cache_pixels(cache, epoch, **kw):
+    """The whole conversion's crops in id order (unshuffled): a dataset of its parts reads as it."""
+    ld = slipcache.Loader(cache, batch_size=64, shuffle=False, epoch=epoch, fields=[], **kw)
+    return (np.concatenate([b["image"] for b in ld]) if kw.get("pipeline") != "decode"
+            else [im for b in ld for im in b["image"]])
 
 
 def locate(sizes, g):
@@ -43,14 +40,14 @@ def locate(sizes, g):
 
 
 @pytest.mark.parametrize("pipeline", ["32", "decode"])
-def test_a_dataset_gives_each_samples_own_caches_pixels(sample_parts, sample_cache, pipeline):
+def test_a_dataset_gives_its_merged_caches_pixels(sample_parts, sample_cache, pipeline):
     work, parts = sample_parts
     ld = slipcache.Loader(work, batch_size=7, pipeline=pipeline, seed=5, epoch=2, fields=["index"], threads=2)
     ds = ld.dataset
     assert isinstance(ds, slipcache.Dataset) and len(ds) == 40 and ds.paths == parts
     sizes = ds.sizes
     assert sizes == [13, 13, 14]
-    alone = per_cache_pixels(parts, 2, seed=5, pipeline=pipeline, threads=2)
+    whole = whole_cache_pixels(sample_cache, 2, seed=5, pipeline=pipeline, threads=2)
     order = ld.order()
     whole_index = slipcache.Cache(sample_cache).column("index")
     seen = []
@@ -58,8 +55,7 @@ def test_a_dataset_gives_each_samples_own_caches_pixels(sample_parts, sample_cac
         ids = order[k * 7:(k + 1) * 7]
         assert len(batch["image"]) == len(ids)
         for i, g in enumerate(ids):
-            c, local = locate(sizes, g)
-            assert np.array_equal(batch["image"][i], alone[c][local]), f"sample {g} (cache {c}, {local})"
+            assert np.array_equal(batch["image"][i], whole[g]), f"sample {g}"
             assert batch["index"][i] == whole_index[g]  # global ids are the whole conversion's
         seen += ids
     assert sorted(seen) == list(range(40))

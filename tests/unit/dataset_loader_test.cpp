@@ -1,5 +1,5 @@
-// slip::Loader over a slip::Dataset of several caches: global ids, pixels as from each cache
-// alone, every sample once per epoch across ranks, weighted mixes (slip order's RankOrder, the
+// slip::Loader over a slip::Dataset of several caches: global ids, pixels as from the merged
+// cache, every sample once per epoch across ranks, weighted mixes (slip order's RankOrder, the
 // proportions), elastic resumption 8 -> 5 -> 8 with a mix, the mix recorded in the state and
 // changed between epochs, a changed part refused.
 #include <gtest/gtest.h>
@@ -81,6 +81,7 @@ LoaderMix proportions(std::vector<double> p, std::optional<uint64_t> epoch_size)
 // a BatchDecoder over that cache, with the same options): returns the epoch's samples.
 std::vector<uint64_t> run_checked(Loader& loader, const Dataset& d, const LoaderOptions& o) {
   std::vector<uint64_t> seen;
+  const Cache& merged = *sample_parts().whole;
   const size_t label = *d.cache(0).field_index("label");
   while (BatchPtr b = loader.next()) {
     EXPECT_EQ(b->samples.size(), b->count);
@@ -89,11 +90,12 @@ std::vector<uint64_t> run_checked(Loader& loader, const Dataset& d, const Loader
       int64_t value = 0;
       std::memcpy(&value, b->fields[0].data() + i * 8, 8);
       EXPECT_EQ(value, d.cache(c).int_value(label, local)) << "sample " << b->samples[i];
-      const uint64_t id = local;
+      EXPECT_EQ(value, merged.int_value(label, b->samples[i])) << "sample " << b->samples[i];
+      const uint64_t id = b->samples[i];
       if (o.full_decode) {
         DecodeOptions whole = o.decode;
         whole.groups = pipeline_crop_groups("decode");
-        BatchDecoder alone(d.cache(c), whole);
+        BatchDecoder alone(merged, whole);
         PackedImages ref;
         alone.decode_images(std::span(&id, 1), ref);
         const auto& x = b->full.images.at(i);
@@ -103,7 +105,7 @@ std::vector<uint64_t> run_checked(Loader& loader, const Dataset& d, const Loader
           EXPECT_EQ(0, std::memcmp(b->full.pixels().data() + x.offset, ref.pixels().data(), size_t{x.width} * x.height * 3));
         }
       } else {
-        BatchDecoder alone(d.cache(c), o.decode);
+        BatchDecoder alone(merged, o.decode);
         const size_t bytes = crop_group_sample_bytes(o.decode.groups[0], o.decode.type);
         std::vector<std::byte> ref(bytes);
         const std::span<std::byte> out(ref);

@@ -12,10 +12,10 @@
 //
 // Over a Dataset (slip/dataset.hpp) of several caches, sample ids are the dataset's global ids
 // (cache 0's samples first, then cache 1's, ...) and an epoch may be mixed with weights
-// (StreamWeight: proportion, repeat or choose per cache, and an epoch_size). Each cache gets its
-// own BatchDecoder (made when a batch first needs it); a batch's samples are decoded per cache
-// and land at their batch positions. Crops and flips are keyed by (seed, epoch, the sample's id
-// in its own cache), so a sample's pixels are the same as from a Loader over its cache alone.
+// (StreamWeight: proportion, repeat or choose per cache, and an epoch_size). One BatchDecoder over
+// the dataset decodes a batch in place on one pool of threads, whatever caches its samples come
+// from. Crops and flips are keyed by (seed, epoch, global id), so the parts of a `slip convert
+// --shard I/N` job read as a dataset give the merged cache's pixels, sample for sample.
 // Memory is O(caches): nothing per sample. The mix may change between epochs (set_mix).
 //
 // Threads: next() may be called from any thread (a batch goes to one caller); start(),
