@@ -284,6 +284,48 @@ def test_decode_pipeline_gives_whole_images_equal_to_pillow(sample_cache):
         slipcache.Loader(sample_cache, pipeline="decode", dtype="float32")
 
 
+def test_decode_pipeline_images_are_views_of_one_block_that_outlive_later_batches_and_the_loader(sample_cache):
+    # pipeline="decode" hands a batch's block itself to numpy: its images are writable views laid
+    # one after another in it (no copy, no array of its own), all kept alive by one base object.
+    # A batch kept while later batches and epochs run keeps its block (the loader takes another)
+    # and its pixels, also after the loader is gone; writing into it changes no other batch.
+    c = slipcache.Cache(sample_cache)
+
+    def pillow(i):
+        return np.asarray(Image.open(io.BytesIO(c[i]["image"])).convert("RGB"))
+
+    loader = slipcache.Loader(sample_cache, batch_size=8, pipeline="decode", seed=3, prefetch=1, fields=["index"])
+    it = iter(loader)
+    kept = next(it)
+    images, ids = kept["image"], [int(i) for i in kept["index"]]
+    assert len(images) == 8
+    start = images[0].__array_interface__["data"][0]
+    offset = 0
+    for image, i in zip(images, ids):
+        assert image.flags.writeable and not image.flags.owndata and image.flags.c_contiguous
+        assert image.base is images[0].base  # one owner for the whole batch
+        assert image.__array_interface__["data"][0] == start + offset  # packed one after another
+        offset += image.nbytes
+        assert np.array_equal(image, pillow(i)), i
+    end = start + offset
+    images[0][:] = 7  # writable: yours until dropped
+    later = 0
+    for epoch in range(3):
+        for batch in (it if epoch == 0 else loader):
+            for image, i in zip(batch["image"], batch["index"]):
+                address = image.__array_interface__["data"][0]
+                assert not start <= address < end, "a kept batch's block was decoded into again"
+                assert np.array_equal(image, pillow(int(i))), int(i)
+            later += 1
+    assert later == 4 + 5 + 5
+    del it, loader, batch
+    import gc
+    gc.collect()
+    assert (images[0] == 7).all()
+    for image, i in zip(images[1:], ids[1:]):
+        assert np.array_equal(image, pillow(i)), i
+
+
 def test_ddp_example_trains_resumes_and_is_the_docs_loop(sample_cache, tmp_path):
     """examples/train_ddp.py (docs/PYTHON.md shows it verbatim): stopped after 3 batches (epoch 1,
     batch 1 of 2), run again it finishes epoch 1 from its second batch, then epoch 2."""

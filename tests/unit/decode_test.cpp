@@ -720,6 +720,35 @@ TEST(DecodeEngine, PackedImagesBlockIsNotMallocs) {
   EXPECT_EQ(packed.pixels()[0], 1);
 }
 
+// release_past(keep): what an idle Loader block keeps between epochs. The block and its first
+// `keep` bytes stay (same address, same capacity, same bytes, pages resident); the pages past
+// them go back (read as zeros), however small the block.
+TEST(DecodeEngine, PackedImagesReleasePastKeepsTheFirstBytes) {
+  const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  PackedImages packed;
+  packed.resize(3 * page + 100);  // small: resize(0) would keep every page of it
+  for (size_t i = 0; i < packed.pixels().size(); ++i) packed.pixels()[i] = static_cast<uint8_t>(i % 251 + 1);
+  const uint8_t* block = packed.pixels().data();
+  const size_t capacity = packed.capacity();
+  const size_t keep = page + 10;  // the first two pages stay (keep rounds up to whole pages)
+  packed.release_past(keep);
+  EXPECT_EQ(packed.pixels().data(), block);
+  EXPECT_EQ(packed.capacity(), capacity);
+  EXPECT_EQ(packed.pixels().size(), keep);
+  std::vector<unsigned char> in(capacity / page);
+  ASSERT_EQ(mincore(const_cast<uint8_t*>(block), capacity, in.data()), 0);
+  EXPECT_EQ(in[0] & 1, 1);
+  EXPECT_EQ(in[1] & 1, 1);
+  for (size_t p = 2; p < in.size(); ++p) EXPECT_EQ(in[p] & 1, 0) << "page " << p << " was kept";
+  packed.resize(3 * page + 100);  // same block, grown back in place
+  EXPECT_EQ(packed.pixels().data(), block);
+  for (size_t i = 0; i < 2 * page; ++i) ASSERT_EQ(packed.pixels()[i], static_cast<uint8_t>(i % 251 + 1)) << "byte " << i;
+  for (size_t i = 2 * page; i < packed.pixels().size(); ++i) ASSERT_EQ(packed.pixels()[i], 0) << "byte " << i;
+  packed.release_past(size_t{1} << 40);  // beyond the block: nothing to give back
+  EXPECT_EQ(packed.pixels().size(), 3 * page + 100);
+  EXPECT_EQ(packed.pixels()[2 * page - 1], static_cast<uint8_t>((2 * page - 1) % 251 + 1));
+}
+
 TEST(DecodeEngine, FlipMirrorsTheCrop) {
   SampleCache c(fs::path(SLIP_SOURCE_DIR) / "examples/sample");
   DecodeOptions o;

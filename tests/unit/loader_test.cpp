@@ -10,9 +10,14 @@
 #include <optional>
 #include <set>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include "slip/cache.hpp"
 #include "slip/convert.hpp"
+#include "slip/decode.hpp"
 #include "slip/error.hpp"
+#include "slip/image.hpp"
 #include "slip/loader.hpp"
 #include "slip/pipelines.hpp"
 #include "slip/shuffle.hpp"
@@ -285,6 +290,85 @@ TEST(Loader, BuffersGoBackToThePoolAndOutliveTheLoader) {
   }
   ASSERT_TRUE(kept);  // the Loader is gone; its last batch is still whole
   EXPECT_EQ(kept->count, 8u);
+}
+
+LoaderOptions whole_image_options(size_t batch) {
+  LoaderOptions o = small_options(0, 1, batch);
+  o.full_decode = true;
+  o.decode.groups.clear();
+  o.decode.threads = 2;
+  return o;
+}
+
+// Image i of a decode-pipeline batch is exactly engine_decode_full's decode of its sample.
+void expect_whole_images(const Cache& cache, const Batch& b, const char* when) {
+  ASSERT_EQ(b.full.images.size(), b.count) << when;
+  for (size_t i = 0; i < b.count; ++i) {
+    const RgbImage want = engine_decode_full(cache.payload(0, b.samples[i]));
+    const PackedImages::Extent& e = b.full.images[i];
+    ASSERT_EQ(e.width, want.width) << when;
+    ASSERT_EQ(e.height, want.height) << when;
+    ASSERT_EQ(std::memcmp(b.full.pixels().data() + e.offset, want.pixels.data(), want.pixels.size()), 0)
+        << when << ": sample " << b.samples[i];
+  }
+}
+
+// The decode pipeline hands out each batch's block itself (Python's arrays are views of it): a
+// batch kept while later batches and epochs run keeps its block (never decoded into again: the
+// pool makes another) and its pixels, also after the Loader is gone.
+TEST(Loader, AKeptWholeImageBatchKeepsItsBlockAndPixels) {
+  const auto cache = sample_loader_cache();
+  BatchPtr kept;
+  {
+    Loader loader(cache, whole_image_options(8));
+    kept = loader.next();
+    ASSERT_TRUE(kept);
+    ASSERT_EQ(kept->count, 8u);
+    expect_whole_images(*cache, *kept, "first batch");
+    const uint8_t* block = kept->full.pixels().data();
+    size_t later = 0;
+    for (int epoch = 0; epoch < 3; ++epoch)
+      while (BatchPtr b = loader.next()) {
+        EXPECT_NE(b->full.pixels().data(), block) << "a kept batch's block was handed out again";
+        expect_whole_images(*cache, *b, "a later batch");
+        ++later;
+      }
+    EXPECT_EQ(later, 4u + 5u + 5u);
+    expect_whole_images(*cache, *kept, "after three epochs");
+  }
+  expect_whole_images(*cache, *kept, "after the Loader is gone");
+}
+
+// Between epochs the decode pipeline's idle blocks keep the pages every whole batch writes (the
+// smallest whole batch's bytes) and give back the rest: a new epoch does not fault in every
+// block again (which cost 10-40% of the pipeline's speed on short epochs), and a block that held
+// a large batch at an epoch's end keeps no more than the others (RSS flat over epochs).
+TEST(Loader, IdleWholeImageBlocksKeepTheSmallestWholeBatchsPages) {
+  const auto cache = sample_loader_cache();
+  Loader loader(cache, whole_image_options(20));  // 40 images: two whole batches, 10.7 MB each
+  size_t keep = SIZE_MAX;
+  std::map<const uint8_t*, size_t> blocks;  // block -> capacity
+  while (BatchPtr b = loader.next()) {
+    ASSERT_EQ(b->count, 20u);
+    keep = std::min(keep, b->full.pixels().size());
+    blocks[b->full.pixels().data()] = b->full.capacity();
+  }
+  // The iteration is over and every batch dropped: the blocks are idle in the Loader's pool.
+  const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  ASSERT_GT(keep, 4 * page);
+  for (const auto& [block, capacity] : blocks) {
+    std::vector<unsigned char> in(capacity / page);
+    ASSERT_EQ(mincore(const_cast<uint8_t*>(block), capacity, in.data()), 0);
+    const size_t kept_pages = keep / page, first_released = (keep + page - 1) / page;
+    EXPECT_EQ(std::count_if(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(kept_pages), [](unsigned char v) { return (v & 1) != 0; }),
+              static_cast<std::ptrdiff_t>(kept_pages))
+        << "pages every batch writes were given back";
+    EXPECT_EQ(
+        std::count_if(in.begin() + static_cast<std::ptrdiff_t>(first_released), in.end(), [](unsigned char v) { return (v & 1) != 0; }), 0)
+        << "pages past the smallest whole batch were kept";
+  }
+  // The next epoch decodes into them as before.
+  while (BatchPtr b = loader.next()) expect_whole_images(*cache, *b, "the next epoch");
 }
 
 }  // namespace

@@ -142,6 +142,10 @@ class PackedImages {
   // malloc serves the rest of the process (glibc raises its mmap threshold to the size of a
   // large block freed, after which transient buffers up to that size stay in its arenas).
   void resize(size_t bytes);
+  // Gives back the block's pages past its first `keep` bytes (whole pages; they read as zeros
+  // when used again) and keeps the block and the pages before: what an idle pooled block keeps
+  // between epochs (slip::Loader). size() becomes at most `keep`; the bytes before stay.
+  void release_past(size_t keep);
 
  private:
   struct Unmap {

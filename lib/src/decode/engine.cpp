@@ -837,6 +837,13 @@ void PackedImages::resize(size_t bytes) {
   size_ = bytes;
 }
 
+void PackedImages::release_past(size_t keep) {
+  const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t first = keep >= capacity_ ? capacity_ : (keep + page - 1) / page * page;
+  if (capacity_ > first) madvise(storage_.get() + first, capacity_ - first, MADV_DONTNEED);
+  size_ = std::min(size_, keep);
+}
+
 namespace detail {
 
 std::vector<uint8_t> decode_crops_for_test(const Cache& cache, uint64_t sample, const DecodeOptions& options,
