@@ -324,17 +324,19 @@ class Loader:
     """Batches of decoded, cropped images (and fields) from a cache, prefetched on slip's engine.
 
     Iterate it for one epoch of batches: each ``batch`` is a dict with ``"image"`` and one entry
-    per name in ``fields``. Pixels are numpy arrays that share the loader's buffers (no copy;
-    ``torch.from_numpy`` keeps sharing them); a buffer is reused once every array viewing it is
-    gone.
+    per name in ``fields``. Pixels are writable numpy arrays that share the loader's buffers (no
+    copy; ``torch.from_numpy`` keeps sharing them); a buffer is reused once every array viewing
+    it is gone, also after the loader is gone. Arrays kept longer keep their buffer (never
+    decoded into again: the loader allocates another for its next batches).
 
     - One crop per image (``rrc``, ``center``, ``direct-rrc``, a spec such as ``"96"``):
       ``batch["image"]`` has shape ``(B, H, W, 3)`` (NHWC) or ``(B, 3, H, W)`` (NCHW).
     - Several crops (``multicrop`` or a spec such as ``"2x224@0.32-1,8x96@0.05-0.32"``): a list
       with one array per crop group, each ``(B, crops, H, W, 3)`` or ``(B, crops, 3, H, W)``
       (a group of one crop drops the crops axis).
-    - ``pipeline="decode"``: a list of whole images, ``(H, W, 3)`` uint8 each (views of one
-      block per batch).
+    - ``pipeline="decode"``: a list of whole images, ``(H, W, 3)`` uint8 each (views laid one
+      after another in one block per batch, which goes back to the pool when its last image is
+      dropped).
     - ``batch[field]``: int64 or float64 arrays of shape ``(B,)``.
 
     Over a dataset of several caches (``source`` a list, a directory of caches or parts, a list
