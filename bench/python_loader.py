@@ -4,12 +4,16 @@ torchvision's ImageFolder + DataLoader (2 workers), RandomResizedCrop(224) + fli
 images in one run, for both outputs a training loop takes: uint8 HWC images (torchvision's
 PILToTensor) and normalised float32 CHW (ToTensor + Normalize); and whole images (pipeline="decode"
 against `slip bench -p decode`, no torchvision row). Prints images/s (best of EPOCHS epochs) and the
-ratios, one table per thread count.
+ratios, one table per thread count, and the CPU time per image of each (ms: every thread of the
+Loader's process, of `slip bench`'s, over all epochs; what a shared machine's load changes least).
 
-Usage: bench/python_loader.py SLIP IMAGEFOLDER [EPOCHS] [--threads 1,2,4,...|scaling] [--no-torchvision] [--dataset-parts N]
+Usage: bench/python_loader.py SLIP IMAGEFOLDER [EPOCHS] [--threads 1,2,4,...|scaling] [--no-torchvision] [--dataset-parts N] [--rounds R]
   --threads: the loader's threads and the DataLoader's workers (default 2); "scaling": 1, 2, 4, ...
   up to the CPUs, then the CPUs (issue 39's Loader >= 0.95x `slip bench` at N threads).
   --no-torchvision: the Loader against `slip bench` only (torchvision takes most of the run).
+  --rounds: each row's Loader and `slip bench` rates are the best of R rounds run alternately
+  (Loader, bench, Loader, bench, ...), so that a shared machine's busy spells reach both
+  (default 1: one of each).
   --dataset-parts N: instead, the Loader over the same images as one cache and as a dataset of N
   caches (`slip convert --shard I/N` parts, read without merge), epochs alternating between the
   two, and the ratio dataset/one cache (issue 44's goal: >= 0.95x).
@@ -20,6 +24,7 @@ Usage: bench/python_loader.py SLIP IMAGEFOLDER [EPOCHS] [--threads 1,2,4,...|sca
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -36,6 +41,7 @@ parser.add_argument("epochs", nargs="?", type=int, default=3)
 parser.add_argument("--threads", default="2")
 parser.add_argument("--no-torchvision", action="store_true")
 parser.add_argument("--dataset-parts", type=int, default=0)
+parser.add_argument("--rounds", type=int, default=1)
 args = parser.parse_args()
 slip_bin, source, epochs = args.slip, args.imagefolder, args.epochs
 cpus = len(os.sched_getaffinity(0))
@@ -104,6 +110,11 @@ def best(run):
     return max(rates)
 
 
+def cpu_seconds(who):
+    r = resource.getrusage(who)
+    return r.ru_utime + r.ru_stime
+
+
 def module_rate(threads, pipeline="rrc", **kw):
     size = 224 if pipeline == "rrc" else None
     loader = slipcache.Loader(cache, batch_size=batch, pipeline=pipeline, size=size, flip=True, threads=threads, shuffle=True, **kw)
@@ -113,13 +124,16 @@ def module_rate(threads, pipeline="rrc", **kw):
         # numpy arrays, ready for torch.from_numpy (decode: a list of per-image views of one block)
         return sum(len(b["image"]) for b in loader)
 
-    return best(epoch)
+    start = cpu_seconds(resource.RUSAGE_SELF)  # the process: the Loader's threads and the Python loop
+    rate = best(epoch)
+    return rate, (cpu_seconds(resource.RUSAGE_SELF) - start) / (kept * epochs) * 1e3
 
 
 def bench_rate(threads, *flags, pipeline="rrc"):
+    start = cpu_seconds(resource.RUSAGE_CHILDREN)
     out = subprocess.run([slip_bin, "bench", cache, "-p", pipeline, "-j", str(threads), "-b", str(batch), "-e", str(epochs), "--order",
                           "shuffle", "--no-limit", "--json", *flags], check=True, capture_output=True).stdout
-    return json.loads(out)["best_images_per_second"]
+    return json.loads(out)["best_images_per_second"], (cpu_seconds(resource.RUSAGE_CHILDREN) - start) / (kept * epochs) * 1e3
 
 
 import torch  # noqa: E402
@@ -135,20 +149,30 @@ def torchvision_rate(threads, *to_tensor):
     return best(lambda _: sum(x.shape[0] for x, _ in loader))
 
 
+def alternately(ours, cli):
+    """The best rates and least CPU time per image (ms, every thread, every epoch) of --rounds
+    alternate runs of each (Loader, bench, Loader, bench, ...)."""
+    runs = [(ours(), cli()) for _ in range(max(1, args.rounds))]
+    return (max(r[0][0] for r in runs), max(r[1][0] for r in runs), min(r[0][1] for r in runs), min(r[1][1] for r in runs))
+
+
 norm = T.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
 print(f"{kept} images of at most {max_pixels:,} pixels; RandomResizedCrop(224) + flip, batch {batch}, best of {epochs} epochs "
-      f"(img/s); {cpus} CPUs")
+      f"x {max(1, args.rounds)} rounds (img/s); {cpus} CPUs")
 for threads in thread_counts:
     rows = [
-        ("uint8 NHWC / PILToTensor", module_rate(threads), bench_rate(threads), torchvision_rate(threads, T.PILToTensor())),
-        ("float32 NCHW normalised / ToTensor+Normalize", module_rate(threads, layout="NCHW", dtype="float32"),
-         bench_rate(threads, "--layout", "chw", "--dtype", "float32"), torchvision_rate(threads, T.ToTensor(), norm)),
+        ("uint8 NHWC / PILToTensor", alternately(lambda: module_rate(threads), lambda: bench_rate(threads)),
+         torchvision_rate(threads, T.PILToTensor())),
+        ("float32 NCHW normalised / ToTensor+Normalize",
+         alternately(lambda: module_rate(threads, layout="NCHW", dtype="float32"),
+                     lambda: bench_rate(threads, "--layout", "chw", "--dtype", "float32")), torchvision_rate(threads, T.ToTensor(), norm)),
         # issue 44: whole images, no crop (the Loader's pipeline="decode" against `slip bench -p decode`)
-        ("uint8 HWC whole images / -p decode", module_rate(threads, pipeline="decode"), bench_rate(threads, pipeline="decode"),
-         float("nan")),
+        ("uint8 HWC whole images / -p decode",
+         alternately(lambda: module_rate(threads, pipeline="decode"), lambda: bench_rate(threads, pipeline="decode")), float("nan")),
     ]
     print(f"\n{threads} threads / workers")
-    print(f"{'output':46} {'Loader':>11} {'slip bench':>10} {'torchvision':>11} {'Loader/bench':>12} {'Loader/torchvision':>18}")
-    for name, ours, cli, tv in rows:
+    print(f"{'output':46} {'Loader':>11} {'slip bench':>10} {'torchvision':>11} {'Loader/bench':>12} {'Loader/torchvision':>18} "
+          f"{'CPU ms/img Loader, bench':>24}")
+    for name, (ours, cli, cpu_ours, cpu_cli), tv in rows:
         vs_tv = "-" if args.no_torchvision or tv != tv else f"{ours / tv:.1f}x"
-        print(f"{name:46} {ours:11.1f} {cli:10.1f} {tv:11.1f} {ours / cli:12.2f} {vs_tv:>18}")
+        print(f"{name:46} {ours:11.1f} {cli:10.1f} {tv:11.1f} {ours / cli:12.2f} {vs_tv:>18} {cpu_ours:11.3f}, {cpu_cli:.3f}")
