@@ -5,7 +5,9 @@
 # surfaced as "internal error" (exit 4); their bytes are now written replaced (U+FFFD).
 source "$(dirname "$0")/common.bash"
 
-latin=$WORK/$'caf\xe9'
+# (The source's own name is part of each sample's "path" field, which must be UTF-8 text: the
+# Latin-1 name is one level up.)
+latin=$WORK/$'caf\xe9'/sample
 mkdir -p "$latin"
 cp -r "$SRC/examples/sample/." "$latin/"
 single=$("$SLIP" convert "$latin" -o "$WORK/single" -q)
