@@ -30,7 +30,7 @@ struct Pipeline {
   std::string_view help;  // one line: --help, completions, docs
   // crops: a crop spec (parse_crop_groups) when not empty, else one group of `sampler` with
   // CropGroup's defaults (224 px, scale 0.08-1, ratio 3/4-4/3) and `center_ratio`.
-  std::string_view crop_spec;
+  std::string_view crop_spec{};
   CropSampler sampler = CropSampler::rrc;
   double center_ratio = 224.0 / 256.0;  // center: crop side / resized short side (torchvision's 224 of 256)
   bool takes_scale_ratio = false;       // the Loader's scale= and ratio= apply
