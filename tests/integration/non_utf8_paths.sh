@@ -4,6 +4,7 @@
 # --shard, merge), a remote dry run's plan. nlohmann's dump() throws on such bytes, which
 # surfaced as "internal error" (exit 4); their bytes are now written replaced (U+FFFD).
 source "$(dirname "$0")/common.bash"
+export SOURCE_DATE_EPOCH=1700000000  # the manifests record a creation time
 
 # (The source's own name is part of each sample's "path" field, which must be UTF-8 text: the
 # Latin-1 name is one level up.)
