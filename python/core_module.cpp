@@ -404,8 +404,8 @@ LoaderPtr make_loader(py::object source, size_t batch_size, const std::string& p
   cfg.indices = sample_indices(indices);
   if (fields) {
     cfg.fields = std::move(*fields);
-  } else if (const auto label = first.field_index("label"); label && (first.fields()[*label].type == slip::FieldType::int64 ||
-                                                                      first.fields()[*label].type == slip::FieldType::float64)) {
+  } else if (const auto label = first.field_index("label");
+             label && (first.fields()[*label].type == slip::FieldType::int64 || first.fields()[*label].type == slip::FieldType::float64)) {
     cfg.fields = {"label"};  // the default: the label when the cache has one
   }
   cfg.prefetch = std::max<size_t>(1, prefetch);
@@ -502,8 +502,7 @@ void bind_dataset(py::module_& m) {
       .def_property_readonly("epoch_size", &slip::Dataset::epoch_size)
       .def("list_json", &slip::Dataset::list_json);
   m.def(
-      "parse_weights",
-      [](const std::string& text, size_t num_caches) { return weight_list_of(slip::parse_weights(text, num_caches)); },
+      "parse_weights", [](const std::string& text, size_t num_caches) { return weight_list_of(slip::parse_weights(text, num_caches)); },
       py::arg("text"), py::arg("num_caches"), "slip order --mix's text (\"proportion:0.7,0.3\") as (kind, value) pairs");
 }
 

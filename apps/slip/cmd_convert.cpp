@@ -113,8 +113,8 @@ void print_remote_dry_run(const ConvertArgs& a) {
                 {"download_dir", downloads.string()},
                 {"output_dir", output.string()}});
   } else {
-    std::cerr << "slip: dry run: would fetch " << uris.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << " into " << downloads.string()
-              << " (complete downloads reused), then write a cache under " << output.string() << "\n";
+    std::cerr << "slip: dry run: would fetch " << uris.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << " into "
+              << downloads.string() << " (complete downloads reused), then write a cache under " << output.string() << "\n";
     std::cout << output.string() << "\n";
   }
 }

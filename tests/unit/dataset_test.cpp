@@ -359,6 +359,8 @@ TEST(Dataset, ListJsonRefusesAPathThatIsNotUtf8) {
   // A text list names it.
   std::ofstream(tmp.path() / "list.txt") << "caf\xe9\n";
   EXPECT_EQ(Dataset::open(tmp.path() / "list.txt").size(), 2u);
+}
+
 // A dataset's selection is the merged cache's: float keys of the caches merged in ascending
 // order, each value's ids the global ids of every cache holding it, --per-class drawing from them.
 TEST(Dataset, SubsetSelectsOverEveryCacheByGlobalIds) {

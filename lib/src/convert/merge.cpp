@@ -616,7 +616,8 @@ void record_part_sources(const fs::path& workdir, const std::vector<std::string>
   std::error_code ec;
   if (fs::exists(record, ec)) return;
   const detail::TempLock tmp(workdir, kSourcesRecord);
-  detail::write_text_file(tmp.path(), ojson{{"sources", normalized_sources(sources)}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  detail::write_text_file(
+      tmp.path(), ojson{{"sources", normalized_sources(sources)}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   // link(), not rename(): tasks starting together race, and the first record stays.
   if (::link(tmp.path().c_str(), record.c_str()) != 0 && errno != EEXIST)
     throw_errno("cannot record the sources of the job array", record.string(), errno);

@@ -209,7 +209,8 @@ void Loader::init() {
     engine_->decode = options_.decode;
   }
   // The decoder now: a bad option fails here, not at the first batch.
-  engine_->decoder = dataset_ ? std::make_unique<BatchDecoder>(*dataset_, engine_->decode) : std::make_unique<BatchDecoder>(first, engine_->decode);
+  engine_->decoder =
+      dataset_ ? std::make_unique<BatchDecoder>(*dataset_, engine_->decode) : std::make_unique<BatchDecoder>(first, engine_->decode);
   for (const std::string& name : options_.fields) {
     const auto fi = first.field_index(name);
     if (!fi) throw Error(Errc::usage, "no field \"" + name + "\"").with_path(first.path().string());
@@ -503,8 +504,8 @@ void decode_loader_ids(Loader::Engine& e, const LoaderOptions& o, Batch& b, std:
 
 // Decodes `batch` into `b`; under skip_errors a failed batch is decoded again one sample at a
 // time, keeping those that decode (packed to the front); returns how many were kept.
-size_t decode_loader_batch(Loader::Engine& e, const LoaderOptions& o, Batch& b, std::span<uint64_t> batch,
-                           uint64_t epoch, const std::function<void(uint64_t, std::string)>& skip) {
+size_t decode_loader_batch(Loader::Engine& e, const LoaderOptions& o, Batch& b, std::span<uint64_t> batch, uint64_t epoch,
+                           const std::function<void(uint64_t, std::string)>& skip) {
   const auto decode = [&](std::span<const uint64_t> ids, size_t slot) { decode_loader_ids(e, o, b, ids, slot, epoch); };
   try {
     decode(batch, 0);
