@@ -18,13 +18,13 @@ log=${SLIP_CI_LOG:-build/ci-stages.log}
 
 # name|budget (minutes)|command|what
 STAGES=(
-  "test|15|scripts/setup-tests.sh|apt packages, s3rver, configure, build, ctest (unit, reference, end-to-end)"
-  "jpeg-fallback|6|scripts/test-jpeg-fallback.sh|the JPEG engine's public-API path: the pixel suite again; libjpeg-turbo 3.1 from ../shared/third_party loaded and compiled against (scripts/test-jpeg-31.sh)"
+  "test|13|scripts/setup-tests.sh|apt packages, s3rver, configure, build, ctest (unit, reference, end-to-end)"
+  "jpeg-fallback|5|scripts/test-jpeg-fallback.sh|the JPEG engine's public-API path: the pixel suite again; libjpeg-turbo 3.1 from ../shared/third_party loaded and compiled against (scripts/test-jpeg-31.sh)"
   "jpeg-12bit|2|scripts/test-jpeg-12bit.sh|a 12-bit libjpeg.so.62 built from ../shared/third_party (library target only): refused with one message"
-  "python-install|5|scripts/check-python-install.sh|pip into a fresh venv, tests against the installed copy, cmake --install, the self-contained wheel (scripts/check-wheel.sh)"
+  "python-install|4|scripts/check-python-install.sh|pip into a fresh venv, tests against the installed copy, cmake --install, the self-contained wheel (scripts/check-wheel.sh)"
   "aarch64|9|scripts/check-aarch64.sh --ci|cross build, unit and pixel tests under qemu-user"
   "lint|3|scripts/lint.sh|clang-format on every C/C++ file, clang-tidy on lib/src and apps (unity batches)"
-  "sanitizers|10|scripts/ci-sanitizers.sh 10|clang ASan+UBSan: unit, fuzz-replay and hostile-input tests, 10 s per fuzzer; TSan on the threaded paths"
+  "sanitizers|14|scripts/ci-sanitizers.sh 10|clang ASan+UBSan: unit, fuzz-replay and hostile-input tests, 10 s per fuzzer; TSan on the threaded paths"
 )
 
 field() { local IFS='|'; read -r -a f <<<"$1"; echo "${f[$2]}"; }
