@@ -547,7 +547,7 @@ void copy_loader_fields(const LoaderCaches& d, const std::vector<size_t>& field_
 
 // The producer thread: every failure, allocation failures included, is handed to next(), which
 // rethrows it on the caller's thread (an exception escaping a thread would terminate).
-void produce_loader_batches(Loader::Engine& e, LoaderCaches d, const LoaderOptions& o, LoaderRun run) {
+void produce_loader_batches(Loader::Engine& e, LoaderCaches d, const LoaderOptions& o, const LoaderRun& run) {
   try {
     const LoaderIds order(o, d.first, run.mix, run.epoch, run.origin);  // O(caches), once per iteration
     std::vector<uint64_t> ids(run.capacity);
