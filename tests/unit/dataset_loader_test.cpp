@@ -22,6 +22,7 @@
 #include "slip/mix.hpp"
 #include "slip/pipelines.hpp"
 #include "slip/source.hpp"
+#include "loader_ranks.hpp"
 #include "test_support.hpp"
 
 namespace slip {
@@ -232,23 +233,8 @@ TEST(DatasetLoader, ProportionsWithinBinomialBounds) {
 // they all stand after.
 std::vector<uint64_t> run_dataset_ranks(const SampleParts& p, const LoaderMix& mix, uint32_t world, size_t batch, const LoaderState& state,
                                         std::optional<size_t> batches, LoaderState& out) {
-  std::vector<uint64_t> seen;
-  for (uint32_t r = 0; r < world; ++r) {
-    Loader loader(p.dataset, dataset_options(r, world, batch), mix);
-    loader.load_state(state);
-    const uint64_t g = loader.start();
-    for (size_t k = 0; !batches || k < *batches; ++k) {
-      const auto next = loader.next(g);
-      if (next.status != Loader::Next::batch) break;
-      seen.insert(seen.end(), next.batch->samples.begin(), next.batch->samples.end());
-    }
-    const LoaderState s = loader.state();
-    if (r > 0) {
-      EXPECT_EQ(s.consumed, out.consumed) << "every rank stands at the same place";
-    }
-    out = s;
-  }
-  return seen;
+  return test::run_resumed_ranks(world, state, batches, out,
+                                 [&](uint32_t r) { return std::make_unique<Loader>(p.dataset, dataset_options(r, world, batch), mix); });
 }
 
 TEST(DatasetLoader, ElasticResumeEightFiveEightWithAMix) {

@@ -22,6 +22,7 @@
 #include "slip/pipelines.hpp"
 #include "slip/shuffle.hpp"
 #include "slip/source.hpp"
+#include "loader_ranks.hpp"
 #include "test_support.hpp"
 
 namespace slip {
@@ -163,23 +164,8 @@ TEST(Loader, ResumeMidEpochOnTheSameWorldSize) {
 // Ranks that each took `batches` batches of an epoch that started at `state`: what they saw.
 std::vector<uint64_t> run_ranks(const std::shared_ptr<const Cache>& cache, uint32_t world, size_t batch, const LoaderState& state,
                                 std::optional<size_t> batches, LoaderState& out) {
-  std::vector<uint64_t> seen;
-  for (uint32_t r = 0; r < world; ++r) {
-    Loader loader(cache, small_options(r, world, batch));
-    loader.load_state(state);
-    const uint64_t g = loader.start();
-    for (size_t k = 0; !batches || k < *batches; ++k) {
-      const auto next = loader.next(g);
-      if (next.status != Loader::Next::batch) break;
-      seen.insert(seen.end(), next.batch->samples.begin(), next.batch->samples.end());
-    }
-    const LoaderState s = loader.state();
-    if (r > 0) {
-      EXPECT_EQ(s.consumed, out.consumed) << "every rank stands at the same place";
-    }
-    out = s;
-  }
-  return seen;
+  return test::run_resumed_ranks(world, state, batches, out,
+                                 [&](uint32_t r) { return std::make_unique<Loader>(cache, small_options(r, world, batch)); });
 }
 
 TEST(Loader, ElasticResumeEightFiveEightLosesAndRepeatsNothing) {
