@@ -360,6 +360,8 @@ class Loader:
             a cache (``str`` or ``os.PathLike``), of a directory of caches or of ``slip convert
             --shard I/N`` parts, of a dataset list file (``.json`` or text), or a list of such
             paths.
+        cache: the former name of ``source`` (a cache or its path), for callers that pass it
+            by keyword; give one of the two.
         batch_size: samples per batch (the last batch may be smaller unless ``drop_last``).
         pipeline: ``"rrc"`` (RandomResizedCrop, decoding only the crop), ``"direct-rrc"``
             (RandomResizedCrop sampled over the whole image), ``"center"`` (resize to
@@ -432,9 +434,10 @@ class Loader:
 
     def __init__(
         self,
-        source: Union[Cache, Dataset, PathLike, Sequence[PathLike]],
+        source: Optional[Union[Cache, Dataset, PathLike, Sequence[PathLike]]] = None,
         batch_size: int = 256,
         *,
+        cache: Optional[Union[Cache, PathLike]] = None,
         pipeline: str = "rrc",
         size: Optional[int] = None,
         scale: Optional[Tuple[float, float]] = None,
@@ -464,6 +467,13 @@ class Loader:
         weights: Optional[Union[str, Sequence[Optional[Dict[str, float]]]]] = None,
         epoch_size: Optional[int] = None,
     ) -> None:
+        # `cache=`: the first parameter's name before datasets (keyword callers keep working).
+        if cache is not None:
+            if source is not None:
+                raise TypeError("Loader() takes source or cache, not both")
+            source = cache
+        if source is None:
+            raise TypeError("Loader() needs a source: a cache, a Dataset, a path or a list of paths")
         self._staged: List[Any] = []  # holds the node-local copies (slip stage) for as long as the Loader lives
         self._cache: Optional[Cache] = None
         self._dataset: Optional[Dataset] = None

@@ -35,8 +35,9 @@ def test_loader_signature_and_every_parameter_documented():
     for name in params:
         assert re.search(rf"^\s+{name}: \S", doc, re.M), f"{name} undocumented"
     # the stub of the compiled constructor lists the same parameters (but stage_dir: the wrapper
-    # stages the cache, _core.stage, before the compiled Loader opens the staged copy)
-    assert set(params) - {"stage_dir"} == set(stub_functions()["Loader"]["__init__"]) - {"self"}
+    # stages the cache, _core.stage, before the compiled Loader opens the staged copy; cache:
+    # the wrapper's alias of source)
+    assert set(params) - {"stage_dir", "cache"} == set(stub_functions()["Loader"]["__init__"]) - {"self"}
     for cls in (slipcache.Cache, slipcache.Dataset, slipcache.Loader):
         for name, member in vars(cls).items():
             if not name.startswith("_"):

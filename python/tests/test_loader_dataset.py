@@ -178,3 +178,13 @@ def test_a_changed_part_in_a_list_is_refused(sample_parts, tmp_path):
     with pytest.raises(slipcache.Error, match="changed since the list was written") as e:
         slipcache.Loader(str(listed))
     assert e.value.code == 3 and e.value.path == copies[1]
+
+
+def test_the_first_parameters_old_name_still_works(sample_cache):
+    """`Loader(cache=...)` (its name before datasets) is `Loader(source)`; both or neither: TypeError."""
+    assert slipcache.Loader(cache=sample_cache, batch_size=8, seed=3).order() == \
+        slipcache.Loader(sample_cache, batch_size=8, seed=3).order()
+    with pytest.raises(TypeError, match="not both"):
+        slipcache.Loader(sample_cache, cache=sample_cache)
+    with pytest.raises(TypeError, match="needs a source"):
+        slipcache.Loader()
