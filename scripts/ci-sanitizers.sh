@@ -51,7 +51,7 @@ echo "== TSan: thread pool, parallel convert, verify and the decode engine"
 cmake --preset tsan >/dev/null
 build build-tsan -j "$jobs" --target slip_unit_tests
 TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/slip_unit_tests \
-  --gtest_filter='ParallelFor*:Runtime*:PyFixture*:CorpusSubset*:Feistel.RankSlices*:DecodeEngine.OneAndTwoThreads*:ReadAhead*:FileWriter*:WorkerPool*:LibraryLog*:Loader.*:Stage.SixConcurrent*'
+  --gtest_filter='ParallelFor*:Runtime*:PyFixture*:CorpusSubset*:Feistel.RankSlices*:DecodeEngine.OneAndTwoThreads*:ReadAhead*:FileWriter*:WorkerPool*:LibraryLog*:Loader.*:DatasetLoader.*:Stage.SixConcurrent*'
 
 echo "== libFuzzer: ${fuzz_seconds}s per target"
 FUZZ_SEED=1 FUZZ_BUILD=build-asan scripts/fuzz.sh "$fuzz_seconds"
