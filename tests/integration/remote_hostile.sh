@@ -47,7 +47,7 @@ pass "S3 listing with cycling continuation tokens: refused"
 # 3b. A listing that repeats one page of keys under ever new tokens: refused on the second page
 #     (keys come in order), not after --max-list-keys of repeats (10,001 requests before).
 : > "$WORK/main.log"
-expect_status 3 timeout 30 "$SLIP" convert "s3://repeat-bucket/shards/" "${common[@]}"
+expect_status 3 timeout 300 "$SLIP" convert "s3://repeat-bucket/shards/" "${common[@]}"
 grep -q 'key "shards/a.tar" on page 2 is not after "shards/c.tar"' "$WORK/err" || { cat "$WORK/err"; fail "repeated listing page not detected"; }
 lists=$(grep -c 'list-type' "$WORK/main.log" || true)
 [ "$lists" -eq 2 ] || fail "a repeated listing page took $lists list requests (expected 2)"

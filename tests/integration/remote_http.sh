@@ -205,7 +205,7 @@ pass "a remote dry run fetches nothing and redacts the URI"
 port5=$(free_port)
 : > "$WORK/http.log"
 start_http "$port5" --stall-after 300000
-remote=$("$SLIP" convert "http://127.0.0.1:$port5/shards/shard-000000.tar" --layout imagefolder --stall-timeout 1 --retries 2 \
+remote=$("$SLIP" convert "http://127.0.0.1:$port5/shards/shard-000000.tar" --layout imagefolder --stall-timeout 1 --retries 5 \
   --retry-delay 0.05 -o "$WORK/stall" 2> "$WORK/stall.err") || { cat "$WORK/stall.err"; fail "convert did not get through the stalls"; }
 same_cache "$remote" "$("$SLIP" convert "$www/shards/shard-000000.tar" --layout imagefolder -o "$WORK/local" -q)"
 grep -q "stalled transfer" "$WORK/stall.err" || { cat "$WORK/stall.err"; fail "the stalls were not reported"; }
