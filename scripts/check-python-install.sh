@@ -39,7 +39,7 @@ snapshot "$VENV" >"$WORK/before"
 site=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_path("platlib"))')
 core=$(ls "$site"/slipcache/_core*.so)
 if ldd "$core" | grep -q slipstream; then echo "the wheel's module links a libslipstream.so" >&2; exit 1; fi
-for f in __init__.py _core.pyi py.typed; do [ -f "$site/slipcache/$f" ] || { echo "no slipcache/$f installed" >&2; exit 1; }; done
+for f in __init__.py _args.py _core.pyi py.typed; do [ -f "$site/slipcache/$f" ] || { echo "no slipcache/$f installed" >&2; exit 1; }; done
 (cd /tmp && SLIP="$SLIP_BIN" SLIP_SHARED_DIR="$SHARED" SLIP_SOURCE_DIR="$ROOT" SLIPCACHE_EXPECT_PREFIX="$VENV" \
   "$VENV/bin/python" -m pytest -q -p no:cacheprovider "$ROOT/python/tests")
 "$VENV/bin/python" -m pip uninstall -y --disable-pip-version-check slip-cache

@@ -1,41 +1,27 @@
-// convert(): source -> cache. Samples are read in order, prepared in parallel (format
-// sniffing, SOF parsing, transcoding, checksums), placed in order and written in parallel, and
-// their records appended in order by one writer.
+// convert(): source -> cache. The content id, name and place of the cache, the reuse of a
+// complete one, then the pipeline (convert_pipeline.cpp) into a staging directory, published
+// with its manifest.
 #include "slip/convert.hpp"
-
-#include <signal.h>
-#include <sys/types.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
-#include <ctime>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "format/cache_writer.hpp"
 #include "format/layout.hpp"
 #include "format/manifest_io.hpp"
 #include "format/staging.hpp"
+#include "convert/convert_pipeline.hpp"
 #include "convert/manifest_build.hpp"
-#include "image/jpeg_restarts.hpp"
-#include <limits>
-#include <exception>
-#include <atomic>
-#include <mutex>
-#include <thread>
 #include "slip/error.hpp"
 #include "slip/hash.hpp"
-#include "slip/image.hpp"
 #include "slip/runtime.hpp"
 #include "slip/remote.hpp"
-#include "slip/yuv420.hpp"
 #include "sources/listing_check.hpp"
 #include "util/untrusted.hpp"
 #include "util/file_io.hpp"
-#include "util/bounded_queue.hpp"
 #include "util/cancel.hpp"
-#include "util/worker_pool.hpp"
 #include "util/log.hpp"
 
 namespace slip {
@@ -104,184 +90,6 @@ std::string cache_dir_name(const std::string& name, const std::string& id) {
 
 namespace {
 
-// What preparing one sample produced.
-struct Prepared {
-  std::vector<uint64_t> sums;
-  std::vector<uint64_t> offsets;  // where each payload field's bytes go in its .bin (CacheWriter::place)
-  std::optional<std::string> problem;
-  std::string problem_field;
-  // (field, reason): each transcoded field with its own reason (a sample may hold a CMYK
-  // JPEG in one field and raw pixels in another).
-  std::vector<std::pair<std::string, std::string>> transcoded;
-};
-
-// Non-JPEG pixels kept loadable: re-encoded as an RGB JPEG, quality 100.
-void store_as_jpeg(Value& v, const RgbImage& rgb) {
-  const std::vector<std::byte> jpeg = encode_rgb_jpeg(rgb, 100);
-  v.bytes.assign(jpeg.begin(), jpeg.end());
-  v.width = rgb.width;
-  v.height = rgb.height;
-  v.raw_channels = 0;
-  v.raw_description.clear();
-}
-
-// YUV420 storage: decode (or take the raw pixels), convert exactly as docs/FORMAT.md#yuv420-conversion.
-void store_as_yuv420(Value& v, const RgbImage& rgb) {
-  const Yuv420Image yuv = rgb_to_yuv420(rgb);
-  v.bytes.assign(yuv.planes.begin(), yuv.planes.end());
-  v.width = yuv.width;
-  v.height = yuv.height;
-  v.raw_channels = 0;
-  v.raw_description.clear();
-}
-
-// --jpeg-restarts: the stored JPEG re-encoded with restart markers, when libjpeg takes it cleanly.
-void add_restarts(Value& v) {
-  if (std::optional<std::vector<std::byte>> reencoded = detail::reencode_with_restarts(v.bytes))
-    v.bytes.assign(reencoded->begin(), reencoded->end());
-}
-
-// THE way pixels that were not a JPEG (PNG, CMYK, raw pixels) are stored: as the cache's image
-// format asks, and always with a `transcoded` ledger entry saying what the source was and what
-// became of it (docs/FORMAT.md#ledger: every sample not stored as it came). No path may store
-// them without the entry: a YUV420 conversion once returned before adding it.
-// `raw`: the source gave pixels (FFCV raw, LitData pil), not an encoded file.
-void store_pixels(Value& v, const RgbImage& rgb, bool to_yuv420, bool restarts, bool raw, const std::string& what, Prepared& out,
-                  const std::string& field) {
-  if (to_yuv420) {
-    store_as_yuv420(v, rgb);
-    out.transcoded.emplace_back(field, what + (raw ? " converted to YUV420" : " decoded to RGB and stored as YUV420"));
-    return;
-  }
-  store_as_jpeg(v, rgb);
-  if (restarts) add_restarts(v);
-  out.transcoded.emplace_back(field, what + (raw ? " encoded as RGB JPEG q100" : " re-encoded as RGB JPEG q100"));
-}
-
-void prepare_image(Value& v, NonJpegPolicy policy, bool to_yuv420, bool restarts, uint64_t max_pixels, Prepared& out,
-                   const std::string& field) {
-  auto problem = [&](std::string why) {
-    out.problem = std::move(why);
-    out.problem_field = field;
-  };
-  if (v.raw_channels != 0) {
-    // Raw pixels from the source (FFCV raw mode, LitData pil): there is nothing to keep
-    // verbatim that a JPEG loader could read, so keep and transcode both encode.
-    if (policy == NonJpegPolicy::fail) return problem("raw-pixel image and --non-jpeg fail");
-    const uint64_t c = v.raw_channels;
-    if ((c != 1 && c != 3 && c != 4) || v.width == 0 || v.height == 0 || v.bytes.size() != uint64_t{v.width} * v.height * c)
-      return problem("raw-pixel image of " + std::to_string(v.bytes.size()) + " bytes does not match " + std::to_string(v.width) + "x" +
-                     std::to_string(v.height) + "x" + std::to_string(c));
-    RgbImage rgb;
-    rgb.width = v.width;
-    rgb.height = v.height;
-    rgb.pixels.resize(uint64_t{v.width} * v.height * 3);
-    const auto* src = reinterpret_cast<const uint8_t*>(v.bytes.data());
-    for (uint64_t i = 0, n = uint64_t{v.width} * v.height; i < n; ++i)
-      for (uint64_t k = 0; k < 3; ++k) rgb.pixels[i * 3 + k] = src[i * c + (c == 1 ? 0 : k)];
-    // The source's own description (a pil mode, FFCV raw) says what the pixels were before it
-    // made them 1, 3 or 4 channels; `c` alone would hide a CMYK or RGBX source.
-    const std::string what = !v.raw_description.empty() ? v.raw_description
-                             : c == 1                   ? "raw 1-channel (grey) pixels"
-                             : c == 3                   ? "raw 3-channel (RGB) pixels"
-                                                        : "raw 4-channel (RGBA, alpha dropped) pixels";
-    return store_pixels(v, rgb, to_yuv420, restarts, true, what, out, field);
-  }
-  if (v.bytes.empty()) return problem("empty image (0 bytes)");
-  const ImageFormat format = sniff_image_format(v.bytes);
-  std::string why_not_jpeg;
-  if (format == ImageFormat::jpeg) {
-    JpegHeader h;
-    if (!parse_jpeg_header(v.bytes, h)) return problem("not a valid JPEG: no frame header (SOF) found");
-    if (h.width == 0 || h.height == 0) return problem("JPEG frame header gives a zero dimension");
-    if (uint64_t{h.width} * h.height > max_pixels)
-      return problem("image of " + std::to_string(h.width) + "x" + std::to_string(h.height) + " pixels exceeds --max-image-pixels " +
-                     std::to_string(max_pixels) + " (decompression bomb?)");
-    if (!jpeg_has_eoi_after(v.bytes, h.sof_offset)) return problem("truncated JPEG: no end-of-image marker after the frame");
-    if (v.height != 0 && (v.height != h.height || v.width != h.width))
-      return problem("source says " + std::to_string(v.width) + "x" + std::to_string(v.height) + " but the JPEG is " +
-                     std::to_string(h.width) + "x" + std::to_string(h.height));
-    // A CMYK JPEG is converted below like any non-JPEG source (with its ledger entry), also
-    // into YUV420. Other JPEGs becoming YUV420 is the cache's declared format (image_format,
-    // slip.options): recorded once, not per sample.
-    if (to_yuv420 && h.components != 4) {
-      try {
-        return store_as_yuv420(v, decode_to_rgb(v.bytes));
-      } catch (const Error& e) {
-        if (e.code() != Errc::bad_input) throw;  // an I/O error or an interruption is not the sample's fault
-        return problem("JPEG that does not decode: " + e.message());
-      }
-    }
-    if (h.components != 4) {
-      v.width = h.width;
-      v.height = h.height;
-      if (restarts) add_restarts(v);
-      return;
-    }
-    why_not_jpeg = "CMYK JPEG (TurboJPEG cannot decode it to RGB)";
-  } else if (format == ImageFormat::unknown) {
-    return problem("not an image (unrecognised leading bytes)");
-  } else {
-    why_not_jpeg = std::string(image_format_name(format)) + " image";
-  }
-  if (to_yuv420) policy = NonJpegPolicy::transcode;  // pixels are stored whatever the source format
-  switch (policy) {
-    case NonJpegPolicy::fail:
-      return problem(why_not_jpeg + " and --non-jpeg fail");
-    case NonJpegPolicy::keep: {
-      const ImageSize size = probe_image_size(v.bytes);
-      v.width = size.width;
-      v.height = size.height;
-      return;
-    }
-    case NonJpegPolicy::transcode: {
-      // Every format's header (GIF, BMP and PNM too), before a decoder allocates for it.
-      if (const ImageSize size = declared_image_size(v.bytes); uint64_t{size.width} * size.height > max_pixels)
-        return problem("image of " + std::to_string(size.width) + "x" + std::to_string(size.height) +
-                       " pixels exceeds --max-image-pixels " + std::to_string(max_pixels) + " (decompression bomb?)");
-      try {
-        store_pixels(v, decode_to_rgb(v.bytes), to_yuv420, restarts, false, why_not_jpeg, out, field);
-      } catch (const Error& e) {
-        if (e.code() != Errc::bad_input) throw;
-        return problem(why_not_jpeg + " that does not decode: " + e.message());
-      }
-      return;
-    }
-  }
-}
-
-void prepare(Sample& s, const Schema& schema, NonJpegPolicy policy, bool restarts, uint64_t max_pixels, Prepared& out) {
-  // An image field's stored format travels in its FieldSpec (set by convert()).
-  out = Prepared{};
-  out.sums.assign(schema.fields.size(), 0);
-  if (s.skip) return;
-  if (s.problem) {
-    out.problem = s.problem;
-    return;
-  }
-  for (size_t f = 0; f < schema.fields.size(); ++f) {
-    Value& v = s.values[f];
-    const FieldSpec& spec = schema.fields[f];
-    if (v.missing) {
-      out.problem = "no value for field \"" + spec.name + "\"";
-      out.problem_field = spec.name;
-      return;
-    }
-    if (spec.type == FieldType::image) {
-      prepare_image(v, policy, spec.image_format == "yuv420", restarts, max_pixels, out, spec.name);
-      if (out.problem) return;
-    }
-    // A str field must read back as text in numpy and the Python loader (UTF-8 decode).
-    if (spec.type == FieldType::str &&
-        !detail::is_valid_utf8(std::string_view(reinterpret_cast<const char*>(v.bytes.data()), v.bytes.size()))) {
-      out.problem = "field \"" + spec.name + "\" is not valid UTF-8 text (keep such values as bytes: --field EXT=bytes)";
-      out.problem_field = spec.name;
-      return;
-    }
-    if (is_payload_type(spec.type)) out.sums[f] = xxh3_64(v.bytes);
-  }
-}
-
 // The default name comes from the source (a directory or file name: untrusted bytes). It is
 // made a safe, single-line file name: control characters, invalid UTF-8 and separators
 // become '_', leading dots go, and it is cut to 100 bytes at a character boundary, so the
@@ -335,225 +143,6 @@ fs::path planned_cache_path(const Source& source, const ConvertOptions& options)
 }
 
 namespace {
-
-// The conversion pipeline: a reader thread pulls samples from the source (which itself keeps
-// --io-depth reads in flight) into batches; the calling thread prepares each batch on the
-// worker threads (parse, checksum, transcode), places its payloads in sample order and has the
-// workers write them in place; a writer thread appends the records in sample order.
-// The three stages overlap, connected by bounded queues. The sample bytes held by all stages
-// together (read ahead, being prepared, waiting for and being written) stay under
-// options.max_bytes_in_flight plus one sample: the reader waits for room before reading, and
-// ends its batch early when the budget is spent, so one sample larger than the budget still goes
-// through, alone. Memory does not depend on image sizes; the output not on the thread count.
-struct Batch {
-  std::vector<Sample> samples;
-  std::vector<Prepared> prepared;
-  size_t count = 0;
-  uint64_t bytes = 0;  // sample bytes held, released to the budget once written
-};
-
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
-
-// The three stages of run_pipeline() and what they share.
-struct ConvertPipeline {
-  Source& source;
-  const Schema& schema;
-  const ConvertOptions& options;
-  unsigned threads;
-  bool parallel;
-  uint64_t remaining;
-  detail::CacheWriter& writer;
-  ConvertResult& result;
-  const size_t batch_size = std::max<size_t>(64, threads * 32);
-  const uint64_t batch_bytes_limit = std::max<uint64_t>(options.max_bytes_in_flight / 4, 1);
-  detail::BoundedQueue<Batch> read_queue{2}, write_queue{1}, free_batches{8};
-  detail::ByteBudget budget{std::max<uint64_t>(options.max_bytes_in_flight, 1)};
-  std::exception_ptr error;
-  std::mutex error_mutex;
-  const std::atomic<bool>* cancel = detail::current_cancel_flag();
-  ProgressUpdate progress;
-
-  ConvertPipeline(Source& source_, const Schema& schema_, const ConvertOptions& options_, unsigned threads_, bool parallel_,
-                  uint64_t remaining_, detail::CacheWriter& writer_, ConvertResult& result_)
-      : source(source_),
-        schema(schema_),
-        options(options_),
-        threads(threads_),
-        parallel(parallel_),
-        remaining(remaining_),
-        writer(writer_),
-        result(result_) {}
-
-  void fail(std::exception_ptr e) {
-    {
-      std::lock_guard lock(error_mutex);
-      if (!error) error = std::move(e);
-    }
-    read_queue.abort();
-    write_queue.abort();
-    free_batches.abort();
-    budget.abort();
-  }
-
-  // The reader thread: samples from the source into batches, within the byte budget.
-  void read_stage() {
-    const detail::CancelScope scope(cancel);
-    try {
-      bool more = true;
-      while (more) {
-        throw_if_interrupted();
-        Batch batch = free_batches.try_pop().value_or(Batch{});
-        batch.samples.resize(batch_size);
-        batch.prepared.resize(batch_size);
-        batch.count = 0;
-        batch.bytes = 0;
-        if (!budget.wait_for_room()) return;
-        const auto t = std::chrono::steady_clock::now();
-        while (batch.count < batch_size && remaining > 0 && batch.bytes < batch_bytes_limit && !(batch.count > 0 && budget.full()) &&
-               (more = source.next(batch.samples[batch.count]))) {
-          uint64_t bytes = 0;
-          for (const Value& v : batch.samples[batch.count].values) bytes += v.bytes.size();
-          batch.bytes += bytes;
-          budget.add(bytes);
-          ++batch.count;
-          --remaining;
-        }
-        result.stage_seconds.read += seconds_since(t);
-        if (remaining == 0) more = false;
-        if (batch.count > 0 && !read_queue.push(std::move(batch))) return;
-      }
-      read_queue.close();
-    } catch (...) {
-      fail(std::current_exception());
-    }
-  }
-
-  // One prepared batch's records (and, not in parallel mode, payloads) appended in sample order,
-  // with the ledger and counts.
-  void append_batch(Batch& batch) {
-    for (size_t i = 0; i < batch.count; ++i) {
-      Sample& s = batch.samples[i];
-      Prepared& p = batch.prepared[i];
-      ++result.source_samples;
-      if (s.skip) {
-        result.ledger.push_back({s.source_index, std::nullopt, s.origin, "", "skipped", *s.skip});
-        ++result.skipped;
-        continue;
-      }
-      if (p.problem) {  // (in parallel mode the placing thread has thrown already)
-        if (options.on_error == OnError::fail) throw Error(Errc::bad_input, *p.problem).with_path(s.origin).with_sample(s.source_index);
-        result.ledger.push_back({s.source_index, std::nullopt, s.origin, p.problem_field, "skipped", *p.problem});
-        ++result.skipped;
-        continue;
-      }
-      for (const auto& [field, why] : s.filled) result.ledger.push_back({s.source_index, writer.count(), s.origin, field, "filled", why});
-      // The ledger has an entry per transcoded field; the count is of samples (as written
-      // and skipped are), so "N samples written, M transcoded" never has M > N.
-      for (const auto& [field, why] : p.transcoded)
-        result.ledger.push_back({s.source_index, writer.count(), s.origin, field, "transcoded", why});
-      if (!p.transcoded.empty()) ++result.transcoded;
-      if (parallel)
-        writer.append(s.values, p.sums, p.offsets);
-      else
-        writer.append_borrowing(s.values, p.sums);
-    }
-  }
-
-  // The writer thread: batches appended in order, their buffers then handed back to the reader.
-  void write_stage() {
-    const detail::CancelScope scope(cancel);
-    try {
-      while (auto batch = write_queue.pop()) {
-        throw_if_interrupted();
-        const auto t = std::chrono::steady_clock::now();
-        append_batch(*batch);
-        if (!parallel) writer.release_borrowed();  // before the batch's bytes are released
-        result.stage_seconds.write += seconds_since(t);
-        progress.done = result.source_samples;
-        progress.bytes = writer.payload_bytes();
-        if (options.progress) options.progress(progress);
-        // The batch's buffers are reused by the reader; their sample bytes are released now.
-        for (size_t i = 0; i < batch->count; ++i) {
-          for (Value& v : batch->samples[i].values) Bytes().swap(v.bytes);
-          batch->prepared[i] = Prepared{};
-        }
-        budget.release(batch->bytes);
-        free_batches.push(std::move(*batch));
-      }
-    } catch (...) {
-      fail(std::current_exception());
-    }
-  }
-
-  // Parallel mode: payloads are placed here, in sample order (the sizes are known once
-  // prepared), and each worker copies the bytes of its samples into place itself, so no one
-  // thread copies them all; with -j 1, this thread writes them, in order. The writer thread
-  // appends the records.
-  void place_and_write(Batch& batch, detail::WorkerPool& pool) {
-    for (size_t i = 0; i < batch.count; ++i) {
-      Sample& s = batch.samples[i];
-      Prepared& p = batch.prepared[i];
-      if (s.skip) continue;
-      if (p.problem) {
-        if (options.on_error == OnError::fail) throw Error(Errc::bad_input, *p.problem).with_path(s.origin).with_sample(s.source_index);
-        continue;
-      }
-      p.offsets.assign(schema.fields.size(), 0);
-      writer.place(s.values, p.offsets);
-    }
-    if (const size_t steps = writer.open_window()) pool.run(steps, [&](unsigned, size_t k) { writer.populate(k); });
-    pool.run(batch.count, [&](unsigned, size_t i) {
-      if (!batch.prepared[i].offsets.empty()) writer.write_placed(batch.samples[i].values, batch.prepared[i].offsets);
-    });
-    writer.close_window();
-  }
-
-  // The calling thread: each batch prepared on the workers (parse, checksum, transcode).
-  // Returns the seconds spent placing and writing payloads (parallel mode).
-  double prepare_stage() {
-    double write_seconds = 0;  // the placing and parallel writing of the payloads, on this thread's pool
-    try {
-      // One pool for the whole run: parallel_for would start and join its threads per batch.
-      detail::WorkerPool pool(threads);
-      while (auto batch = read_queue.pop()) {
-        throw_if_interrupted();
-        auto t = std::chrono::steady_clock::now();
-        pool.run(batch->count, [&](unsigned, size_t i) {
-          const detail::CancelScope scope(cancel);
-          prepare(batch->samples[i], schema, options.non_jpeg, options.jpeg_restarts, options.max_image_pixels, batch->prepared[i]);
-        });
-        result.stage_seconds.prepare += seconds_since(t);
-        if (!parallel) {
-          if (!write_queue.push(std::move(*batch))) break;
-          continue;
-        }
-        t = std::chrono::steady_clock::now();
-        place_and_write(*batch, pool);
-        write_seconds += seconds_since(t);
-        if (!write_queue.push(std::move(*batch))) break;
-      }
-      write_queue.close();
-    } catch (...) {
-      fail(std::current_exception());
-    }
-    return write_seconds;
-  }
-};
-
-void run_pipeline(Source& source, const Schema& schema, const ConvertOptions& options, unsigned threads, bool parallel, uint64_t remaining,
-                  detail::CacheWriter& writer, ConvertResult& result) {
-  ConvertPipeline p(source, schema, options, threads, parallel, remaining, writer, result);
-  p.progress.total = remaining == std::numeric_limits<uint64_t>::max() ? source.size() : std::optional<uint64_t>(remaining);
-  std::thread reader([&p] { p.read_stage(); });
-  std::thread writer_thread([&p] { p.write_stage(); });
-  const double write_seconds = p.prepare_stage();
-  reader.join();
-  writer_thread.join();
-  result.stage_seconds.write += write_seconds;
-  if (p.error) std::rethrow_exception(p.error);
-}
 
 // Reuses the cache at `dir` when it is complete (detail::reuse_problem: manifest checksum, file
 // sizes, the tables' checksums; not the payloads), filling `result` with what it holds. A cache
@@ -690,7 +279,7 @@ ConvertResult convert(Source& source, const ConvertOptions& options) {
   const bool parallel = options.parallel_writes && threads >= kParallelWriteThreads;
   result.parallel_writes = parallel;
   detail::CacheWriter writer(tmp, schema, parallel);
-  run_pipeline(source, schema, options, threads, parallel, remaining, writer, result);
+  detail::run_convert_pipeline(source, schema, options, threads, parallel, remaining, writer, result);
   throw_if_interrupted();
   result.written = writer.count();
   if (result.written == 0 && !options.allow_empty && !part)
