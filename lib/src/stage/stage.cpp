@@ -267,6 +267,9 @@ StagedCache stage(const fs::path& source, const StageOptions& options) {
   const std::string name = absolute.filename().string();
   if (name.empty()) throw Error(Errc::usage, "cannot stage the root directory").with_path(src.string());
   const fs::path& dir = options.dir;
+  // A stage directory in a cache (the source's own, `--to CACHE/stage`) would put lock files and
+  // copies into that cache, which `verify` then fails.
+  check_output_outside_caches(dir, "the stage directory");
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw_errno("cannot create the stage directory", dir.string(), ec.value());
