@@ -343,6 +343,42 @@ TEST(Dataset, JsonListShapes) {
   }
 }
 
+// A list's mix is the list's: one `slip order` cannot run is bad input naming the list when it is
+// read (before: accepted, then a usage error (exit 2) naming no file from the command that mixed,
+// while `subset` and `bench` took the list).
+TEST(Dataset, ListMixIsCheckedWhenTheListIsRead) {
+  slip::test::TempDir tmp;
+  write_tiny_cache(tmp.path() / "a", 3, 0, hex_id(1));
+  write_tiny_cache(tmp.path() / "b", 4, 0, hex_id(2));
+  const std::vector<std::pair<std::string, std::string>> bad{
+      {R"([{"path": "a", "choose": 1.5}, "b"])", "entry 0: \"choose\" is not a whole number of samples"},
+      {R"({"epoch_size": 0, "caches": ["a", "b"]})", "the mix selects no samples"},
+      {R"({"epoch_size": 4611686018427387905, "caches": ["a", "b"]})", "epoch_size over 2^62 samples"},
+      {R"([{"path": "a", "proportion": 1}, {"path": "b", "repeat": 2}])", "proportion (relative) cannot be combined"},
+      {R"([{"path": "a", "proportion": 1}, "b"])", "cache 1 has no proportion"},
+      {R"({"epoch_size": 5, "caches": [{"path": "a", "repeat": 1}, "b"]})", "epoch_size applies to proportions"},
+      {R"([{"path": "a", "proportion": 0}, {"path": "b", "proportion": 0}])", "the proportions are all 0"},
+      {R"([{"path": "a", "choose": 4611686018427387904}, "b"])", "more than 2^62 samples"},
+  };
+  for (const auto& [text, want] : bad) {
+    std::ofstream(tmp.path() / "bad.json", std::ios::trunc) << text;
+    try {
+      (void)Dataset::open(tmp.path() / "bad.json");
+      ADD_FAILURE() << text << ": opened";
+    } catch (const slip::Error& e) {
+      EXPECT_EQ(e.code(), slip::Errc::bad_input) << text << ": " << e.describe();
+      EXPECT_EQ(e.path(), (tmp.path() / "bad.json").string()) << text << ": " << e.describe();
+      EXPECT_NE(e.describe().find(want), std::string::npos) << text << ": " << e.describe();
+    }
+  }
+  // A list whose mix runs, and a text list (which has no weights), open as before.
+  std::ofstream(tmp.path() / "ok.json")
+      << R"({"epoch_size": 5, "caches": [{"path": "a", "proportion": 1}, {"path": "b", "proportion": 3}]})";
+  EXPECT_EQ(Dataset::open(tmp.path() / "ok.json").epoch_size(), 5u);
+  std::ofstream(tmp.path() / "ok2.json") << R"([{"path": "a", "choose": 7}, {"path": "b"}])";
+  EXPECT_EQ(Dataset::open(tmp.path() / "ok2.json").weights().size(), 2u);
+}
+
 // JSON strings are UTF-8: a cache in a Latin-1 directory cannot be named by a JSON list.
 TEST(Dataset, ListJsonRefusesAPathThatIsNotUtf8) {
   slip::test::TempDir tmp;

@@ -268,6 +268,7 @@ class DatasetJsonList final : public nlohmann::json_sax<nlohmann::json> {
         if (item.weight.kind != WeightKind::none && item.weight.kind != wk)
           throw bad(where() + "at most one of proportion, repeat and choose");
         if (kind != Scalar::number || !(v >= 0) || !std::isfinite(v)) throw bad(where() + "\"" + key_ + "\" is not a number >= 0");
+        if (wk == WeightKind::choose && v != std::floor(v)) throw bad(where() + "\"choose\" is not a whole number of samples");
         item.weight = {wk, v};
       }
     }
@@ -470,6 +471,18 @@ DatasetInputs dataset_expand_inputs(std::span<const fs::path> inputs) {
   return out;
 }
 
+// The mix a JSON list gives must be one `slip order` can run (proportions with repeat/choose,
+// epoch_size with repeat/choose, an empty epoch, over 2^62 samples): bad input naming the list
+// when it is read (exit 3), not a usage error of the command that later mixes (exit 2, no file).
+void dataset_check_list_mix(const Dataset& d, const std::string& list) {
+  try {
+    (void)samples_per_cache(d.sizes(), d.weights(), d.epoch_size());
+  } catch (const Error& e) {
+    if (e.code() != Errc::usage) throw;
+    throw Error(Errc::bad_input, "dataset list: its weights and epoch_size: " + e.message()).with_path(list);
+  }
+}
+
 }  // namespace
 
 std::vector<fs::path> Dataset::cache_paths(std::span<const fs::path> inputs) {
@@ -535,6 +548,7 @@ Dataset Dataset::open(std::span<const fs::path> inputs) {
   if (!from_json || std::all_of(m.weights.begin(), m.weights.end(), [](const StreamWeight& w) { return w.kind == WeightKind::none; }))
     m.weights.clear();
   m.epoch_size = epoch_size;
+  if (!m.weights.empty() || m.epoch_size) dataset_check_list_mix(d, items.front().origin);
   return d;
 }
 
