@@ -137,6 +137,40 @@ TEST(Dataset, DirectoryOfCachesAndJobArrayParts) {
   EXPECT_NE(error_of([&] { Dataset::open(tmp.path()); }).find("both the merged cache"), std::string::npos);
 }
 
+// A work directory's parts are one conversion's, each in the slot its name claims: a part of
+// another source's conversion, or a renamed one, was read as the rest of the dataset (order,
+// info, verify and the Loader, silently; `slip merge` refused the directory).
+TEST(Dataset, WorkDirectoryPartsAreOneConversionsInTheirSlots) {
+  slip::test::TempDir tmp;
+  const fs::path work = tmp.path() / "w-12345678.parts";
+  auto part = [&](const std::string& name, int i, int n, int whole, int id) {
+    write_tiny_cache(
+        work / name, 5, 0, hex_id(id), "int",
+        "{\"index\": " + std::to_string(i) + ", \"count\": " + std::to_string(n) + ", \"whole_content_id\": \"" + hex_id(whole) + "\"}");
+  };
+  part("part-00000-of-00002.slipstream", 0, 2, 99, 100);
+  part("part-00001-of-00002.slipstream", 1, 2, 98, 101);  // another conversion's part 1
+  const std::string mixed = error_of([&] { Dataset::open(work); });
+  EXPECT_NE(mixed.find("part-00001-of-00002.slipstream: a part of another conversion (whole content id " + hex_id(98) + ") than "),
+            std::string::npos)
+      << mixed;
+  fs::remove_all(work / "part-00001-of-00002.slipstream");
+  part("part-00001-of-00002.slipstream", 0, 4, 99, 101);  // part 0 of 4, renamed
+  const std::string renamed = error_of([&] { Dataset::open(work); });
+  EXPECT_NE(renamed.find("its manifest records part 0 of 4, not part 1 of 2 as its name says"), std::string::npos) << renamed;
+  fs::remove_all(work / "part-00001-of-00002.slipstream");
+  write_tiny_cache(work / "part-00001-of-00002.slipstream", 5, 0, hex_id(101));  // no part record
+  const std::string plain = error_of([&] { Dataset::open(work); });
+  EXPECT_NE(plain.find("named as part 1 of 2 in " + work.string() + ", but its manifest records no part"), std::string::npos) << plain;
+  fs::remove_all(work / "part-00001-of-00002.slipstream");
+  part("part-00001-of-00002.slipstream", 1, 2, 99, 101);
+  EXPECT_EQ(Dataset::open(work).size(), 10u);
+  // Named one by one (or in a list), caches are whatever they are: no slot to confirm.
+  const std::vector<fs::path> named{work / "part-00000-of-00002.slipstream", tmp.path() / "other"};
+  write_tiny_cache(tmp.path() / "other", 3, 0, hex_id(7));
+  EXPECT_EQ(Dataset::open(named).size(), 8u);
+}
+
 TEST(Dataset, ChangedCacheInAListIsRefused) {
   slip::test::TempDir tmp;
   write_tiny_cache(tmp.path() / "a", 3, 0, hex_id(1));
