@@ -528,6 +528,22 @@ TEST(Mix, ResumeOnAnotherWorldSizeLosesAndRepeatsNothing) {
   EXPECT_EQ(RankPositions(L, L, 0, 4).size(), 0u);  // a finished epoch leaves nothing
 }
 
+// Positions consumed past the epoch's end are no resumption of it (`slip order --consumed 41`
+// of 40 samples printed nothing, exit 0); the end itself is an epoch done.
+TEST(Mix, ConsumedPastTheEpochIsRefused) {
+  EXPECT_EQ(RankPositions(40, 40, 0, 1).size(), 0u);
+  EXPECT_EQ(RankPositions(40, 39, 1, 2).size(), 1u);
+  for (const uint64_t consumed : {uint64_t{41}, ~uint64_t{0}}) {
+    const std::string e = error_of([&] { RankPositions(40, consumed, 0, 1); });
+    EXPECT_NE(e.find("consumed " + std::to_string(consumed) + " is past the epoch's 40 positions"), std::string::npos) << e;
+  }
+  MixSpec spec;
+  spec.sizes = {10, 30};
+  spec.weights = {{WeightKind::choose, 5}, {WeightKind::choose, 5}};
+  EXPECT_EQ(slip::RankOrder(spec, 10, 0, 3).size(), 0u);
+  EXPECT_THROW(slip::RankOrder(spec, 11, 0, 3), slip::Error);
+}
+
 TEST(Mix, CountsFollowRepeatChooseAndProportion) {
   const std::vector<uint64_t> sizes{10, 20, 30};
   using W = StreamWeight;
