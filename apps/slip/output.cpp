@@ -132,6 +132,7 @@ OutputFile::OutputFile(const std::string& path, bool binary) : path_(path) {
     file_ = stdout;
     return;
   }
+  check_output_outside_caches(path, "the output file");  // a file in a cache fails its verify
   // Never through a symbolic link (a planted one would redirect the output): open_for_writing.
   const int fd = open_output_file(path);
   file_ = ::fdopen(fd, binary ? "wb" : "w");

@@ -585,6 +585,8 @@ class Loader:
                     ": this state (without \"consumed\") is from an older slipcache whose ranks took contiguous slices; "
                     "resume with the same settings, or from a state taken at an epoch boundary")
         if batch >= batches:
+            if epoch == (1 << 64) - 1:  # its next epoch would be 2**64 (set_epoch's TypeError), or wrap to 0
+                raise _usage_error(f"the state completes epoch {epoch}, the last one: no epoch follows it")
             epoch, batch = epoch + 1, 0
         self.set_epoch(epoch, batch)
 

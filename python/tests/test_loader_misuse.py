@@ -285,3 +285,10 @@ def test_old_states_still_load_and_bad_states_are_named(sample_cache):
         ld.load_state_dict([1, 2])
     with pytest.raises(slipcache.Error, match="exceed"):
         ld.load_state_dict({"epoch": 1, "consumed": 41, "samples": 40, "seed": 2})
+    # A state completing the last epoch (2**64 - 1): no next epoch (before: epoch 0 again, or a
+    # TypeError from set_epoch naming pybind11's argument types).
+    last = (1 << 64) - 1
+    for state in ({"epoch": last, "consumed": 40, "samples": 40, "seed": 2}, {"epoch": last, "batch": len(ld)}):
+        with pytest.raises(slipcache.Error, match="completes epoch 18446744073709551615, the last one") as e:
+            ld.load_state_dict(state)
+        assert e.value.code == 2

@@ -137,6 +137,40 @@ TEST(Dataset, DirectoryOfCachesAndJobArrayParts) {
   EXPECT_NE(error_of([&] { Dataset::open(tmp.path()); }).find("both the merged cache"), std::string::npos);
 }
 
+// A work directory's parts are one conversion's, each in the slot its name claims: a part of
+// another source's conversion, or a renamed one, was read as the rest of the dataset (order,
+// info, verify and the Loader, silently; `slip merge` refused the directory).
+TEST(Dataset, WorkDirectoryPartsAreOneConversionsInTheirSlots) {
+  slip::test::TempDir tmp;
+  const fs::path work = tmp.path() / "w-12345678.parts";
+  auto part = [&](const std::string& name, int i, int n, int whole, int id) {
+    write_tiny_cache(
+        work / name, 5, 0, hex_id(id), "int",
+        "{\"index\": " + std::to_string(i) + ", \"count\": " + std::to_string(n) + ", \"whole_content_id\": \"" + hex_id(whole) + "\"}");
+  };
+  part("part-00000-of-00002.slipstream", 0, 2, 99, 100);
+  part("part-00001-of-00002.slipstream", 1, 2, 98, 101);  // another conversion's part 1
+  const std::string mixed = error_of([&] { Dataset::open(work); });
+  EXPECT_NE(mixed.find("part-00001-of-00002.slipstream: a part of another conversion (whole content id " + hex_id(98) + ") than "),
+            std::string::npos)
+      << mixed;
+  fs::remove_all(work / "part-00001-of-00002.slipstream");
+  part("part-00001-of-00002.slipstream", 0, 4, 99, 101);  // part 0 of 4, renamed
+  const std::string renamed = error_of([&] { Dataset::open(work); });
+  EXPECT_NE(renamed.find("its manifest records part 0 of 4, not part 1 of 2 as its name says"), std::string::npos) << renamed;
+  fs::remove_all(work / "part-00001-of-00002.slipstream");
+  write_tiny_cache(work / "part-00001-of-00002.slipstream", 5, 0, hex_id(101));  // no part record
+  const std::string plain = error_of([&] { Dataset::open(work); });
+  EXPECT_NE(plain.find("named as part 1 of 2 in " + work.string() + ", but its manifest records no part"), std::string::npos) << plain;
+  fs::remove_all(work / "part-00001-of-00002.slipstream");
+  part("part-00001-of-00002.slipstream", 1, 2, 99, 101);
+  EXPECT_EQ(Dataset::open(work).size(), 10u);
+  // Named one by one (or in a list), caches are whatever they are: no slot to confirm.
+  const std::vector<fs::path> named{work / "part-00000-of-00002.slipstream", tmp.path() / "other"};
+  write_tiny_cache(tmp.path() / "other", 3, 0, hex_id(7));
+  EXPECT_EQ(Dataset::open(named).size(), 8u);
+}
+
 TEST(Dataset, ChangedCacheInAListIsRefused) {
   slip::test::TempDir tmp;
   write_tiny_cache(tmp.path() / "a", 3, 0, hex_id(1));
@@ -343,6 +377,42 @@ TEST(Dataset, JsonListShapes) {
   }
 }
 
+// A list's mix is the list's: one `slip order` cannot run is bad input naming the list when it is
+// read (before: accepted, then a usage error (exit 2) naming no file from the command that mixed,
+// while `subset` and `bench` took the list).
+TEST(Dataset, ListMixIsCheckedWhenTheListIsRead) {
+  slip::test::TempDir tmp;
+  write_tiny_cache(tmp.path() / "a", 3, 0, hex_id(1));
+  write_tiny_cache(tmp.path() / "b", 4, 0, hex_id(2));
+  const std::vector<std::pair<std::string, std::string>> bad{
+      {R"([{"path": "a", "choose": 1.5}, "b"])", "entry 0: \"choose\" is not a whole number of samples"},
+      {R"({"epoch_size": 0, "caches": ["a", "b"]})", "the mix selects no samples"},
+      {R"({"epoch_size": 4611686018427387905, "caches": ["a", "b"]})", "epoch_size over 2^62 samples"},
+      {R"([{"path": "a", "proportion": 1}, {"path": "b", "repeat": 2}])", "proportion (relative) cannot be combined"},
+      {R"([{"path": "a", "proportion": 1}, "b"])", "cache 1 has no proportion"},
+      {R"({"epoch_size": 5, "caches": [{"path": "a", "repeat": 1}, "b"]})", "epoch_size applies to proportions"},
+      {R"([{"path": "a", "proportion": 0}, {"path": "b", "proportion": 0}])", "the proportions are all 0"},
+      {R"([{"path": "a", "choose": 4611686018427387904}, "b"])", "more than 2^62 samples"},
+  };
+  for (const auto& [text, want] : bad) {
+    std::ofstream(tmp.path() / "bad.json", std::ios::trunc) << text;
+    try {
+      (void)Dataset::open(tmp.path() / "bad.json");
+      ADD_FAILURE() << text << ": opened";
+    } catch (const slip::Error& e) {
+      EXPECT_EQ(e.code(), slip::Errc::bad_input) << text << ": " << e.describe();
+      EXPECT_EQ(e.path(), (tmp.path() / "bad.json").string()) << text << ": " << e.describe();
+      EXPECT_NE(e.describe().find(want), std::string::npos) << text << ": " << e.describe();
+    }
+  }
+  // A list whose mix runs, and a text list (which has no weights), open as before.
+  std::ofstream(tmp.path() / "ok.json")
+      << R"({"epoch_size": 5, "caches": [{"path": "a", "proportion": 1}, {"path": "b", "proportion": 3}]})";
+  EXPECT_EQ(Dataset::open(tmp.path() / "ok.json").epoch_size(), 5u);
+  std::ofstream(tmp.path() / "ok2.json") << R"([{"path": "a", "choose": 7}, {"path": "b"}])";
+  EXPECT_EQ(Dataset::open(tmp.path() / "ok2.json").weights().size(), 2u);
+}
+
 // JSON strings are UTF-8: a cache in a Latin-1 directory cannot be named by a JSON list.
 TEST(Dataset, ListJsonRefusesAPathThatIsNotUtf8) {
   slip::test::TempDir tmp;
@@ -456,6 +526,22 @@ TEST(Mix, ResumeOnAnotherWorldSizeLosesAndRepeatsNothing) {
   EXPECT_EQ(consumed, L);
   for (uint64_t p = 0; p < L; ++p) ASSERT_EQ(read[p], 1) << "position " << p;
   EXPECT_EQ(RankPositions(L, L, 0, 4).size(), 0u);  // a finished epoch leaves nothing
+}
+
+// Positions consumed past the epoch's end are no resumption of it (`slip order --consumed 41`
+// of 40 samples printed nothing, exit 0); the end itself is an epoch done.
+TEST(Mix, ConsumedPastTheEpochIsRefused) {
+  EXPECT_EQ(RankPositions(40, 40, 0, 1).size(), 0u);
+  EXPECT_EQ(RankPositions(40, 39, 1, 2).size(), 1u);
+  for (const uint64_t consumed : {uint64_t{41}, ~uint64_t{0}}) {
+    const std::string e = error_of([&] { RankPositions(40, consumed, 0, 1); });
+    EXPECT_NE(e.find("consumed " + std::to_string(consumed) + " is past the epoch's 40 positions"), std::string::npos) << e;
+  }
+  MixSpec spec;
+  spec.sizes = {10, 30};
+  spec.weights = {{WeightKind::choose, 5}, {WeightKind::choose, 5}};
+  EXPECT_EQ(slip::RankOrder(spec, 10, 0, 3).size(), 0u);
+  EXPECT_THROW(slip::RankOrder(spec, 11, 0, 3), slip::Error);
 }
 
 TEST(Mix, CountsFollowRepeatChooseAndProportion) {

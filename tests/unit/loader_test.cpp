@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -214,6 +215,30 @@ TEST(Loader, ElasticResumeRefusesAnotherOrder) {
   s.samples = cache->size();
   s.consumed = 41;
   EXPECT_THROW(loader.load_state(s), Error);
+}
+
+// A state completing epoch 2^64-1 has no next epoch: it wrapped to epoch 0 (repeating its order).
+TEST(Loader, AStateCompletingTheLastEpochIsRefused) {
+  const auto cache = sample_loader_cache();
+  Loader loader(cache, small_options());
+  LoaderState s;
+  s.seed = 7;
+  s.samples = s.consumed = cache->size();
+  s.epoch = std::numeric_limits<uint64_t>::max();
+  try {
+    loader.load_state(s);
+    ADD_FAILURE() << "loaded; next epoch " << loader.state().epoch;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::usage);
+    EXPECT_NE(e.describe().find("completes epoch 18446744073709551615, the last one"), std::string::npos) << e.describe();
+  }
+  s.epoch -= 1;
+  loader.load_state(s);
+  EXPECT_EQ(loader.state().epoch, std::numeric_limits<uint64_t>::max());
+  s.consumed = 5;  // mid-epoch: that epoch goes on
+  s.epoch += 1;
+  loader.load_state(s);
+  EXPECT_EQ(loader.state().consumed, 5u);
 }
 
 TEST(Loader, SkipsACorruptSampleAndRaisesWithoutSkipping) {

@@ -189,6 +189,40 @@ TEST_F(Stage, DamagedSourceIsRefusedAndNothingPublished) {
   }
 }
 
+TEST_F(Stage, FilesTheCacheDoesNotAccountForAreRefusedBeforeCopying) {
+  // A stray sparse file, and a table grown past its recorded size: both were copied whole (a
+  // 3 GB stray file: 32 s and 3 GB written) before the check of the copy refused them, and a
+  // budget evicted staged caches to make room for them.
+  const fs::path stray = copy_named("stray.slipstream");
+  { std::ofstream(stray / "notes.bin"); }
+  fs::resize_file(stray / "notes.bin", uint64_t{8} << 20);
+  const fs::path grown = copy_named("grown.slipstream");
+  fs::resize_file(grown / "image.bin", fs::file_size(grown / "image.bin") + (uint64_t{8} << 20));
+  for (const auto& [src, file, why] :
+       {std::tuple{stray, "notes.bin", "unknown file"}, std::tuple{grown, "image.bin", "differs from file_sizes"}}) {
+    StageOptions o = options();
+    uint64_t copied = 0;
+    o.progress = [&](uint64_t done, uint64_t) { copied = std::max(copied, done); };
+    try {
+      (void)stage(src, o);
+      ADD_FAILURE() << file << ": staged";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::bad_input) << e.describe();
+      EXPECT_EQ(e.path(), (src / file).string()) << e.describe();
+      EXPECT_NE(e.describe().find(why), std::string::npos) << e.describe();
+      EXPECT_NE(e.describe().find("nothing was copied"), std::string::npos) << e.describe();
+    }
+    EXPECT_EQ(copied, 0u) << file << ": bytes were copied before the refusal";
+    EXPECT_FALSE(fs::exists(o.dir / src.filename())) << file;
+    EXPECT_TRUE(detail::find_temporaries(o.dir).empty()) << file;
+  }
+  // Temporaries and lock files of commands in the source are not part of the copy, nor refused.
+  const fs::path busy = copy_named("busy.slipstream");
+  { std::ofstream(busy / "manifest.json.lock"); }
+  const StagedCache s = stage(busy, options());
+  EXPECT_TRUE(verify_cache(s.path()).ok());
+}
+
 TEST_F(Stage, BudgetEvictsLeastRecentlyUsedUnheldCaches) {
   const fs::path a = copy_named("a.slipstream"), b = copy_named("b.slipstream"), c = copy_named("c.slipstream"),
                  d = copy_named("d.slipstream");

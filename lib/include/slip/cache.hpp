@@ -137,5 +137,13 @@ class Cache {
   std::unique_ptr<Impl> impl_;
 };
 
+// The cache directory `path` is or lies in (links resolved: the nearest directory from `path` up
+// holding a manifest.json), or nullopt. Writing there damages that cache: a file or directory it
+// does not account for makes `slip verify` fail, a cache inside it is read as one of its files.
+std::optional<std::filesystem::path> enclosing_cache(const std::filesystem::path& path);
+// Throws Error(usage) naming `what` (e.g. "the output directory"), `path` and the cache when
+// enclosing_cache(path) finds one: every command checks what it writes with it before writing.
+void check_output_outside_caches(const std::filesystem::path& path, std::string_view what);
+
 }  // namespace slip
 SLIP_API_END

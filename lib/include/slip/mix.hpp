@@ -86,7 +86,7 @@ class MixedOrder {
 // shortfall padded by repeating the first remaining positions, as PyTorch's DistributedSampler
 // pads. Resuming on another world size: pass the positions consumed so far, in the old run's
 // terms (its ranks in lock step: consumed = W_old * per-rank count), and nothing is lost or
-// repeated beyond the padding.
+// repeated beyond the padding. Throws Error(usage) for consumed > epoch_length.
 class RankPositions {
  public:
   RankPositions(uint64_t epoch_length, uint64_t consumed, uint32_t rank, uint32_t world_size);

@@ -16,6 +16,8 @@
 SLIP_API_BEGIN
 namespace slip {
 
+class Cache;
+
 struct VerifyIssue {
   std::string file;                // the file concerned, relative to the cache
   std::optional<uint64_t> sample;  // the sample, when one is concerned
@@ -67,6 +69,11 @@ struct VerifyOptions {
 // when the directory cannot be read at all. A slip staging directory (".<name>.tmp-<pid>-<id>")
 // is one issue, as Cache::open refuses it: it is never a cache until its run renames it.
 VerifyReport verify_cache(const std::filesystem::path& dir, const VerifyOptions& options = {});
+
+// The names in the cache's directory that no part of it accounts for (VerifyReport::unknown_files
+// without reading a file: the manifest and a listing; temporaries of running or interrupted
+// commands are not among them). Commands that copy a cache refuse these before copying a byte.
+std::vector<std::string> unknown_cache_files(const Cache& cache);
 
 }  // namespace slip
 SLIP_API_END

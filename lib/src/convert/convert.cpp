@@ -32,6 +32,7 @@ using ojson = nlohmann::ordered_json;
 namespace {
 fs::path output_root(const ConvertOptions& options) {
   if (options.output_dir.empty()) throw Error(Errc::usage, "no output directory (ConvertOptions::output_dir is empty)");
+  check_output_outside_caches(options.output_dir, "the output directory");  // (subset -o CACHE once wrote a cache into it)
   return options.output_dir;
 }
 }  // namespace

@@ -496,6 +496,7 @@ MergeResult merge_parts(const std::vector<fs::path>& inputs, const MergeOptions&
   MergeResult result;
   result.parts = parts.size();
   const fs::path root = options.output_dir.empty() ? first.dir.parent_path().parent_path() : options.output_dir;
+  check_output_outside_caches(root, "the output directory");
   result.content_id = first.info.whole_content_id;
   result.cache_path = root / first.info.whole_name;
   if (merge_reuse_existing(parts, options, result)) return result;

@@ -35,6 +35,9 @@ struct DatasetItem {
   std::optional<uint64_t> samples;  // expected, from a JSON list
   StreamWeight weight;
   std::string origin;  // what named it (for errors): the list file or directory
+  // A part found in a work directory of `slip convert --shard`: the slot its name claims, which
+  // its manifest's part record must confirm (a name alone says nothing of what the part holds).
+  std::optional<std::pair<uint64_t, uint64_t>> slot;  // (index, count)
 };
 
 bool dataset_is_cache_dir(const fs::path& p) {
@@ -49,7 +52,7 @@ bool dataset_hex_id(std::string_view s) {
 }
 
 // The part caches of a `slip convert --shard` work directory, in part order; all of them.
-std::vector<fs::path> dataset_parts_of(const fs::path& workdir) {
+std::vector<DatasetItem> dataset_parts_of(const fs::path& workdir) {
   std::error_code ec;
   std::map<uint64_t, fs::path> parts;
   uint64_t count = 0;
@@ -77,8 +80,8 @@ std::vector<fs::path> dataset_parts_of(const fs::path& workdir) {
                                        "name the parts to use in a list file")
           .with_path(workdir.string());
     }
-  std::vector<fs::path> out;
-  for (auto& [i, p] : parts) out.push_back(p);
+  std::vector<DatasetItem> out;
+  for (auto& [i, p] : parts) out.push_back({p, "", std::nullopt, {}, workdir.string(), std::pair{i, count}});
   return out;
 }
 
@@ -100,14 +103,14 @@ void dataset_expand_dir(const fs::path& dir, std::vector<DatasetItem>& out) {
   std::sort(children.begin(), children.end());
   const size_t before = out.size();
   if (has_parts) {  // the work directory itself
-    for (const fs::path& p : dataset_parts_of(dir)) out.push_back({p, "", std::nullopt, {}, dir.string()});
+    for (DatasetItem& part : dataset_parts_of(dir)) out.push_back(std::move(part));
     return;
   }
   for (const fs::path& c : children) {
     if (dataset_is_cache_dir(c))
       out.push_back({c, "", std::nullopt, {}, dir.string()});
     else if (c.filename().string().ends_with(".parts"))
-      for (const fs::path& p : dataset_parts_of(c)) out.push_back({p, "", std::nullopt, {}, c.string()});
+      for (DatasetItem& part : dataset_parts_of(c)) out.push_back(std::move(part));
   }
   if (out.size() == before)
     throw Error(Errc::bad_input, "neither a cache (no manifest.json) nor a directory of caches").with_path(dir.string());
@@ -268,6 +271,7 @@ class DatasetJsonList final : public nlohmann::json_sax<nlohmann::json> {
         if (item.weight.kind != WeightKind::none && item.weight.kind != wk)
           throw bad(where() + "at most one of proportion, repeat and choose");
         if (kind != Scalar::number || !(v >= 0) || !std::isfinite(v)) throw bad(where() + "\"" + key_ + "\" is not a number >= 0");
+        if (wk == WeightKind::choose && v != std::floor(v)) throw bad(where() + "\"choose\" is not a whole number of samples");
         item.weight = {wk, v};
       }
     }
@@ -389,16 +393,42 @@ void dataset_check_fields(const Cache& first, const Cache& other) {
   }
 }
 
-std::optional<std::string> dataset_whole_of_part(const Cache& cache) {
+struct DatasetPartRecord {
+  uint64_t index = 0, count = 0;
+  std::string whole;  // the whole conversion's content id
+};
+
+std::optional<DatasetPartRecord> dataset_part_record(const Cache& cache) {
   // Parsing a manifest costs more than opening the rest of a small cache: only parts are parsed.
   if (!cache.provenance().present || cache.manifest_text().find("\"whole_content_id\"") == std::string::npos) return std::nullopt;
   try {
     const nlohmann::json m = detail::parse_json_bounded(cache.manifest_text());
     const auto& part = m.at("slip").at("part");
-    return part.at("whole_content_id").get<std::string>();
+    return DatasetPartRecord{part.at("index").get<uint64_t>(), part.at("count").get<uint64_t>(),
+                             part.at("whole_content_id").get<std::string>()};
   } catch (...) {
     return std::nullopt;  // not a part (or not one slip can read as such: treated as a cache)
   }
+}
+
+// A part found by its name in a work directory is that slot of one conversion: its part record
+// says so, and every part of the directory belongs to the conversion of the first (before: a
+// part of another source's conversion, or a renamed one, was read as the rest of the dataset,
+// while `slip merge` refused the same directory). `first_whole`: work directory -> the whole
+// content id and path of its first part.
+void dataset_check_part_slot(const DatasetItem& item, const std::optional<DatasetPartRecord>& record,
+                             std::map<std::string, std::pair<std::string, fs::path>>& first_whole) {
+  const auto [index, count] = *item.slot;
+  const auto bad = [&](const std::string& why) { return Error(Errc::bad_input, why).with_path(item.path.string()); };
+  const std::string named = "part " + std::to_string(index) + " of " + std::to_string(count);
+  if (!record) throw bad("named as " + named + " in " + item.origin + ", but its manifest records no part of a `slip convert --shard` run");
+  if (record->index != index || record->count != count)
+    throw bad("its manifest records part " + std::to_string(record->index) + " of " + std::to_string(record->count) + ", not " + named +
+              " as its name says (renamed, or copied from another work directory)");
+  const auto [it, first] = first_whole.try_emplace(item.origin, record->whole, item.path);
+  if (!first && it->second.first != record->whole)
+    throw bad("a part of another conversion (whole content id " + record->whole + ") than " + it->second.second.string() + " (" +
+              it->second.first + "): a work directory holds the parts of one conversion");
 }
 
 }  // namespace
@@ -470,6 +500,18 @@ DatasetInputs dataset_expand_inputs(std::span<const fs::path> inputs) {
   return out;
 }
 
+// The mix a JSON list gives must be one `slip order` can run (proportions with repeat/choose,
+// epoch_size with repeat/choose, an empty epoch, over 2^62 samples): bad input naming the list
+// when it is read (exit 3), not a usage error of the command that later mixes (exit 2, no file).
+void dataset_check_list_mix(const Dataset& d, const std::string& list) {
+  try {
+    (void)samples_per_cache(d.sizes(), d.weights(), d.epoch_size());
+  } catch (const Error& e) {
+    if (e.code() != Errc::usage) throw;
+    throw Error(Errc::bad_input, "dataset list: its weights and epoch_size: " + e.message()).with_path(list);
+  }
+}
+
 }  // namespace
 
 std::vector<fs::path> Dataset::cache_paths(std::span<const fs::path> inputs) {
@@ -500,6 +542,7 @@ Dataset Dataset::open(std::span<const fs::path> inputs) {
   m.first.push_back(0);
   std::map<std::string, size_t> by_id;   // content id -> index
   std::map<std::string, size_t> wholes;  // whole content id of parts -> a part's index
+  std::map<std::string, std::pair<std::string, fs::path>> workdir_whole;
   for (const DatasetItem& item : items) {
     Cache cache = Cache::open(item.path);
     // Opening touched the first page of each table; with large folios the kernel maps far more
@@ -519,7 +562,9 @@ Dataset Dataset::open(std::span<const fs::path> inputs) {
       throw Error(Errc::bad_input, "the same cache (content id " + id + ") as " + m.caches[it->second].path().string() +
                                        ": a dataset names each cache once (weights repeat one)")
           .with_path(item.path.string());
-    if (auto whole = dataset_whole_of_part(cache)) wholes.emplace(*whole, m.caches.size());
+    const std::optional<DatasetPartRecord> part = dataset_part_record(cache);
+    if (part) wholes.emplace(part->whole, m.caches.size());
+    if (item.slot) dataset_check_part_slot(item, part, workdir_whole);
     if (!m.caches.empty()) dataset_check_fields(m.caches.front(), cache);
     if (cache.size() > (uint64_t{1} << 62) - m.first.back())
       throw Error(Errc::bad_input, "the dataset has more than 2^62 samples").with_path(item.path.string());
@@ -535,6 +580,7 @@ Dataset Dataset::open(std::span<const fs::path> inputs) {
   if (!from_json || std::all_of(m.weights.begin(), m.weights.end(), [](const StreamWeight& w) { return w.kind == WeightKind::none; }))
     m.weights.clear();
   m.epoch_size = epoch_size;
+  if (!m.weights.empty() || m.epoch_size) dataset_check_list_mix(d, items.front().origin);
   return d;
 }
 

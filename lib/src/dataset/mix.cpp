@@ -194,7 +194,12 @@ void MixedOrder::fill(uint64_t first, std::span<uint64_t> out) const noexcept {
 
 RankPositions::RankPositions(uint64_t epoch_length, uint64_t consumed, uint32_t rank, uint32_t world_size) {
   if (world_size == 0 || rank >= world_size) throw Error(Errc::usage, "--rank must be in [0, world size)");
-  start_ = std::min(consumed, epoch_length);
+  // Past the end is no position of this epoch: a state or --consumed of another (longer) epoch,
+  // which would give an empty epoch and exit 0 (`slip order --consumed 2^64-1`).
+  if (consumed > epoch_length)
+    throw Error(Errc::usage, "consumed " + std::to_string(consumed) + " is past the epoch's " + std::to_string(epoch_length) +
+                                 " positions (at most " + std::to_string(epoch_length) + ": the epoch is done)");
+  start_ = consumed;
   remaining_ = epoch_length - start_;
   count_ = (remaining_ + world_size - 1) / world_size;
   rank_ = rank;

@@ -409,6 +409,31 @@ const CacheField& Cache::field(std::string_view name) const {
       .with_path(impl_->dir.string());
 }
 
+std::optional<fs::path> enclosing_cache(const fs::path& path) {
+  std::error_code ec;
+  fs::path p = fs::weakly_canonical(fs::absolute(path, ec), ec);
+  if (ec || p.empty()) return std::nullopt;  // unresolvable: writing there will say why
+  if (!p.has_filename()) p = p.parent_path();
+  while (true) {
+    // stat, not lstat: a link named manifest.json still makes the directory a cache to its readers.
+    if (fs::is_regular_file(p / detail::kManifestName, ec)) return p;
+    if (!p.has_relative_path()) return std::nullopt;  // the root
+    p = p.parent_path();
+  }
+}
+
+void check_output_outside_caches(const fs::path& path, std::string_view what) {
+  const auto cache = enclosing_cache(path);
+  if (!cache) return;
+  std::error_code ec;
+  const bool is_cache = fs::equivalent(*cache, path, ec);
+  throw Error(Errc::usage, std::string(what) + (is_cache ? " is the cache " : " is inside the cache ") +
+                               detail::escape_for_terminal(cache->string()) +
+                               ": what slip wrote there would be no part of that cache (`slip verify` would fail); write it "
+                               "elsewhere")
+      .with_path(path.string());
+}
+
 namespace {
 void check_sample(uint64_t sample, uint64_t n, const std::string& path) {
   if (sample >= n)

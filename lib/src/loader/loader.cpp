@@ -4,6 +4,7 @@
 #include "slip/loader.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -349,6 +350,9 @@ void Loader::load_state(const LoaderState& state) {
   if (state.consumed > state.samples)
     throw Error(Errc::usage, "the state's consumed samples (" + std::to_string(state.consumed) + ") exceed its epoch's " +
                                  std::to_string(state.samples));
+  // The next epoch of a whole one would wrap to epoch 0 and repeat its order.
+  if (state.samples > 0 && state.consumed == state.samples && state.epoch == std::numeric_limits<uint64_t>::max())
+    throw Error(Errc::usage, "the state completes epoch " + std::to_string(state.epoch) + ", the last one: no epoch follows it");
   std::optional<ResolvedMix> resume;
   if (state.consumed > 0 && state.consumed < state.samples) {  // mid-epoch: the order must be the same
     if (state.seed != options_.decode.seed) throw differ("seed", state.seed, options_.decode.seed);

@@ -14,6 +14,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <map>
+#include <set>
 #include <utility>
 
 #include "format/layout.hpp"
@@ -61,6 +63,23 @@ std::vector<StageSourceFile> stage_source_files(const fs::path& src) {
   if (ec) throw_errno("cannot list", src.string(), ec.value());
   std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
   return files;
+}
+
+// What the check of the copy would refuse and can be seen from the listing alone: a file the
+// cache does not account for, or one whose size differs from the manifest's record. Refused
+// before a byte is copied or a staged cache evicted to make room for them (a sparse 3 GB stray
+// file was copied whole, 32 s, before the check of the copy named it).
+void stage_check_source_files(const fs::path& src, const std::vector<StageSourceFile>& files, const std::set<std::string>& unknown,
+                              const std::map<std::string, uint64_t>& recorded_sizes) {
+  for (const StageSourceFile& f : files) {
+    const auto refuse = [&](const std::string& why) {
+      return Error(Errc::bad_input, "refused to stage: " + why + " (nothing was copied)").with_path((src / f.name).string());
+    };
+    if (unknown.count(f.name)) throw refuse("unknown file: no part of the cache format, and no manifest record accounts for it");
+    const auto it = recorded_sizes.find(f.name);
+    if (it != recorded_sizes.end() && it->second != f.size)
+      throw refuse("size " + std::to_string(f.size) + " differs from file_sizes " + std::to_string(it->second));
+  }
 }
 
 // Bytes of the regular files directly in `dir` (a staged cache is flat).
@@ -258,15 +277,22 @@ StagedCache stage(const fs::path& source, const StageOptions& options) {
   fs::path src = source.lexically_normal();
   if (!src.has_filename()) src = src.parent_path();  // "cache/"
   std::string manifest_text;
+  std::set<std::string> unknown;  // files no part of the cache accounts for
+  std::map<std::string, uint64_t> recorded_sizes;
   {
     const Cache cache = Cache::open(src);  // refuses what is not a cache, naming why
     manifest_text = cache.manifest_text();
+    for (std::string& name : unknown_cache_files(cache)) unknown.insert(std::move(name));
+    recorded_sizes = cache.file_sizes();
   }
   fs::path absolute = fs::absolute(src).lexically_normal();  // "." and "a/.." name a directory too
   if (!absolute.has_filename()) absolute = absolute.parent_path();
   const std::string name = absolute.filename().string();
   if (name.empty()) throw Error(Errc::usage, "cannot stage the root directory").with_path(src.string());
   const fs::path& dir = options.dir;
+  // A stage directory in a cache (the source's own, `--to CACHE/stage`) would put lock files and
+  // copies into that cache, which `verify` then fails.
+  check_output_outside_caches(dir, "the stage directory");
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw_errno("cannot create the stage directory", dir.string(), ec.value());
@@ -282,6 +308,7 @@ StagedCache stage(const fs::path& source, const StageOptions& options) {
   h.source_ = absolute;
   h.path_ = dir / name;
   const std::vector<StageSourceFile> files = stage_source_files(src);
+  stage_check_source_files(src, files, unknown, recorded_sizes);
   for (const StageSourceFile& f : files) h.bytes += f.size;
   const fs::path reader_lock = stage_reader_lock_path(dir, name);
 

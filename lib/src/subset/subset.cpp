@@ -439,6 +439,7 @@ std::unique_ptr<Source> open_dataset_subset(std::span<const fs::path> inputs, st
 }
 
 void write_ids_npy(const fs::path& path, const std::vector<uint64_t>& ids) {
+  check_output_outside_caches(path, "the output file");
   detail::FileWriter w(path, size_t{256} << 10, detail::FileWriter::Checksum::none, detail::Create::user_output);
   w.write(npy_header("'<i8'", std::vector<uint64_t>{ids.size()}));
   w.write(std::as_bytes(std::span(ids.data(), ids.size())));

@@ -637,6 +637,29 @@ void verify_decoded_pixels(const Cache& cache, IssueSink& sink, VerifyReport& re
 
 }  // namespace
 
+std::vector<std::string> unknown_cache_files(const Cache& cache) {
+  nlohmann::json manifest;
+  try {
+    manifest = detail::parse_json_bounded(cache.manifest_text());
+  } catch (const nlohmann::json::exception&) {  // opened, so parsed once: known from the fields alone
+  }
+  const std::set<std::string> known = verify_known_cache_files(cache, manifest);
+  std::set<std::string> temporaries;
+  for (const detail::TempEntry& t : detail::find_temporaries(cache.path())) {
+    temporaries.insert(t.path.filename().string());
+    temporaries.insert(t.path.filename().string() + ".lock");
+  }
+  std::vector<std::string> unknown;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(cache.path(), ec)) {
+    std::string name = e.path().filename().string();
+    if (!known.count(name) && !temporaries.count(name)) unknown.push_back(std::move(name));
+  }
+  if (ec) throw_errno("cannot list", cache.path().string(), ec.value());
+  std::sort(unknown.begin(), unknown.end());
+  return unknown;
+}
+
 VerifyReport verify_cache(const fs::path& dir, const VerifyOptions& options) {
   const detail::CancelScope cancel_scope(options.cancel);
   const auto t0 = std::chrono::steady_clock::now();
