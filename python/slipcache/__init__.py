@@ -197,6 +197,9 @@ class Dataset:
         return f"slipcache.Dataset({self.paths!r}, samples={len(self)})"
 
 
+_STATE_VERSION = 3  # the newest state_dict() layout this slipcache writes and reads
+
+
 class Loader:
     """Batches of decoded, cropped images (and fields) from a cache, prefetched on slip's engine.
 
@@ -562,6 +565,9 @@ class Loader:
         got = {key: _int_arg(f"state[\"{key}\"]", value) for key, value in state.items()
                if key in ("epoch", "batch", "consumed", "world_size", "rank", "batch_size", "seed", "samples", "batches",
                           "version")}
+        if got.get("version", 0) > _STATE_VERSION:  # a newer slipcache's: its fields may mean more than these
+            raise _usage_error(f"state version {got['version']} is from a newer slipcache (this one reads versions up to "
+                               f"{_STATE_VERSION}): resume with that slipcache")
         samples = self._core.state()["samples"]  # of the epoch as the Loader stands
         if "consumed" in got:
             if got.get("version", 2) >= 3 and "weights" not in state:

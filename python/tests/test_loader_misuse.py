@@ -285,6 +285,10 @@ def test_old_states_still_load_and_bad_states_are_named(sample_cache):
         ld.load_state_dict([1, 2])
     with pytest.raises(slipcache.Error, match="exceed"):
         ld.load_state_dict({"epoch": 1, "consumed": 41, "samples": 40, "seed": 2})
+    # A state of a newer slipcache (version 99 was loaded as if it were this one's).
+    with pytest.raises(slipcache.Error, match="state version 4 is from a newer slipcache") as e:
+        ld.load_state_dict({**ld.state_dict(), "version": 4})
+    assert e.value.code == 2
     # A state completing the last epoch (2**64 - 1): no next epoch (before: epoch 0 again, or a
     # TypeError from set_epoch naming pybind11's argument types).
     last = (1 << 64) - 1

@@ -12,10 +12,12 @@
 #include <fstream>
 #include <thread>
 
+#include "slip/cache.hpp"
 #include "slip/convert.hpp"
 #include "slip/error.hpp"
 #include "slip/source.hpp"
 #include "slip/stage.hpp"
+#include "slip/subset.hpp"
 #include "slip/verify.hpp"
 #include "test_support.hpp"
 #include "util/atomic_file.hpp"
@@ -52,9 +54,11 @@ class Stage : public ::testing::Test {
       if (e.is_regular_file() && !e.path().filename().string().ends_with(".lock")) n += e.file_size();
     return n;
   }
-  // A copy of the cache under another directory name (a distinct staged cache).
+  // A copy of the cache under another directory name (a distinct staged cache): "<stem>-<id8>.slipstream",
+  // as slip names caches, so that it is staged under that name.
   fs::path copy_named(const std::string& name) const {
-    const fs::path to = dir_ / "sources" / name;
+    const std::string stem = name.substr(0, name.size() - std::string(".slipstream").size());
+    const fs::path to = dir_ / "sources" / (stem + "-" + Cache::open(cache_).provenance().content_id.substr(0, 8) + ".slipstream");
     fs::create_directories(to.parent_path());
     fs::copy(cache_, to, fs::copy_options::recursive);
     return to;
@@ -237,14 +241,14 @@ TEST_F(Stage, BudgetEvictsLeastRecentlyUsedUnheldCaches) {
     const struct timespec t[2] = {{when, 0}, {when, 0}};
     ASSERT_EQ(::utimensat(AT_FDCWD, (o.dir / ("." + name + ".stage-lock")).c_str(), t, 0), 0);
   };
-  set_used("a.slipstream", 1000);
-  set_used("b.slipstream", 2000);
+  set_used(a.filename().string(), 1000);
+  set_used(b.filename().string(), 2000);
   // a is the least recently used but held: b goes.
   const StagedCache staged_c = stage(c, o);
   ASSERT_EQ(staged_c.evicted.size(), 1u);
-  EXPECT_EQ(staged_c.evicted.front(), o.dir / "b.slipstream");
-  EXPECT_TRUE(fs::exists(o.dir / "a.slipstream"));
-  EXPECT_FALSE(fs::exists(o.dir / "b.slipstream"));
+  EXPECT_EQ(staged_c.evicted.front(), o.dir / b.filename());
+  EXPECT_TRUE(fs::exists(o.dir / a.filename()));
+  EXPECT_FALSE(fs::exists(o.dir / b.filename()));
   EXPECT_FALSE(fs::exists(o.dir / ".b.slipstream.stage-lock"));
   // a and c both held: d does not fit, and nothing is removed.
   try {
@@ -254,20 +258,46 @@ TEST_F(Stage, BudgetEvictsLeastRecentlyUsedUnheldCaches) {
     EXPECT_EQ(e.code(), Errc::io) << e.describe();
     EXPECT_NE(e.describe().find("does not fit the budget"), std::string::npos) << e.describe();
   }
-  EXPECT_TRUE(fs::exists(o.dir / "a.slipstream"));
-  EXPECT_TRUE(fs::exists(o.dir / "c.slipstream"));
-  EXPECT_FALSE(fs::exists(o.dir / "d.slipstream"));
+  EXPECT_TRUE(fs::exists(o.dir / a.filename()));
+  EXPECT_TRUE(fs::exists(o.dir / c.filename()));
+  EXPECT_FALSE(fs::exists(o.dir / d.filename()));
   EXPECT_TRUE(detail::find_temporaries(o.dir).empty());
   // Released, a goes (the least recently used) and d fits.
   held_a.release();
   const StagedCache staged_d = stage(d, o);
   ASSERT_EQ(staged_d.evicted.size(), 1u);
-  EXPECT_EQ(staged_d.evicted.front(), o.dir / "a.slipstream");
+  EXPECT_EQ(staged_d.evicted.front(), o.dir / a.filename());
   EXPECT_TRUE(verify_cache(staged_d.path()).ok());
   // Larger than the whole budget: refused before anything is removed.
   o.budget = size - 1;
   EXPECT_THROW((void)stage(a, o), Error);
-  EXPECT_TRUE(fs::exists(o.dir / "c.slipstream"));
+  EXPECT_TRUE(fs::exists(o.dir / c.filename()));
+}
+
+// Two caches of one directory name (every job array's parts are "part-00000-of-00002.slipstream"):
+// staging the second failed while the first was held ("a reader is using" an "older copy"), or
+// replaced it, so a Loader over two job arrays' parts could not stage. A name without the
+// content id gets it added; slip's "<name>-<id8>.slipstream" stays as it is.
+TEST_F(Stage, CachesOfOneDirectoryNameAreStagedApart) {
+  const fs::path a = dir_ / "a" / "part-00000-of-00002.slipstream", b = dir_ / "b" / "part-00000-of-00002.slipstream";
+  fs::create_directories(a.parent_path());
+  fs::copy(cache_, a, fs::copy_options::recursive);
+  ConvertOptions opt;
+  opt.output_dir = dir_ / "subset";
+  const fs::path sub = convert(*open_cache_subset(cache_, {0, 1, 2}), opt).cache_path;
+  fs::create_directories(b.parent_path());
+  fs::copy(sub, b, fs::copy_options::recursive);
+  const StageOptions o = options();
+  const StagedCache sa = stage(a, o);
+  const StagedCache sb = stage(b, o);
+  const std::string id_a = Cache::open(a).provenance().content_id, id_b = Cache::open(b).provenance().content_id;
+  EXPECT_EQ(sa.path(), o.dir / ("part-00000-of-00002-" + id_a.substr(0, 8) + ".slipstream"));
+  EXPECT_EQ(sb.path(), o.dir / ("part-00000-of-00002-" + id_b.substr(0, 8) + ".slipstream"));
+  EXPECT_EQ(Cache::open(sa.path()).size(), 40u);
+  EXPECT_EQ(Cache::open(sb.path()).size(), 3u);
+  EXPECT_TRUE(stage(a, o).held());  // found again under its name, not copied again
+  EXPECT_FALSE(stage(a, o).copied);
+  EXPECT_EQ(stage(cache_, o).path(), o.dir / cache_.filename());
 }
 
 TEST_F(Stage, SourceNamedWithDotOrSlashStagesUnderItsName) {

@@ -56,8 +56,11 @@ class StagedCache {
   int fd_ = -1;
 };
 
-// Stages the cache at `src` into options.dir under its own directory name (for slip's caches
-// "<name>-<id8>.slipstream", which names its content) and returns it held.
+// Stages the cache at `src` into options.dir under a name that names its content and returns it
+// held: its own directory name when that holds the first 8 hex digits of its content id (slip's
+// "<name>-<id8>.slipstream"), else that name with "-<id8>" added (a job array's
+// "part-00000-of-00002.slipstream" -> "part-00000-of-00002-<id8>.slipstream"), so that two
+// caches of one directory name never share a staged copy.
 //
 // On one node exactly one caller copies: an exclusive flock on "<dir>/.slip-stage.lock" is held
 // while a cache is looked up, copied, checked and published, and every other caller waits on it

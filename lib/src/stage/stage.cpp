@@ -20,6 +20,7 @@
 
 #include "format/layout.hpp"
 #include "slip/cache.hpp"
+#include "slip/dataset.hpp"
 #include "slip/error.hpp"
 #include "slip/runtime.hpp"
 #include "slip/verify.hpp"
@@ -63,6 +64,23 @@ std::vector<StageSourceFile> stage_source_files(const fs::path& src) {
   if (ec) throw_errno("cannot list", src.string(), ec.value());
   std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
   return files;
+}
+
+// The name a staged copy has: the cache's directory name when it carries the first 8 hex digits
+// of the cache's content id (slip's "<name>-<id8>.slipstream"), else that name with "-<id8>"
+// added. A name alone would let two caches collide: every job array's parts are called
+// "part-00000-of-00002.slipstream", so staging two job arrays' parts (one Loader over both,
+// or two jobs on one node) failed ("a reader is using" an "older copy") or replaced each other.
+std::string staged_name_of(const std::string& dir_name, const Cache& cache) {
+  if (dir_name.empty()) return dir_name;
+  std::string id = Dataset::content_id_of(cache);
+  if (id.starts_with("xxh3:")) id.erase(0, 5);  // a cache without slip's content id: its manifest's sum
+  const std::string id8 = "-" + id.substr(0, 8);
+  if (dir_name.find(id8) != std::string::npos) return dir_name;
+  const std::string_view suffix = detail::kCacheSuffix;
+  if (dir_name.size() > suffix.size() && dir_name.ends_with(suffix))
+    return dir_name.substr(0, dir_name.size() - suffix.size()) + id8 + std::string(suffix);
+  return dir_name + id8;
 }
 
 // What the check of the copy would refuse and can be seen from the listing alone: a file the
@@ -279,15 +297,16 @@ StagedCache stage(const fs::path& source, const StageOptions& options) {
   std::string manifest_text;
   std::set<std::string> unknown;  // files no part of the cache accounts for
   std::map<std::string, uint64_t> recorded_sizes;
+  fs::path absolute = fs::absolute(src).lexically_normal();  // "." and "a/.." name a directory too
+  if (!absolute.has_filename()) absolute = absolute.parent_path();
+  std::string name;
   {
     const Cache cache = Cache::open(src);  // refuses what is not a cache, naming why
     manifest_text = cache.manifest_text();
-    for (std::string& name : unknown_cache_files(cache)) unknown.insert(std::move(name));
+    for (std::string& file : unknown_cache_files(cache)) unknown.insert(std::move(file));
     recorded_sizes = cache.file_sizes();
+    name = staged_name_of(absolute.filename().string(), cache);
   }
-  fs::path absolute = fs::absolute(src).lexically_normal();  // "." and "a/.." name a directory too
-  if (!absolute.has_filename()) absolute = absolute.parent_path();
-  const std::string name = absolute.filename().string();
   if (name.empty()) throw Error(Errc::usage, "cannot stage the root directory").with_path(src.string());
   const fs::path& dir = options.dir;
   // A stage directory in a cache (the source's own, `--to CACHE/stage`) would put lock files and
