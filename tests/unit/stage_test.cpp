@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,6 +22,7 @@
 #include "slip/verify.hpp"
 #include "test_support.hpp"
 #include "util/atomic_file.hpp"
+#include "util/file_io.hpp"
 
 namespace slip {
 namespace {
@@ -225,6 +227,31 @@ TEST_F(Stage, FilesTheCacheDoesNotAccountForAreRefusedBeforeCopying) {
   { std::ofstream(busy / "manifest.json.lock"); }
   const StagedCache s = stage(busy, options());
   EXPECT_TRUE(verify_cache(s.path()).ok());
+}
+
+// The source's writers (`slip index`, `slip yuv420` hold its manifest.json.lock exclusively while
+// they add files and replace the manifest) cannot run while it is copied: the copy is one state of
+// the cache. Before, nothing was held, and a copy taken during an index run was refused as damaged
+// (exit 3). Checked from inside the copy (the progress callback), without timing.
+TEST_F(Stage, TheSourcesWritersWaitUntilTheCopyIsPublished) {
+  const fs::path src = copy_named("locked.slipstream");
+  const fs::path lock = src / "manifest.json.lock";
+  StageOptions o = options();
+  int tries = 0, refused = 0;
+  o.progress = [&](uint64_t, uint64_t) {
+    ++tries;
+    const detail::UniqueFd fd(::open(lock.c_str(), O_RDWR | O_CLOEXEC));
+    if (fd && ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) ++refused;
+  };
+  const StagedCache s = stage(src, o);
+  EXPECT_GT(tries, 0);
+  EXPECT_EQ(refused, tries) << "a writer could have taken the source's lock during the copy";
+  {
+    const detail::UniqueFd after(::open(lock.c_str(), O_RDWR | O_CLOEXEC));
+    ASSERT_TRUE(after);
+    EXPECT_EQ(::flock(after.get(), LOCK_EX | LOCK_NB), 0) << "still held after the stage";
+  }
+  EXPECT_TRUE(verify_cache(src).ok());  // the lock file is one of the cache's own files
 }
 
 TEST_F(Stage, BudgetEvictsLeastRecentlyUsedUnheldCaches) {

@@ -294,6 +294,12 @@ StagedCache stage(const fs::path& source, const StageOptions& options) {
   if (options.dir.empty()) throw Error(Errc::usage, "no stage directory given");
   fs::path src = source.lexically_normal();
   if (!src.has_filename()) src = src.parent_path();  // "cache/"
+  // The source's writers (`slip index`, `slip yuv420`: an exclusive lock on it while they add files
+  // and replace the manifest) wait until the copy is checked and published, so the copy is one
+  // state of the cache. Before, a copy taken while `index` ran held the new index files under the
+  // old manifest: refused as damaged (exit 3, which a job array takes for bad data, not a race).
+  // Created where the source allows it (a cache never indexed has none yet); best effort.
+  const detail::SharedFileLock source_writers(src / detail::kCacheLockName, true);
   std::string manifest_text;
   std::set<std::string> unknown;  // files no part of the cache accounts for
   std::map<std::string, uint64_t> recorded_sizes;

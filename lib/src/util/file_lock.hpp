@@ -75,14 +75,15 @@ class FileLock {
 
 // A shared flock() on an existing lock file, held for a scope: a reader that wants to see at once
 // what a writer holding the exclusive lock changes together (a cache's files and its manifest).
-// Best effort, never required: it creates nothing, and without the file, permission to open it or
-// a regular file there (a cache may be read-only, or someone else's) nothing is held. Waiting is
-// interruptible like FileLock's.
+// Best effort, never required: it creates nothing (unless `create`: then the file where it may),
+// and without the file, permission to open it or a regular file there (a cache may be read-only,
+// or someone else's) nothing is held. Waiting is interruptible like FileLock's.
 class SharedFileLock {
  public:
-  explicit SharedFileLock(const std::filesystem::path& path) {
+  explicit SharedFileLock(const std::filesystem::path& path, bool create = false) {
     // O_NONBLOCK: a FIFO planted under the name must not block the open.
-    fd_ = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    fd_ = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | (create ? O_CREAT : 0), 0644);
+    if (fd_ < 0 && create) fd_ = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);  // a read-only directory
     struct stat st {};
     if (fd_ >= 0 && (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode))) release();
     while (fd_ >= 0 && ::flock(fd_, LOCK_SH) != 0) {
