@@ -27,7 +27,8 @@
 
 namespace slip {
 
-struct BatchDecoder::Impl {
+// Hidden: BatchDecoder is exported, and its nested class would be too (install_consumer checks).
+struct SLIP_HIDDEN BatchDecoder::Impl {
   // One pool thread's decoder and scratch, and the first failure among its slots.
   struct Worker {
     detail::JpegRegionDecoder jpeg;

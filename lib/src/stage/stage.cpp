@@ -292,6 +292,10 @@ void StagedCache::release() noexcept {
 
 StagedCache stage(const fs::path& source, const StageOptions& options) {
   if (options.dir.empty()) throw Error(Errc::usage, "no stage directory given");
+  // A stage directory in a cache (the source's own, `--to CACHE/stage`) would put lock files and
+  // copies into that cache, which `verify` then fails. Checked first: a refused call touches
+  // nothing, not even the source's lock file below.
+  check_output_outside_caches(options.dir, "the stage directory");
   fs::path src = source.lexically_normal();
   if (!src.has_filename()) src = src.parent_path();  // "cache/"
   // The source's writers (`slip index`, `slip yuv420`: an exclusive lock on it while they add files
@@ -315,9 +319,6 @@ StagedCache stage(const fs::path& source, const StageOptions& options) {
   }
   if (name.empty()) throw Error(Errc::usage, "cannot stage the root directory").with_path(src.string());
   const fs::path& dir = options.dir;
-  // A stage directory in a cache (the source's own, `--to CACHE/stage`) would put lock files and
-  // copies into that cache, which `verify` then fails.
-  check_output_outside_caches(dir, "the stage directory");
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw_errno("cannot create the stage directory", dir.string(), ec.value());
