@@ -201,7 +201,7 @@ class BatchDecoder {
 #ifdef SLIP_UNSTABLE_API
   friend std::vector<uint8_t> detail::decode_crops_for_test(const Cache&, uint64_t, const DecodeOptions&, const std::vector<CropWindow>&);
 #endif
-  struct Impl;
+  struct SLIP_HIDDEN Impl;  // defined in the library; its members are not exported
   std::unique_ptr<Impl> impl_;
 };
 

@@ -27,8 +27,7 @@
 
 namespace slip {
 
-// Hidden: BatchDecoder is exported, and its nested class would be too (install_consumer checks).
-struct SLIP_HIDDEN BatchDecoder::Impl {
+struct BatchDecoder::Impl {
   // One pool thread's decoder and scratch, and the first failure among its slots.
   struct Worker {
     detail::JpegRegionDecoder jpeg;
