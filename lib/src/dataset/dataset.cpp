@@ -87,7 +87,7 @@ std::vector<DatasetItem> dataset_parts_of(const fs::path& workdir) {
 
 void dataset_expand_dir(const fs::path& dir, std::vector<DatasetItem>& out) {
   if (dataset_is_cache_dir(dir)) {
-    out.push_back({dir, "", std::nullopt, {}, dir.string()});
+    out.push_back({dir, "", std::nullopt, {}, dir.string(), std::nullopt});
     return;
   }
   std::error_code ec;
@@ -108,7 +108,7 @@ void dataset_expand_dir(const fs::path& dir, std::vector<DatasetItem>& out) {
   }
   for (const fs::path& c : children) {
     if (dataset_is_cache_dir(c))
-      out.push_back({c, "", std::nullopt, {}, dir.string()});
+      out.push_back({c, "", std::nullopt, {}, dir.string(), std::nullopt});
     else if (c.filename().string().ends_with(".parts"))
       for (DatasetItem& part : dataset_parts_of(c)) out.push_back(std::move(part));
   }

@@ -28,13 +28,6 @@ constexpr uint64_t kHeaderSize = 24, kDescriptorSize = 1041, kAllocEntrySize = 2
 
 enum FfcvType : uint8_t { kFloat = 0, kInt = 1, kImage = 2, kBytes = 3, kNDArray = 4, kJson = 5, kTensor = 6 };
 
-template <typename T>
-T load(const std::byte* p) {
-  T v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
 struct FfcvField {
   std::string name;
   uint8_t type_id = 0;
@@ -84,17 +77,17 @@ class FfcvSource final : public Source {
       }
       switch (f.type_id) {
         case kFloat:
-          v.float_value = load<double>(e);
+          v.float_value = detail::load_le<double>(e);
           break;
         case kInt:
-          v.int_value = load<int64_t>(e);
+          v.int_value = detail::load_le<int64_t>(e);
           break;
         case kImage:
           read_image(s, f, e, at, v);
           break;
         case kBytes:
         case kJson: {
-          const uint64_t ptr = load<uint64_t>(e), size = load<uint64_t>(e + 8);
+          const uint64_t ptr = detail::load_le<uint64_t>(e), size = detail::load_le<uint64_t>(e + 8);
           read_payload(s, f, ptr, size, at, v.bytes);
           if (f.type_id == kJson && !oversize_) {
             // FFCV's JSONField: the bytes before the terminating NUL (the NUL must be last).
@@ -108,7 +101,7 @@ class FfcvSource final : public Source {
         }
         case kNDArray:
         case kTensor:
-          read_payload(s, f, load<uint64_t>(e), f.array_bytes, at, v.bytes);
+          read_payload(s, f, detail::load_le<uint64_t>(e), f.array_bytes, at, v.bytes);
           break;
       }
     }
@@ -162,8 +155,8 @@ class FfcvSource final : public Source {
 
   void read_image(uint64_t s, const FfcvField& f, const std::byte* e, uint64_t at, Value& v) const {
     const auto mode = static_cast<uint8_t>(e[0]);
-    const uint16_t width = load<uint16_t>(e + 1), height = load<uint16_t>(e + 3);
-    const uint64_t ptr = load<uint64_t>(e + 5);
+    const uint16_t width = detail::load_le<uint16_t>(e + 1), height = detail::load_le<uint16_t>(e + 3);
+    const uint64_t ptr = detail::load_le<uint64_t>(e + 5);
     if (width == 0 || height == 0) throw fail(s, "image of field \"" + f.name + "\" has a zero dimension", at);
     if (mode == 0) {
       // The JPEG's length lives only in the allocation table: the entry of this sample with
@@ -204,11 +197,11 @@ class FfcvSource final : public Source {
     std::vector<std::byte> head(kHeaderSize);
     file_.read_at(0, head);
     const std::byte* h = head.data();
-    const uint16_t version = load<uint16_t>(h);
-    const uint16_t num_fields = load<uint16_t>(h + 2);
-    const uint32_t page_size = load<uint32_t>(h + 4);
-    num_samples_ = load<uint64_t>(h + 8);
-    alloc_table_ptr_ = load<uint64_t>(h + 16);
+    const uint16_t version = detail::load_le<uint16_t>(h);
+    const uint16_t num_fields = detail::load_le<uint16_t>(h + 2);
+    const uint32_t page_size = detail::load_le<uint32_t>(h + 4);
+    num_samples_ = detail::load_le<uint64_t>(h + 8);
+    alloc_table_ptr_ = detail::load_le<uint64_t>(h + 16);
     if (version != 2) throw fail(std::nullopt, "not an FFCV file (version " + std::to_string(version) + ", want 2)", 0);
     if (page_size == 0 || (page_size & (page_size - 1)))
       throw fail(std::nullopt, "page size " + std::to_string(page_size) + " is not a power of two", 4);
@@ -236,7 +229,7 @@ class FfcvSource final : public Source {
   // The field descriptors after the header; returns how many are of unknown types (--raw-field).
   size_t parse_descriptors(const std::vector<std::byte>& head, const std::vector<std::string>& raw_fields) {
     const std::byte* h = head.data();
-    const uint16_t num_fields = load<uint16_t>(h + 2);
+    const uint16_t num_fields = detail::load_le<uint16_t>(h + 2);
     size_t unknown = 0;
     for (uint16_t i = 0; i < num_fields; ++i) {
       const std::byte* d = h + kHeaderSize + kDescriptorSize * i;
@@ -319,7 +312,8 @@ class FfcvSource final : public Source {
         file_.read_at(alloc_table_ptr_ + k * kAllocEntrySize, table);
       }
       const std::byte* e = table.data() + (k % kBlockEntries) * kAllocEntrySize;
-      const uint64_t sample = load<uint64_t>(e), ptr = load<uint64_t>(e + 8), size = load<uint64_t>(e + 16);
+      const uint64_t sample = detail::load_le<uint64_t>(e), ptr = detail::load_le<uint64_t>(e + 8),
+                     size = detail::load_le<uint64_t>(e + 16);
       if (sample >= num_samples_)
         throw fail(
             std::nullopt,
@@ -389,9 +383,9 @@ class FfcvSource final : public Source {
   // NDArray/TorchTensor arguments: u64 shape[32] (up to the last non-zero), u64 dtype text
   // length, then the dtype text `[["", "<code>"]]`.
   void parse_array_args(FfcvField& f, const std::byte* a, uint64_t at) {
-    for (int i = 0; i < 32; ++i) f.shape.push_back(load<uint64_t>(a + 8 * i));
+    for (int i = 0; i < 32; ++i) f.shape.push_back(detail::load_le<uint64_t>(a + 8 * i));
     while (!f.shape.empty() && f.shape.back() == 0) f.shape.pop_back();
-    const uint64_t len = load<uint64_t>(a + 256);
+    const uint64_t len = detail::load_le<uint64_t>(a + 256);
     if (len == 0 || len > 1024 - 264)
       throw fail(std::nullopt, "field \"" + f.name + "\": bad dtype length " + std::to_string(len), at + 256);
     const std::string text(reinterpret_cast<const char*>(a + 264), len);

@@ -25,7 +25,7 @@ using nlohmann::json;
 
 namespace {
 
-using detail::litdata::le;
+using detail::load_le;
 using detail::litdata::Leaf;
 
 struct Chunk {
@@ -348,13 +348,13 @@ class LitDataSource final : public Source {
   // index.json and --max-sample-bytes: what the rest of the chunk must be.
   void check_chunk_table(size_t c, std::span<const std::byte> table) const {
     const uint64_t len = chunks_[c].bytes;
-    const uint64_t n = le<uint32_t>(table.data());
+    const uint64_t n = load_le<uint32_t>(table.data());
     if (n != chunks_[c].size)
       throw fail(c, std::nullopt, "chunk holds " + std::to_string(n) + " items, index.json says " + std::to_string(chunks_[c].size), 0);
     uint64_t prev = 4 + 4 * (n + 1);
-    if (le<uint32_t>(table.data() + 4) != prev) throw fail(c, 0, "first item offset is not right after the offset table", 4);
+    if (load_le<uint32_t>(table.data() + 4) != prev) throw fail(c, 0, "first item offset is not right after the offset table", 4);
     for (uint64_t i = 1; i <= n; ++i) {
-      const uint64_t off = le<uint32_t>(table.data() + 4 + 4 * i);
+      const uint64_t off = load_le<uint32_t>(table.data() + 4 + 4 * i);
       if (off < prev) throw fail(c, i - 1, "item offsets go backwards", 4 + 4 * i);
       if (off - prev > max_item_bytes_)
         throw fail(c, i - 1,
@@ -369,7 +369,7 @@ class LitDataSource final : public Source {
 
   std::span<const std::byte> item_bytes(size_t c, uint64_t i) {
     const auto data = chunk_bytes(c);
-    const uint64_t a = le<uint32_t>(data.data() + 4 + 4 * i), b = le<uint32_t>(data.data() + 8 + 4 * i);
+    const uint64_t a = load_le<uint32_t>(data.data() + 4 + 4 * i), b = load_le<uint32_t>(data.data() + 8 + 4 * i);
     item_offset_ = a;
     return data.subspan(a, b - a);
   }
@@ -379,13 +379,13 @@ class LitDataSource final : public Source {
     if (item.size() < 4 * f)
       throw fail(c, i, "item of " + std::to_string(item.size()) + " bytes is shorter than its size header", item_offset_);
     uint64_t pos = 4 * f, sum = 4 * f;
-    for (uint64_t j = 0; j < f; ++j) sum += le<uint32_t>(item.data() + 4 * j);
+    for (uint64_t j = 0; j < f; ++j) sum += load_le<uint32_t>(item.data() + 4 * j);
     if (sum != item.size())
       throw fail(c, i, "payload sizes add up to " + std::to_string(sum) + " bytes, the item has " + std::to_string(item.size()),
                  item_offset_);
     std::vector<std::span<const std::byte>> out;
     for (uint64_t j = 0; j < f; ++j) {
-      const uint64_t n = le<uint32_t>(item.data() + 4 * j);
+      const uint64_t n = load_le<uint32_t>(item.data() + 4 * j);
       out.push_back(item.subspan(pos, n));
       pos += n;
     }

@@ -108,7 +108,7 @@ std::string pil_description(const std::string& mode) {
 void decode_pil(const Leaf& leaf, std::span<const std::byte> p, Value& v, const PayloadPlace& at) {
   auto bad = [&](const std::string& why) { return at.bad(leaf, why); };
   if (p.size() < 12) throw bad("pil header cut short");
-  const uint64_t w = le<uint32_t>(p.data()), h = le<uint32_t>(p.data() + 4), ml = le<uint32_t>(p.data() + 8);
+  const uint64_t w = load_le<uint32_t>(p.data()), h = load_le<uint32_t>(p.data() + 4), ml = load_le<uint32_t>(p.data() + 8);
   if (ml == 0 || ml > 16 || p.size() < 12 + ml) throw bad("bad pil mode length");
   const std::string mode(reinterpret_cast<const char*>(p.data() + 12), ml);
   const auto px = p.subspan(12 + ml);
@@ -142,15 +142,15 @@ void decode_pil(const Leaf& leaf, std::span<const std::byte> p, Value& v, const 
   } else if (mode == "I") {
     need(n * 4);
     out.resize(n);
-    for (uint64_t k = 0; k < n; ++k) out[k] = clip(le<int32_t>(px.data() + 4 * k));
+    for (uint64_t k = 0; k < n; ++k) out[k] = clip(load_le<int32_t>(px.data() + 4 * k));
   } else if (mode == "F") {
     need(n * 4);
     out.resize(n);
-    for (uint64_t k = 0; k < n; ++k) out[k] = clip(le<float>(px.data() + 4 * k));
+    for (uint64_t k = 0; k < n; ++k) out[k] = clip(load_le<float>(px.data() + 4 * k));
   } else if (mode == "I;16") {
     need(n * 2);
     out.resize(n);
-    for (uint64_t k = 0; k < n; ++k) out[k] = clip(le<uint16_t>(px.data() + 2 * k));
+    for (uint64_t k = 0; k < n; ++k) out[k] = clip(load_le<uint16_t>(px.data() + 2 * k));
   } else if (mode == "RGBX") {  // the X byte is padding
     channels = 3;
     need(n * 4);
@@ -206,14 +206,14 @@ void parse_array(const Leaf& leaf, std::span<const std::byte> p, std::string& dt
   }
   const bool tensor = leaf.base == "tensor";
   if (p.size() < 8) throw bad("array header cut short");
-  const uint32_t di = tensor ? be32(p.data()) : le<uint32_t>(p.data());
-  const uint32_t rank = tensor ? be32(p.data() + 4) : le<uint32_t>(p.data() + 4);
+  const uint32_t di = tensor ? be32(p.data()) : load_le<uint32_t>(p.data());
+  const uint32_t rank = tensor ? be32(p.data() + 4) : load_le<uint32_t>(p.data() + 4);
   dtype = tensor ? torch_dtype(di) : numpy_dtype(di);
   if (dtype.empty()) throw bad("unknown dtype index " + std::to_string(di));
   if (rank > 32 || p.size() < 8 + 4 * uint64_t{rank}) throw bad("array header cut short");
   uint64_t elems = 1;
   for (uint32_t k = 0; k < rank; ++k) {
-    const uint64_t d = tensor ? be32(p.data() + 8 + 4 * k) : le<uint32_t>(p.data() + 8 + 4 * k);
+    const uint64_t d = tensor ? be32(p.data() + 8 + 4 * k) : load_le<uint32_t>(p.data() + 8 + 4 * k);
     if (d && elems > (uint64_t{1} << 40) / d) throw bad("array shape overflows");
     elems *= d;
     shape.push_back(d);
@@ -227,13 +227,13 @@ void decode_payload(const Leaf& leaf, std::span<const std::byte> p, Value& v, co
   const std::string& b = leaf.base;
   if (b == "int") {
     if (p.size() != 8) throw bad("int payload is not 8 bytes");
-    v.int_value = le<int64_t>(p.data());
+    v.int_value = load_le<int64_t>(p.data());
   } else if (b == "bool") {
     if (p.size() != 1) throw bad("bool payload is not 1 byte");
     v.int_value = p[0] != std::byte{0};
   } else if (b == "float") {
     if (p.size() != 8) throw bad("float payload is not 8 bytes");
-    v.float_value = le<double>(p.data());
+    v.float_value = load_le<double>(p.data());
   } else if (b == "pil") {
     decode_pil(leaf, p, v, at);
   } else if (leaf.array && leaf.type == FieldType::ndarray) {

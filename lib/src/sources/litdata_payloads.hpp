@@ -13,16 +13,9 @@
 #include "slip/error.hpp"
 #include "slip/schema.hpp"
 #include "slip/source.hpp"
+#include "util/untrusted.hpp"
 
 namespace slip::detail::litdata {
-
-// A little-endian field of a chunk or payload.
-template <typename T>
-T le(const std::byte* p) {
-  T v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
 
 // One leaf of an item (a field): its serializer and, for arrays, what the pre-scan found.
 struct Leaf {

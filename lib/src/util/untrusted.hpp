@@ -9,6 +9,7 @@
 #include <charconv>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <istream>
 #include <optional>
 #include <string>
@@ -19,6 +20,15 @@
 #include "slip/schema.hpp"
 
 namespace slip::detail {
+
+// A fixed-width field of a file's bytes (FFCV, LitData: little-endian, as every target slip
+// builds for), read without alignment; the caller has checked that sizeof(T) bytes are there.
+template <typename T>
+T load_le(const std::byte* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
 
 // The longest field name accepted: the stem plus slip's longest suffix
 // ("_yuv420.meta.npy", ".index.offsets.npy") stays well under NAME_MAX (255).
